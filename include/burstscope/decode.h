@@ -1,0 +1,103 @@
+// Mirror-port-aware frame decoder: Ethernet, VLAN stacks, IPv4/IPv6, TCP/UDP, and the mirror
+// encapsulations (ERSPAN I/II/III, GRE transparent Ethernet bridging, VXLAN), which are taken off so that the
+// inner frame is what gets measured. It never reads past the captured length; every frame yields a record,
+// and a frame that does not decode completely is also counted under one reason.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "burstscope/packet.h"
+
+namespace burstscope {
+
+// Why a frame did not decode completely. The record still counts, at the deepest layer that decoded.
+enum class DecodeError : uint8_t {
+  kNone = 0,
+  kTruncatedEthernet,
+  kTruncatedVlan,
+  kTooManyVlanTags,
+  kTruncatedIpv4,
+  kBadIpv4Version,
+  kBadIpv4HeaderLength,  // IHL < 5, or total length shorter than the header
+  kTruncatedIpv6,
+  kBadIpv6Version,
+  kTruncatedIpv6ExtHeader,
+  kIpv6ExtChainTooLong,
+  kTruncatedL4,
+  kTruncatedGre,
+  kBadGreHeader,  // GRE version other than 0, or the routing bit set
+  kUnknownGreProtocol,
+  kTruncatedErspan,
+  kBadErspanVersion,
+  kTruncatedVxlan,
+  kVxlanFlagsInvalid,  // the I flag (VNI valid) is clear
+  kTooManyEncapsulations,
+  kCaplenExceedsWireLen,  // capture said it holds more bytes than were on the wire
+  kCount
+};
+inline constexpr int kDecodeErrorCount = static_cast<int>(DecodeError::kCount);
+const char* decodeErrorName(DecodeError e);  // snake_case, stable: used as a metric label
+
+struct DecodeStats {
+  std::array<uint64_t, kDecodeErrorCount> errors{};  // errors[0] (kNone) counts frames decoded fully
+  uint64_t non_ip = 0;
+  uint64_t encapsulated = 0;      // frames measured as the inner frame of a mirror encapsulation
+  uint64_t mirror_seq_gaps = 0;   // packets the mirror lost, from ERSPAN/GRE sequence numbers
+  uint64_t mirror_seq_reorders = 0;  // a sequence number at or below the last one seen for its session
+
+  uint64_t errorTotal() const;
+  void merge(const DecodeStats& o);
+};
+
+// An IPv4 or IPv6 prefix that holds monitored ("local") hosts, for the direction of a frame.
+struct IpPrefix {
+  uint8_t family = 4;
+  std::array<uint8_t, 16> addr{};
+  int length = 0;
+  bool contains(uint8_t fam, const std::array<uint8_t, 16>& a) const;
+};
+// Parses "10.0.0.0/24" or "fd00::/64"; false on a malformed string.
+bool parsePrefix(std::string_view text, IpPrefix* out);
+
+struct DecoderConfig {
+  std::vector<IpPrefix> local_nets;  // empty: direction only from ERSPAN III
+  uint16_t vxlan_port = 4789;
+};
+
+// Stateful only for mirror sequence tracking (one entry per ERSPAN session, bounded).
+class Decoder {
+ public:
+  static constexpr int kMaxVlanTags = 8;
+  static constexpr int kMaxIpv6ExtHeaders = 8;
+  static constexpr int kMaxEncapsulations = 3;
+  static constexpr size_t kMaxTrackedSessions = 1024;
+
+  explicit Decoder(DecoderConfig config = {}) : config_(std::move(config)) {}
+
+  // Decodes one frame of `data` (the captured bytes) whose wire length was `wire_len`, into `out`
+  // (ts_ns is left to the caller). Returns the reason decoding stopped early, or kNone; stats are updated.
+  DecodeError decode(std::span<const uint8_t> data, uint32_t wire_len, PacketRecord* out);
+
+  const DecodeStats& stats() const { return stats_; }
+
+ private:
+  struct Cursor;
+  DecodeError decodeEthernet(Cursor& c, PacketRecord* out, int depth);
+  DecodeError decodeIpv4(Cursor& c, PacketRecord* out, int depth);
+  DecodeError decodeIpv6(Cursor& c, PacketRecord* out, int depth);
+  DecodeError decodeL4(Cursor& c, uint8_t proto, PacketRecord* out, int depth);
+  DecodeError decodeGre(Cursor& c, PacketRecord* out, int depth);
+  DecodeError decodeInnerEthernet(Cursor& c, PacketRecord* out, int depth);
+  void noteSequence(uint32_t session, uint32_t seq);
+  void classifyDirection(PacketRecord* out) const;
+
+  DecoderConfig config_;
+  DecodeStats stats_;
+  absl::flat_hash_map<uint32_t, uint32_t> last_seq_;  // ERSPAN session (or GRE key) -> last sequence
+};
+
+}  // namespace burstscope

@@ -1,0 +1,72 @@
+// The compact per-packet record that crosses from capture to the window engine, and the flow identity
+// it carries. Everything after the decoder sees only these types, never raw frames.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+
+namespace burstscope {
+
+// Direction of a frame at the mirrored switch port: kIngress is into the switch from the monitored hosts,
+// kEgress is out of the switch toward them. It comes from the ERSPAN type III "D" bit when the
+// mirror says so, else from the configured local networks (a frame from a local address is kIngress, to one
+// kEgress); otherwise it is kUnknown.
+enum class Direction : uint8_t { kUnknown = 0, kIngress = 1, kEgress = 2 };
+inline constexpr int kDirectionCount = 3;
+const char* directionName(Direction d);
+
+// An IP 5-tuple. IPv4 addresses occupy the first 4 bytes of `src`/`dst`; `family` is 0 for non-IP frames
+// (then only the port stream counts them), 4 or 6. Ports are 0 when the frame carries none (non-TCP/UDP,
+// non-first fragments, truncated L4).
+struct FlowKey {
+  std::array<uint8_t, 16> src{};
+  std::array<uint8_t, 16> dst{};
+  uint16_t src_port = 0;
+  uint16_t dst_port = 0;
+  uint8_t proto = 0;
+  uint8_t family = 0;
+  uint16_t reserved = 0;  // keeps the struct free of padding, so byte-wise hashing and equality agree
+
+  bool operator==(const FlowKey&) const = default;
+
+  // The directed host pair (addresses only) of this flow.
+  FlowKey pairKey() const {
+    FlowKey k;
+    k.src = src;
+    k.dst = dst;
+    k.family = family;
+    return k;
+  }
+
+  template <typename H>
+  friend H AbslHashValue(H h, const FlowKey& k) {
+    return H::combine_contiguous(std::move(h), reinterpret_cast<const unsigned char*>(&k), sizeof(k));
+  }
+};
+static_assert(sizeof(FlowKey) == 40, "FlowKey must have no padding");
+
+std::string addressToString(const FlowKey& k, bool source);
+std::string flowToString(const FlowKey& k);  // "10.0.0.1:4000 > 10.0.0.2:5000 tcp"
+std::string pairToString(const FlowKey& k);  // "10.0.0.1 > 10.0.0.2"
+
+// Flags on a record.
+enum RecordFlags : uint8_t {
+  kRecordDecodeError = 1 << 0,  // decoding stopped early; the record holds what decoded
+  kRecordEncapsulated = 1 << 1, // measured frame was the inner frame of a mirror encapsulation
+  kRecordFragment = 1 << 2,     // an IP fragment (ports only in the first one)
+};
+
+// One measured packet. `wire_len` is the measured frame's length on the wire in bytes (Ethernet header
+// included, FCS excluded); for an encapsulated mirror frame that is the inner frame's length.
+struct PacketRecord {
+  int64_t ts_ns = 0;  // nanoseconds since the Unix epoch
+  uint32_t wire_len = 0;
+  Direction direction = Direction::kUnknown;
+  uint8_t flags = 0;
+  uint16_t vlan = 0;  // innermost VLAN id of the measured frame, 0 if untagged
+  FlowKey key;
+};
+static_assert(sizeof(PacketRecord) == 56);
+
+}  // namespace burstscope

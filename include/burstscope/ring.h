@@ -1,0 +1,83 @@
+// A bounded lock-free single-producer/single-consumer ring with batch enqueue and dequeue, in the manner of
+// rte_ring: producer and consumer indices on separate cache lines, each side caching the other's index so
+// that the shared line is read only when the cached view says the ring is full (or empty).
+// A full ring never blocks: enqueue takes what fits and the caller counts the rest as dropped.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <new>
+#include <span>
+#include <type_traits>
+
+namespace burstscope {
+
+inline constexpr size_t kCacheLine = 64;
+
+template <typename T>
+class SpscRing {
+  static_assert(std::is_trivially_copyable_v<T>, "ring slots are copied with plain stores");
+
+ public:
+  // `capacity` is rounded up to a power of two.
+  explicit SpscRing(size_t capacity) : mask_(std::bit_ceil(std::max<size_t>(capacity, 2)) - 1),
+                                       slots_(new T[mask_ + 1]) {}
+  SpscRing(const SpscRing&) = delete;
+  SpscRing& operator=(const SpscRing&) = delete;
+
+  size_t capacity() const { return mask_ + 1; }
+
+  // Producer side. Copies as many of `items` as fit and returns how many; never waits.
+  size_t enqueue(std::span<const T> items) {
+    const uint64_t head = prod_.head.load(std::memory_order_relaxed);
+    size_t free_slots = capacity() - (head - prod_.cached_tail);
+    if (free_slots < items.size()) {
+      prod_.cached_tail = cons_.tail.load(std::memory_order_acquire);
+      free_slots = capacity() - (head - prod_.cached_tail);
+    }
+    const size_t n = std::min(free_slots, items.size());
+    for (size_t i = 0; i < n; ++i) slots_[(head + i) & mask_] = items[i];
+    prod_.head.store(head + n, std::memory_order_release);
+    return n;
+  }
+
+  // Consumer side. Moves up to out.size() items into `out` and returns how many.
+  size_t dequeue(std::span<T> out) {
+    const uint64_t tail = cons_.tail.load(std::memory_order_relaxed);
+    size_t avail = cons_.cached_head - tail;
+    if (avail < out.size()) {
+      cons_.cached_head = prod_.head.load(std::memory_order_acquire);
+      avail = cons_.cached_head - tail;
+    }
+    const size_t n = std::min(avail, out.size());
+    for (size_t i = 0; i < n; ++i) out[i] = slots_[(tail + i) & mask_];
+    cons_.tail.store(tail + n, std::memory_order_release);
+    return n;
+  }
+
+  // Approximate fill level, for monitoring only.
+  size_t sizeApprox() const {
+    return prod_.head.load(std::memory_order_relaxed) - cons_.tail.load(std::memory_order_relaxed);
+  }
+
+ private:
+  struct alignas(kCacheLine) Producer {
+    std::atomic<uint64_t> head{0};
+    uint64_t cached_tail = 0;
+  };
+  struct alignas(kCacheLine) Consumer {
+    std::atomic<uint64_t> tail{0};
+    uint64_t cached_head = 0;
+  };
+
+  const size_t mask_;
+  std::unique_ptr<T[]> slots_;
+  Producer prod_;
+  Consumer cons_;
+};
+
+}  // namespace burstscope

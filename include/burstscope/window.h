@@ -1,0 +1,199 @@
+// The multi-scale burst engine (SPEC.md "Definitions" and "Exactness"). It takes packet records in
+// timestamp order and keeps, per stream (the port total, each direction, the heaviest host pairs and
+// 5-tuple flows): exact packet and byte counts per aligned bin, the envelope E(τ) per scale, the virtual
+// backlog Bmax(r) per rate, and microbursts. Time comes only from the records, never from a clock, so the
+// offline and live paths run the same code.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "burstscope/packet.h"
+
+namespace burstscope {
+
+struct EngineConfig {
+  // Window lengths τ in nanoseconds; each must be a multiple of base_bin_ns.
+  std::vector<int64_t> scales_ns{100'000, 1'000'000, 5'000'000, 10'000'000,
+                                 100'000'000, 1'000'000'000, 10'000'000'000};
+  int64_t base_bin_ns = 100'000;
+  // Port and direction streams keep E(τ) exact (packet-level) for τ up to this; above it E(τ) comes from
+  // base bins (SPEC's bound). Offline analysis raises it to the largest scale.
+  int64_t exact_max_tau_ns = 10'000'000;
+  // Memory bound of one exact window: distinct timestamps held at once. A scale that would need more is
+  // demoted to base-bin precision and marked inexact.
+  size_t exact_max_entries = size_t{1} << 24;
+  std::vector<double> rates_bps{1e9, 10e9, 25e9, 100e9};  // virtual backlog drain rates, bit/s
+  double link_capacity_bps = 10e9;                         // for utilisation and microbursts
+  int64_t microburst_tau_ns = 100'000;
+  double microburst_threshold = 0.5;  // fraction of link capacity
+  size_t top_k = 10;                  // pairs and flows reported by name
+  size_t tracked_streams = 20;        // pairs and flows (each) given window statistics; >= top_k
+  size_t flow_table_capacity = size_t{1} << 16;
+  size_t pair_table_capacity = size_t{1} << 14;
+  size_t max_microburst_events = size_t{1} << 20;  // kept for quantiles; all are counted
+};
+
+// Names the first bad field: "scales_ns: 150000 is not a multiple of base_bin_ns 100000".
+absl::Status validateConfig(const EngineConfig& c);
+
+// A classic cumulative-able histogram with fixed upper bounds (the last bucket is +Inf).
+struct Histogram {
+  std::vector<double> bounds;   // upper bounds, ascending
+  std::vector<uint64_t> counts; // bounds.size() + 1 buckets, non-cumulative
+  double sum = 0;
+  uint64_t count = 0;
+  explicit Histogram(std::vector<double> b = {}) : bounds(std::move(b)), counts(bounds.size() + 1) {}
+  void observe(double v, uint64_t n = 1);
+};
+
+struct ScaleResult {
+  int64_t tau_ns = 0;
+  uint64_t envelope_bytes = 0;  // E(τ)
+  bool exact = false;           // packet-level exact, or from base bins within SPEC's bound
+  uint64_t peak_bin_bytes = 0;  // busiest aligned bin of width τ (exact)
+  uint64_t peak_bin_packets = 0;
+  uint64_t bins_spanned = 0;    // aligned bins from the first packet's to the last packet's
+  std::optional<Histogram> utilisation;  // per aligned bin, fraction of link capacity (port/direction)
+};
+
+struct BacklogResult {
+  double rate_bps = 0;
+  double max_backlog_bytes = 0;  // Bmax(r), exact to the byte (integer arithmetic inside)
+};
+
+struct Microburst {
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+  uint64_t bytes = 0;      // bytes of the packets arriving during the microburst
+  double peak_bps = 0;     // highest A(t-τ,t)*8/τ inside it
+};
+
+struct MicroburstResult {
+  uint64_t count = 0;
+  std::vector<Microburst> events;  // the first max_microburst_events of them
+  Histogram durations_s;
+  Histogram gaps_s;
+  Histogram volumes_bytes;
+};
+
+struct StreamResult {
+  uint64_t packets = 0;
+  uint64_t bytes = 0;
+  int64_t first_ns = 0;
+  int64_t last_ns = 0;
+  std::vector<ScaleResult> scales;
+  std::vector<BacklogResult> backlog;         // port and direction streams only
+  std::optional<MicroburstResult> microbursts;  // port and direction streams only
+};
+
+// A named host pair or flow with its totals and, when it held a tracked slot, window statistics.
+struct HeavyHitter {
+  FlowKey key;
+  uint64_t packets = 0;
+  uint64_t bytes = 0;
+  int64_t first_ns = 0;
+  int64_t last_ns = 0;
+  std::optional<StreamResult> windows;
+  int64_t windows_since_ns = 0;  // windows cover packets from here on (== first_ns when complete)
+};
+
+struct HeavyResult {
+  std::vector<HeavyHitter> top;  // at most top_k, by bytes, descending
+  uint64_t other_packets = 0;    // everything not in `top`, evicted entries included
+  uint64_t other_bytes = 0;
+  uint64_t entries = 0;          // distinct keys in the table at the end
+  uint64_t evictions = 0;        // entries evicted to keep the table within capacity
+};
+
+struct EngineResult {
+  StreamResult port;
+  std::vector<std::pair<Direction, StreamResult>> directions;  // only directions that were seen
+  HeavyResult pairs;
+  HeavyResult flows;
+  uint64_t non_ip_packets = 0;
+};
+
+class Engine {
+ public:
+  explicit Engine(const EngineConfig& config);  // config must pass validateConfig
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Records must come in non-decreasing ts_ns order (the Reorderer guarantees it).
+  void add(const PacketRecord& r);
+  // Closes open bins, windows and microbursts. Call once, after the last add.
+  void finish();
+  EngineResult result() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Puts records back into timestamp order before the engine. A record is held until the newest timestamp
+// seen is `horizon_ns` past it; ties keep arrival order. A record older than what was already released is
+// released with the last released timestamp (clamped) and counted: the engine never sees time go backwards.
+class Reorderer {
+ public:
+  explicit Reorderer(int64_t horizon_ns) : horizon_ns_(horizon_ns) {}
+
+  template <typename Emit>
+  void push(const PacketRecord& r, Emit&& emit);
+  template <typename Emit>
+  void flush(Emit&& emit);
+
+  uint64_t reordered() const { return reordered_; }  // put back in order within the horizon
+  uint64_t clamped() const { return clamped_; }      // arrived later than the horizon allowed
+  int64_t maxLatenessNs() const { return max_lateness_ns_; }
+
+ private:
+  void insert(const PacketRecord& r);
+  void grow();
+
+  int64_t horizon_ns_;
+  std::vector<PacketRecord> buf_ = std::vector<PacketRecord>(1024);  // ring, power-of-two size
+  size_t head_ = 0;  // oldest
+  size_t size_ = 0;
+  int64_t newest_ns_ = INT64_MIN;
+  int64_t released_ns_ = INT64_MIN;
+  uint64_t reordered_ = 0;
+  uint64_t clamped_ = 0;
+  int64_t max_lateness_ns_ = 0;
+};
+
+template <typename Emit>
+void Reorderer::push(const PacketRecord& r, Emit&& emit) {
+  PacketRecord rec = r;
+  if (rec.ts_ns < released_ns_) {
+    max_lateness_ns_ = std::max(max_lateness_ns_, released_ns_ - rec.ts_ns);
+    rec.ts_ns = released_ns_;
+    ++clamped_;
+  }
+  insert(rec);
+  newest_ns_ = std::max(newest_ns_, rec.ts_ns);
+  const size_t mask = buf_.size() - 1;
+  while (size_ > 0 && buf_[head_].ts_ns <= newest_ns_ - horizon_ns_) {
+    released_ns_ = buf_[head_].ts_ns;
+    emit(buf_[head_]);
+    head_ = (head_ + 1) & mask;
+    --size_;
+  }
+}
+
+template <typename Emit>
+void Reorderer::flush(Emit&& emit) {
+  const size_t mask = buf_.size() - 1;
+  while (size_ > 0) {
+    released_ns_ = buf_[head_].ts_ns;
+    emit(buf_[head_]);
+    head_ = (head_ + 1) & mask;
+    --size_;
+  }
+}
+
+}  // namespace burstscope

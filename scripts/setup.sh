@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs everything burstscope needs to build, run and test on Debian 12, and prepares the machine.
+# Idempotent: safe to run again. Needs root (or sudo).
+set -euo pipefail
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+
+PKGS=(
+  # toolchain and build
+  build-essential g++ meson ninja-build pkg-config git
+  clang llvm libclang-rt-14-dev
+  # libraries
+  libdpdk-dev dpdk libbpf-dev libxdp-dev bpftool
+  prometheus-cpp-dev libabsl-dev libpcap-dev libyaml-cpp-dev nlohmann-json3-dev libcli11-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  # tools used by tests and benchmarks
+  tshark tcpdump tcpreplay iproute2 ethtool procps python3-numpy
+)
+
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  export DEBIAN_FRONTEND=noninteractive
+  # tshark asks whether non-root users may capture; answer it so the install never waits for input.
+  echo "wireshark-common wireshark-common/install-setuid boolean false" | $SUDO debconf-set-selections
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# bpffs is needed by the AF_XDP path (libxdp pins its dispatcher there); hugepages are optional.
+if [ "$(id -u)" -eq 0 ] && ! mountpoint -q /sys/fs/bpf 2>/dev/null; then
+  mount -t bpf bpf /sys/fs/bpf 2>/dev/null || echo "note: could not mount bpffs at /sys/fs/bpf" >&2
+fi
+echo "setup: dependencies present"

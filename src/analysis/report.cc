@@ -1,0 +1,299 @@
+#include "src/analysis/report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+
+namespace burstscope {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+double durationNs(const StreamResult& s) { return static_cast<double>(s.last_ns - s.first_ns); }
+
+// Mean rate over the whole stream, first to last packet (SPEC: offline baseline M is the whole trace).
+double meanBps(const StreamResult& s) {
+  const double dur = durationNs(s);
+  return dur > 0 ? static_cast<double>(s.bytes) * 8e9 / dur : 0.0;
+}
+
+// PtM(τ) = E(τ) / (ρ·τ); undefined when τ is longer than the baseline interval.
+std::optional<double> ptm(const StreamResult& s, const ScaleResult& sc) {
+  const double mean = meanBps(s);
+  const double tau = static_cast<double>(sc.tau_ns);
+  if (mean <= 0 || tau > durationNs(s)) return std::nullopt;
+  return (static_cast<double>(sc.envelope_bytes) * 8e9 / tau) / mean;
+}
+
+double quantile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  const size_t i = std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size())));
+  std::nth_element(v.begin(), v.begin() + static_cast<ptrdiff_t>(i), v.end());
+  return v[i];
+}
+
+struct Distribution {
+  double p50 = 0, p90 = 0, p99 = 0, max = 0;
+  size_t n = 0;
+};
+Distribution distribution(const std::vector<double>& v) {
+  Distribution d;
+  d.n = v.size();
+  if (v.empty()) return d;
+  d.p50 = quantile(v, 0.5);
+  d.p90 = quantile(v, 0.9);
+  d.p99 = quantile(v, 0.99);
+  d.max = *std::max_element(v.begin(), v.end());
+  return d;
+}
+
+struct MicroburstStats {
+  Distribution durations_s, gaps_s, volumes_bytes, peaks_bps;
+};
+MicroburstStats microburstStats(const MicroburstResult& m) {
+  std::vector<double> dur, gap, vol, peak;
+  for (size_t i = 0; i < m.events.size(); ++i) {
+    const Microburst& e = m.events[i];
+    dur.push_back(static_cast<double>(e.end_ns - e.start_ns) * 1e-9);
+    vol.push_back(static_cast<double>(e.bytes));
+    peak.push_back(e.peak_bps);
+    if (i > 0) gap.push_back(static_cast<double>(e.start_ns - m.events[i - 1].end_ns) * 1e-9);
+  }
+  return {distribution(dur), distribution(gap), distribution(vol), distribution(peak)};
+}
+
+Json distJson(const Distribution& d) {
+  return Json{{"n", d.n}, {"p50", d.p50}, {"p90", d.p90}, {"p99", d.p99}, {"max", d.max}};
+}
+
+Json histogramJson(const Histogram& h) {
+  Json buckets = Json::array();
+  uint64_t cumulative = 0;
+  for (size_t i = 0; i < h.counts.size(); ++i) {
+    cumulative += h.counts[i];
+    buckets.push_back(Json{{"le", i < h.bounds.size() ? Json(h.bounds[i]) : Json("+Inf")},
+                           {"count", cumulative}});
+  }
+  return Json{{"count", h.count}, {"sum", h.sum}, {"buckets", buckets}};
+}
+
+Json scalesJson(const StreamResult& s, bool with_histograms) {
+  Json out = Json::array();
+  for (const ScaleResult& sc : s.scales) {
+    auto p = ptm(s, sc);
+    Json j{{"tau_us", sc.tau_ns / 1000},
+           {"envelope_bytes", sc.envelope_bytes},
+           {"ptm", p ? Json(*p) : Json(nullptr)},
+           {"peak_bin_bytes", sc.peak_bin_bytes},
+           {"mean_bin_bytes", sc.bins_spanned ? static_cast<double>(s.bytes) / static_cast<double>(sc.bins_spanned)
+                                              : 0.0},
+           {"peak_gbps", static_cast<double>(sc.envelope_bytes) * 8.0 / static_cast<double>(sc.tau_ns)},
+           {"peak_bin_packets", sc.peak_bin_packets},
+           {"exact", sc.exact}};
+    if (with_histograms && sc.utilisation) j["utilisation"] = histogramJson(*sc.utilisation);
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
+Json microburstJson(const MicroburstResult& m, const EngineConfig& cfg) {
+  MicroburstStats st = microburstStats(m);
+  return Json{{"tau_us", cfg.microburst_tau_ns / 1000},
+              {"threshold", cfg.microburst_threshold},
+              {"link_capacity_bps", cfg.link_capacity_bps},
+              {"count", m.count},
+              {"durations_s", distJson(st.durations_s)},
+              {"gaps_s", distJson(st.gaps_s)},
+              {"volumes_bytes", distJson(st.volumes_bytes)},
+              {"peak_bps", distJson(st.peaks_bps)}};
+}
+
+Json streamJson(const StreamResult& s, const EngineConfig& cfg) {
+  Json j{{"packets", s.packets}, {"bytes", s.bytes}, {"first_ns", s.first_ns}, {"last_ns", s.last_ns},
+         {"mean_bps", meanBps(s)}, {"scales", scalesJson(s, true)}};
+  Json backlog = Json::array();
+  for (const BacklogResult& b : s.backlog) {
+    backlog.push_back(Json{{"rate_gbps", b.rate_bps / 1e9}, {"max_backlog_bytes", b.max_backlog_bytes}});
+  }
+  j["backlog"] = backlog;
+  if (s.microbursts) j["microbursts"] = microburstJson(*s.microbursts, cfg);
+  return j;
+}
+
+Json heavyJson(const HeavyResult& h, uint64_t total_bytes, bool flows) {
+  Json top = Json::array();
+  for (const HeavyHitter& x : h.top) {
+    Json j{{"key", flows ? flowToString(x.key) : pairToString(x.key)},
+           {"src", addressToString(x.key, true)},
+           {"dst", addressToString(x.key, false)}};
+    if (flows) {
+      j["src_port"] = x.key.src_port;
+      j["dst_port"] = x.key.dst_port;
+      j["proto"] = x.key.proto;
+    }
+    j["packets"] = x.packets;
+    j["bytes"] = x.bytes;
+    j["share"] = total_bytes ? static_cast<double>(x.bytes) / static_cast<double>(total_bytes) : 0.0;
+    j["first_ns"] = x.first_ns;
+    j["last_ns"] = x.last_ns;
+    if (x.windows) {
+      j["windows_complete"] = x.windows_since_ns == x.first_ns;
+      j["windows_since_ns"] = x.windows_since_ns;
+      j["scales"] = scalesJson(*x.windows, false);
+    }
+    top.push_back(std::move(j));
+  }
+  return Json{{"top", top}, {"other_packets", h.other_packets}, {"other_bytes", h.other_bytes},
+              {"entries", h.entries}, {"evictions", h.evictions}};
+}
+
+Json decodeJson(const DecodeStats& d) {
+  Json errors = Json::object();
+  for (int i = 1; i < kDecodeErrorCount; ++i) {
+    if (d.errors[i]) errors[decodeErrorName(static_cast<DecodeError>(i))] = d.errors[i];
+  }
+  return Json{{"ok", d.errors[0]}, {"errors", errors}, {"error_total", d.errorTotal()},
+              {"non_ip", d.non_ip}, {"encapsulated", d.encapsulated},
+              {"mirror_seq_gaps", d.mirror_seq_gaps}, {"mirror_seq_reorders", d.mirror_seq_reorders}};
+}
+
+std::string humanBytes(double b) {
+  if (b >= 1e9) return absl::StrFormat("%.2f GB", b / 1e9);
+  if (b >= 1e6) return absl::StrFormat("%.2f MB", b / 1e6);
+  if (b >= 1e3) return absl::StrFormat("%.1f kB", b / 1e3);
+  return absl::StrFormat("%.0f B", b);
+}
+std::string humanRate(double bps) {
+  if (bps >= 1e9) return absl::StrFormat("%.2f Gbit/s", bps / 1e9);
+  if (bps >= 1e6) return absl::StrFormat("%.1f Mbit/s", bps / 1e6);
+  return absl::StrFormat("%.1f kbit/s", bps / 1e3);
+}
+std::string humanTau(int64_t ns) {
+  if (ns >= 1'000'000'000 && ns % 1'000'000'000 == 0) return absl::StrCat(ns / 1'000'000'000, " s");
+  if (ns >= 1'000'000 && ns % 1'000'000 == 0) return absl::StrCat(ns / 1'000'000, " ms");
+  return absl::StrCat(ns / 1000, " us");
+}
+std::string humanSeconds(double s) {
+  if (s >= 1) return absl::StrFormat("%.2f s", s);
+  if (s >= 1e-3) return absl::StrFormat("%.2f ms", s * 1e3);
+  return absl::StrFormat("%.0f us", s * 1e6);
+}
+
+void appendHeavy(std::string& out, const char* title, const HeavyResult& h, uint64_t total, bool flows) {
+  absl::StrAppend(&out, "\n", title, " (", h.entries, " seen",
+                  h.evictions ? absl::StrCat(", ", h.evictions, " evicted") : std::string(), ")\n");
+  for (const HeavyHitter& x : h.top) {
+    const double share = total ? 100.0 * static_cast<double>(x.bytes) / static_cast<double>(total) : 0;
+    std::string burst;
+    if (x.windows) {
+      for (const ScaleResult& sc : x.windows->scales) {
+        if (sc.tau_ns == 1'000'000) burst = absl::StrCat("  peak(1 ms) ", humanRate(static_cast<double>(sc.envelope_bytes) * 8e9 / 1e6));
+      }
+    }
+    absl::StrAppend(&out, absl::StrFormat("  %-52s %10s %5.1f%%%s\n",
+                                          flows ? flowToString(x.key) : pairToString(x.key),
+                                          humanBytes(static_cast<double>(x.bytes)), share, burst));
+  }
+  if (h.other_bytes) {
+    absl::StrAppend(&out, absl::StrFormat("  %-52s %10s %5.1f%%\n", "other",
+                                          humanBytes(static_cast<double>(h.other_bytes)),
+                                          total ? 100.0 * static_cast<double>(h.other_bytes) / static_cast<double>(total) : 0));
+  }
+}
+
+}  // namespace
+
+Json reportJson(const PipelineResult& r, const ReportContext& ctx) {
+  const EngineConfig& cfg = ctx.config->engine;
+  const StreamResult& port = r.engine.port;
+  Json j = streamJson(port, cfg);
+  j["files"] = ctx.files;
+  j["exactness"] = absl::StrCat(
+      "port and direction streams: E(tau) packet-level exact for tau <= ", cfg.exact_max_tau_ns / 1000,
+      " us (see scales[].exact); above that, and for pairs and flows, from ", cfg.base_bin_ns / 1000,
+      " us bins: never above the truth, never below it by more than one bin's bytes");
+  Json dirs = Json::object();
+  for (const auto& [d, s] : r.engine.directions) dirs[directionName(d)] = streamJson(s, cfg);
+  j["directions"] = dirs;
+  j["pairs"] = heavyJson(r.engine.pairs, port.bytes, false);
+  j["flows"] = heavyJson(r.engine.flows, port.bytes, true);
+  j["non_ip_packets"] = r.engine.non_ip_packets;
+  j["decode"] = decodeJson(r.decode);
+  j["timestamps"] = Json{{"reordered", r.reordered}, {"clamped", r.clamped},
+                         {"max_lateness_ns", r.max_lateness_ns},
+                         {"reorder_horizon_ns", ctx.config->reorder_horizon_ns}};
+  j["ledger"] = Json{{"received", r.ledger.received}, {"analysed", r.ledger.analysed},
+                     {"dropped", Json{{"ring_full", r.ledger.ring_drops}}},
+                     {"truncated_records", r.source.truncated_records},
+                     {"balanced", r.ledger.balanced()}};
+  return j;
+}
+
+std::string reportText(const PipelineResult& r, const ReportContext& ctx) {
+  const EngineConfig& cfg = ctx.config->engine;
+  const StreamResult& port = r.engine.port;
+  std::string out;
+  absl::StrAppend(&out, "burstscope analyze: ", absl::StrJoin(ctx.files, ", "), "\n");
+  absl::StrAppend(&out, absl::StrFormat("  %d packets, %s over %s, mean %s\n", port.packets,
+                                        humanBytes(static_cast<double>(port.bytes)),
+                                        humanSeconds(durationNs(port) * 1e-9), humanRate(meanBps(port))));
+  absl::StrAppend(&out, "\nBurstiness (sliding-window envelope E(tau), peak-to-mean PtM = E / (mean * tau))\n");
+  absl::StrAppend(&out, absl::StrFormat("  %-7s %14s %14s %9s %16s  %s\n", "tau", "E(tau) bytes", "peak rate",
+                                        "PtM", "peak aligned bin", "precision"));
+  for (const ScaleResult& sc : port.scales) {
+    auto p = ptm(port, sc);
+    absl::StrAppend(&out, absl::StrFormat(
+                              "  %-7s %14d %14s %9s %16d  %s\n", humanTau(sc.tau_ns), sc.envelope_bytes,
+                              humanRate(static_cast<double>(sc.envelope_bytes) * 8e9 / static_cast<double>(sc.tau_ns)),
+                              p ? absl::StrFormat("%.1f", *p) : std::string("n/a"), sc.peak_bin_bytes,
+                              sc.exact ? "exact" : "100us bins"));
+  }
+  absl::StrAppend(&out, "\nVirtual backlog Bmax(r): buffer a port of rate r would need for this traffic\n");
+  for (const BacklogResult& b : port.backlog) {
+    absl::StrAppend(&out, absl::StrFormat("  %-14s %s\n", humanRate(b.rate_bps), humanBytes(b.max_backlog_bytes)));
+  }
+  if (port.microbursts) {
+    const MicroburstResult& m = *port.microbursts;
+    MicroburstStats st = microburstStats(m);
+    absl::StrAppend(&out, absl::StrFormat("\nMicrobursts (tau %s, at or above %.0f%% of %s): %d\n",
+                                          humanTau(cfg.microburst_tau_ns), cfg.microburst_threshold * 100,
+                                          humanRate(cfg.link_capacity_bps), m.count));
+    if (m.count) {
+      absl::StrAppend(&out, absl::StrFormat("  duration  p50 %s  p99 %s  max %s\n", humanSeconds(st.durations_s.p50),
+                                            humanSeconds(st.durations_s.p99), humanSeconds(st.durations_s.max)));
+      absl::StrAppend(&out, absl::StrFormat("  gap       p50 %s  p99 %s  max %s\n", humanSeconds(st.gaps_s.p50),
+                                            humanSeconds(st.gaps_s.p99), humanSeconds(st.gaps_s.max)));
+      absl::StrAppend(&out, absl::StrFormat("  volume    p50 %s  p99 %s  max %s\n", humanBytes(st.volumes_bytes.p50),
+                                            humanBytes(st.volumes_bytes.p99), humanBytes(st.volumes_bytes.max)));
+    }
+  }
+  for (const auto& [d, s] : r.engine.directions) {
+    absl::StrAppend(&out, absl::StrFormat("\nDirection %s: %d packets, %s, mean %s\n", directionName(d), s.packets,
+                                          humanBytes(static_cast<double>(s.bytes)), humanRate(meanBps(s))));
+  }
+  appendHeavy(out, "Top host pairs", r.engine.pairs, port.bytes, false);
+  appendHeavy(out, "Top flows", r.engine.flows, port.bytes, true);
+  absl::StrAppend(&out, "\nDecoding: ", r.decode.errors[0], " complete, ", r.decode.errorTotal(), " malformed, ",
+                  r.decode.non_ip, " non-IP, ", r.decode.encapsulated, " mirror-encapsulated\n");
+  for (int i = 1; i < kDecodeErrorCount; ++i) {
+    if (r.decode.errors[i]) {
+      absl::StrAppend(&out, "  ", decodeErrorName(static_cast<DecodeError>(i)), ": ", r.decode.errors[i], "\n");
+    }
+  }
+  if (r.decode.mirror_seq_gaps || r.decode.mirror_seq_reorders) {
+    absl::StrAppend(&out, "  mirror lost ", r.decode.mirror_seq_gaps, " packets (sequence gaps), ",
+                    r.decode.mirror_seq_reorders, " out of sequence\n");
+  }
+  absl::StrAppend(&out, "Timestamps: ", r.reordered, " put back in order, ", r.clamped,
+                  " later than the reorder horizon (clamped)\n");
+  absl::StrAppend(&out, "Ledger: received ", r.ledger.received, " = analysed ", r.ledger.analysed,
+                  " + dropped ", r.ledger.ring_drops, r.ledger.balanced() ? " (balanced)" : " (NOT BALANCED)", "\n");
+  if (!r.source.warning.empty()) absl::StrAppend(&out, "Warning: ", r.source.warning, "\n");
+  return out;
+}
+
+}  // namespace burstscope

@@ -1,0 +1,309 @@
+#include "burstscope/decode.h"
+
+#include <cstring>
+
+namespace burstscope {
+namespace {
+
+constexpr uint16_t kEthIpv4 = 0x0800;
+constexpr uint16_t kEthIpv6 = 0x86DD;
+constexpr uint16_t kEthVlan = 0x8100;
+constexpr uint16_t kEthQinQ = 0x88A8;
+constexpr uint16_t kEthQinQOld = 0x9100;
+constexpr uint16_t kGreErspan2 = 0x88BE;  // type I without the S bit, type II with it
+constexpr uint16_t kGreErspan3 = 0x22EB;
+constexpr uint16_t kGreTeb = 0x6558;
+constexpr uint8_t kProtoTcp = 6;
+constexpr uint8_t kProtoUdp = 17;
+constexpr uint8_t kProtoGre = 47;
+constexpr uint8_t kProtoSctp = 132;
+
+inline uint16_t be16(const uint8_t* p) { return static_cast<uint16_t>(p[0] << 8 | p[1]); }
+inline uint32_t be32(const uint8_t* p) {
+  return uint32_t{p[0]} << 24 | uint32_t{p[1]} << 16 | uint32_t{p[2]} << 8 | p[3];
+}
+
+}  // namespace
+
+// Bounds-checked view of the captured bytes: `have(n)` before touching n bytes at `off`.
+struct Decoder::Cursor {
+  const uint8_t* data;
+  size_t caplen;
+  size_t off;
+  uint32_t outer_wire_len;
+  bool have(size_t n) const { return off <= caplen && caplen - off >= n; }
+  const uint8_t* at() const { return data + off; }
+};
+
+const char* directionName(Direction d) {
+  switch (d) {
+    case Direction::kIngress: return "ingress";
+    case Direction::kEgress: return "egress";
+    case Direction::kUnknown: break;
+  }
+  return "unknown";
+}
+
+const char* decodeErrorName(DecodeError e) {
+  switch (e) {
+    case DecodeError::kNone: return "none";
+    case DecodeError::kTruncatedEthernet: return "truncated_ethernet";
+    case DecodeError::kTruncatedVlan: return "truncated_vlan";
+    case DecodeError::kTooManyVlanTags: return "too_many_vlan_tags";
+    case DecodeError::kTruncatedIpv4: return "truncated_ipv4";
+    case DecodeError::kBadIpv4Version: return "bad_ipv4_version";
+    case DecodeError::kBadIpv4HeaderLength: return "bad_ipv4_header_length";
+    case DecodeError::kTruncatedIpv6: return "truncated_ipv6";
+    case DecodeError::kBadIpv6Version: return "bad_ipv6_version";
+    case DecodeError::kTruncatedIpv6ExtHeader: return "truncated_ipv6_ext_header";
+    case DecodeError::kIpv6ExtChainTooLong: return "ipv6_ext_chain_too_long";
+    case DecodeError::kTruncatedL4: return "truncated_l4";
+    case DecodeError::kTruncatedGre: return "truncated_gre";
+    case DecodeError::kBadGreHeader: return "bad_gre_header";
+    case DecodeError::kUnknownGreProtocol: return "unknown_gre_protocol";
+    case DecodeError::kTruncatedErspan: return "truncated_erspan";
+    case DecodeError::kBadErspanVersion: return "bad_erspan_version";
+    case DecodeError::kTruncatedVxlan: return "truncated_vxlan";
+    case DecodeError::kVxlanFlagsInvalid: return "vxlan_flags_invalid";
+    case DecodeError::kTooManyEncapsulations: return "too_many_encapsulations";
+    case DecodeError::kCaplenExceedsWireLen: return "caplen_exceeds_wire_len";
+    case DecodeError::kCount: break;
+  }
+  return "invalid";
+}
+
+uint64_t DecodeStats::errorTotal() const {
+  uint64_t n = 0;
+  for (int i = 1; i < kDecodeErrorCount; ++i) n += errors[i];
+  return n;
+}
+
+void DecodeStats::merge(const DecodeStats& o) {
+  for (int i = 0; i < kDecodeErrorCount; ++i) errors[i] += o.errors[i];
+  non_ip += o.non_ip;
+  encapsulated += o.encapsulated;
+  mirror_seq_gaps += o.mirror_seq_gaps;
+  mirror_seq_reorders += o.mirror_seq_reorders;
+}
+
+bool IpPrefix::contains(uint8_t fam, const std::array<uint8_t, 16>& a) const {
+  if (fam != family) return false;
+  int full = length / 8;
+  if (std::memcmp(a.data(), addr.data(), full) != 0) return false;
+  int rest = length % 8;
+  if (rest == 0) return true;
+  uint8_t mask = static_cast<uint8_t>(0xFF << (8 - rest));
+  return (a[full] & mask) == (addr[full] & mask);
+}
+
+DecodeError Decoder::decode(std::span<const uint8_t> data, uint32_t wire_len, PacketRecord* out) {
+  DecodeError caplen_error = DecodeError::kNone;
+  if (data.size() > wire_len) {
+    // The capture claims more bytes than the wire carried; measure what we hold.
+    caplen_error = DecodeError::kCaplenExceedsWireLen;
+    wire_len = static_cast<uint32_t>(data.size());
+  }
+  out->wire_len = wire_len;
+  out->direction = Direction::kUnknown;
+  out->flags = 0;
+  out->vlan = 0;
+  out->key = FlowKey{};
+  Cursor c{data.data(), data.size(), 0, wire_len};
+  DecodeError e = decodeEthernet(c, out, 0);
+  if (caplen_error != DecodeError::kNone) e = caplen_error;
+  if (e != DecodeError::kNone) out->flags |= kRecordDecodeError;
+  if (out->key.family == 0) ++stats_.non_ip;
+  if (out->flags & kRecordEncapsulated) ++stats_.encapsulated;
+  if (out->direction == Direction::kUnknown) classifyDirection(out);
+  ++stats_.errors[static_cast<int>(e)];
+  return e;
+}
+
+void Decoder::classifyDirection(PacketRecord* out) const {
+  if (out->key.family == 0) return;
+  for (const IpPrefix& p : config_.local_nets) {
+    if (p.contains(out->key.family, out->key.src)) {
+      out->direction = Direction::kIngress;
+      return;
+    }
+    if (p.contains(out->key.family, out->key.dst)) {
+      out->direction = Direction::kEgress;
+      return;
+    }
+  }
+}
+
+DecodeError Decoder::decodeEthernet(Cursor& c, PacketRecord* out, int depth) {
+  if (!c.have(14)) return DecodeError::kTruncatedEthernet;
+  uint16_t type = be16(c.at() + 12);
+  c.off += 14;
+  int tags = 0;
+  while (type == kEthVlan || type == kEthQinQ || type == kEthQinQOld) {
+    if (++tags > kMaxVlanTags) return DecodeError::kTooManyVlanTags;
+    if (!c.have(4)) return DecodeError::kTruncatedVlan;
+    out->vlan = be16(c.at()) & 0x0FFF;
+    type = be16(c.at() + 2);
+    c.off += 4;
+  }
+  switch (type) {
+    case kEthIpv4: return decodeIpv4(c, out, depth);
+    case kEthIpv6: return decodeIpv6(c, out, depth);
+    default: return DecodeError::kNone;  // non-IP: measured on the port stream only
+  }
+}
+
+DecodeError Decoder::decodeIpv4(Cursor& c, PacketRecord* out, int depth) {
+  if (!c.have(20)) return DecodeError::kTruncatedIpv4;
+  const uint8_t* h = c.at();
+  if ((h[0] >> 4) != 4) return DecodeError::kBadIpv4Version;
+  size_t ihl = size_t{h[0] & 0x0Fu} * 4;
+  if (ihl < 20 || be16(h + 2) < ihl) return DecodeError::kBadIpv4HeaderLength;
+  FlowKey& k = out->key;
+  k.family = 4;
+  std::memcpy(k.src.data(), h + 12, 4);
+  std::memcpy(k.dst.data(), h + 16, 4);
+  k.proto = h[9];
+  if (!c.have(ihl)) return DecodeError::kTruncatedIpv4;  // options run past the capture
+  uint16_t frag = be16(h + 6);
+  bool more_fragments = frag & 0x2000;
+  uint16_t frag_offset = frag & 0x1FFF;
+  if (more_fragments || frag_offset != 0) out->flags |= kRecordFragment;
+  c.off += ihl;
+  if (frag_offset != 0) return DecodeError::kNone;  // ports only in the first fragment
+  return decodeL4(c, k.proto, out, depth);
+}
+
+DecodeError Decoder::decodeIpv6(Cursor& c, PacketRecord* out, int depth) {
+  if (!c.have(40)) return DecodeError::kTruncatedIpv6;
+  const uint8_t* h = c.at();
+  if ((h[0] >> 4) != 6) return DecodeError::kBadIpv6Version;
+  FlowKey& k = out->key;
+  k.family = 6;
+  std::memcpy(k.src.data(), h + 8, 16);
+  std::memcpy(k.dst.data(), h + 24, 16);
+  uint8_t next = h[6];
+  c.off += 40;
+  for (int n = 0;; ++n) {
+    size_t len;
+    bool fragment_rest = false;
+    switch (next) {
+      case 0:     // hop-by-hop options
+      case 43:    // routing
+      case 60:    // destination options
+      case 135:   // mobility
+      case 139:   // HIP
+      case 140:   // shim6
+        if (!c.have(2)) return DecodeError::kTruncatedIpv6ExtHeader;
+        len = (size_t{c.at()[1]} + 1) * 8;
+        break;
+      case 51:    // authentication header: length in 4-byte units, minus 2
+        if (!c.have(2)) return DecodeError::kTruncatedIpv6ExtHeader;
+        len = (size_t{c.at()[1]} + 2) * 4;
+        break;
+      case 44:    // fragment
+        if (!c.have(8)) return DecodeError::kTruncatedIpv6ExtHeader;
+        len = 8;
+        out->flags |= kRecordFragment;
+        fragment_rest = (be16(c.at() + 2) >> 3) != 0;
+        break;
+      default:
+        k.proto = next;
+        return decodeL4(c, next, out, depth);
+    }
+    if (n >= kMaxIpv6ExtHeaders) return DecodeError::kIpv6ExtChainTooLong;
+    if (!c.have(len)) return DecodeError::kTruncatedIpv6ExtHeader;
+    next = c.at()[0];
+    c.off += len;
+    if (fragment_rest) {
+      k.proto = next;
+      return DecodeError::kNone;
+    }
+  }
+}
+
+DecodeError Decoder::decodeL4(Cursor& c, uint8_t proto, PacketRecord* out, int depth) {
+  if (proto == kProtoGre) return decodeGre(c, out, depth);
+  if (proto != kProtoTcp && proto != kProtoUdp && proto != kProtoSctp) return DecodeError::kNone;
+  if (!c.have(4)) return DecodeError::kTruncatedL4;
+  out->key.src_port = be16(c.at());
+  out->key.dst_port = be16(c.at() + 2);
+  if (proto != kProtoUdp || out->key.dst_port != config_.vxlan_port) return DecodeError::kNone;
+  // VXLAN: 8-byte UDP header, 8-byte VXLAN header (flags, 24 reserved bits, VNI, 8 reserved bits).
+  if (!c.have(16)) return DecodeError::kTruncatedVxlan;
+  if (!(c.at()[8] & 0x08)) return DecodeError::kVxlanFlagsInvalid;
+  c.off += 16;
+  return decodeInnerEthernet(c, out, depth);
+}
+
+DecodeError Decoder::decodeGre(Cursor& c, PacketRecord* out, int depth) {
+  if (!c.have(4)) return DecodeError::kTruncatedGre;
+  uint16_t flags = be16(c.at());
+  uint16_t proto = be16(c.at() + 2);
+  if ((flags & 0x0007) != 0 || (flags & 0x4000) != 0) return DecodeError::kBadGreHeader;
+  bool has_checksum = flags & 0x8000, has_key = flags & 0x2000, has_seq = flags & 0x1000;
+  size_t len = 4 + (has_checksum ? 4 : 0) + (has_key ? 4 : 0) + (has_seq ? 4 : 0);
+  if (!c.have(len)) return DecodeError::kTruncatedGre;
+  size_t p = 4 + (has_checksum ? 4 : 0);
+  uint32_t key = has_key ? be32(c.at() + p) : 0;
+  uint32_t seq = has_seq ? be32(c.at() + len - 4) : 0;
+  c.off += len;
+  switch (proto) {
+    case kGreErspan2: {
+      if (!has_seq) return decodeInnerEthernet(c, out, depth);  // ERSPAN type I: no ERSPAN header
+      if (!c.have(8)) return DecodeError::kTruncatedErspan;
+      const uint8_t* h = c.at();
+      if ((h[0] >> 4) != 1) return DecodeError::kBadErspanVersion;
+      noteSequence((h[2] & 0x03u) << 8 | h[3], seq);
+      c.off += 8;
+      return decodeInnerEthernet(c, out, depth);
+    }
+    case kGreErspan3: {
+      if (!c.have(12)) return DecodeError::kTruncatedErspan;
+      const uint8_t* h = c.at();
+      if ((h[0] >> 4) != 2) return DecodeError::kBadErspanVersion;
+      if (has_seq) noteSequence((h[2] & 0x03u) << 8 | h[3], seq);
+      uint16_t tail = be16(h + 10);  // P(1) FT(5) HW ID(6) D(1) Gra(2) O(1)
+      bool egress = tail & 0x0008;
+      size_t hlen = (tail & 0x0001) ? 20 : 12;  // O: an 8-byte platform-specific subheader follows
+      if (!c.have(hlen)) return DecodeError::kTruncatedErspan;
+      c.off += hlen;
+      DecodeError e = decodeInnerEthernet(c, out, depth);
+      out->direction = egress ? Direction::kEgress : Direction::kIngress;
+      return e;
+    }
+    case kGreTeb:
+      // Sessions keyed by GRE key live in the upper half of the id space, apart from ERSPAN's 10-bit ids.
+      if (has_seq) noteSequence(0x80000000u | (key & 0x7FFFFFFFu), seq);
+      return decodeInnerEthernet(c, out, depth);
+    default: return DecodeError::kUnknownGreProtocol;
+  }
+}
+
+DecodeError Decoder::decodeInnerEthernet(Cursor& c, PacketRecord* out, int depth) {
+  if (depth + 1 > kMaxEncapsulations) return DecodeError::kTooManyEncapsulations;
+  // From here on the inner frame is what is measured, with its own wire length.
+  out->wire_len = c.outer_wire_len - static_cast<uint32_t>(c.off);
+  out->flags |= kRecordEncapsulated;
+  out->vlan = 0;
+  out->key = FlowKey{};
+  return decodeEthernet(c, out, depth + 1);
+}
+
+void Decoder::noteSequence(uint32_t session, uint32_t seq) {
+  auto it = last_seq_.find(session);
+  if (it == last_seq_.end()) {
+    if (last_seq_.size() < kMaxTrackedSessions) last_seq_.emplace(session, seq);
+    return;
+  }
+  uint32_t gap = seq - (it->second + 1);  // modulo 2^32: sequence numbers wrap
+  if (gap == 0) {
+    it->second = seq;
+  } else if (gap < 0x80000000u) {
+    stats_.mirror_seq_gaps += gap;
+    it->second = seq;
+  } else {
+    ++stats_.mirror_seq_reorders;
+  }
+}
+
+}  // namespace burstscope

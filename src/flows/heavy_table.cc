@@ -1,0 +1,115 @@
+#include "src/flows/heavy_table.h"
+
+#include <algorithm>
+
+namespace burstscope::internal {
+
+HeavyTable::HeavyTable(const EngineConfig& cfg, size_t capacity) : cfg_(cfg), capacity_(capacity) {
+  slots_.reserve(cfg.tracked_streams);
+}
+
+void HeavyTable::add(const FlowKey& key, int64_t ts, uint32_t len) {
+  total_bytes_ += len;
+  ++total_packets_;
+  auto it = entries_.find(key);
+  if (it == entries_.end()) {
+    if (entries_.size() >= capacity_) evictLighterHalf();
+    it = entries_.emplace(key, Entry{.first_ns = ts}).first;
+  }
+  Entry& e = it->second;
+  e.bytes += len;
+  ++e.packets;
+  e.last_ns = ts;
+  if (e.slot >= 0) {
+    Slot& s = slots_[e.slot];
+    s.bytes = e.bytes;
+    s.stream->add(ts, len);
+  } else if (slots_.size() < cfg_.tracked_streams || e.bytes > promote_above_) {
+    promote(key, e, ts, len);
+  }
+}
+
+void HeavyTable::promote(const FlowKey& key, Entry& e, int64_t ts, uint32_t len) {
+  int32_t slot;
+  if (slots_.size() < cfg_.tracked_streams) {
+    slot = static_cast<int32_t>(slots_.size());
+    slots_.emplace_back();
+  } else {
+    auto lightest = std::min_element(slots_.begin(), slots_.end(),
+                                     [](const Slot& a, const Slot& b) { return a.bytes < b.bytes; });
+    promote_above_ = lightest->bytes + lightest->bytes / 4;
+    if (e.bytes <= promote_above_) return;
+    slot = static_cast<int32_t>(lightest - slots_.begin());
+    entries_.find(lightest->key)->second.slot = -1;
+  }
+  Slot& s = slots_[slot];
+  s.key = key;
+  s.bytes = e.bytes;
+  s.since_ns = ts;
+  // The windows start with this packet; earlier ones of a key promoted late are only in its totals.
+  s.stream = std::make_unique<Stream>(cfg_, /*full=*/false);
+  s.stream->add(ts, len);
+  e.slot = slot;
+  if (slots_.size() == cfg_.tracked_streams) {
+    uint64_t lightest = UINT64_MAX;
+    for (const Slot& x : slots_) lightest = std::min(lightest, x.bytes);
+    promote_above_ = lightest + lightest / 4;
+  }
+}
+
+void HeavyTable::evictLighterHalf() {
+  std::vector<uint64_t> sizes;
+  sizes.reserve(entries_.size());
+  for (const auto& [k, e] : entries_) {
+    if (e.slot < 0) sizes.push_back(e.bytes);
+  }
+  if (sizes.empty()) return;
+  auto mid = sizes.begin() + static_cast<ptrdiff_t>(sizes.size() / 2);
+  std::nth_element(sizes.begin(), mid, sizes.end());
+  const uint64_t cut = *mid;
+  size_t before = entries_.size();
+  absl::erase_if(entries_, [cut](const auto& kv) { return kv.second.slot < 0 && kv.second.bytes <= cut; });
+  evictions_ += before - entries_.size();
+}
+
+void HeavyTable::finish() {
+  for (Slot& s : slots_) s.stream->finish();
+}
+
+HeavyResult HeavyTable::result(size_t top_k) const {
+  std::vector<std::pair<FlowKey, const Entry*>> all;
+  all.reserve(entries_.size());
+  for (const auto& [k, e] : entries_) all.emplace_back(k, &e);
+  const size_t n = std::min(top_k, all.size());
+  std::partial_sort(all.begin(), all.begin() + static_cast<ptrdiff_t>(n), all.end(),
+                    [](const auto& a, const auto& b) {
+                      if (a.second->bytes != b.second->bytes) return a.second->bytes > b.second->bytes;
+                      return a.second->first_ns < b.second->first_ns;
+                    });
+  HeavyResult r;
+  r.entries = entries_.size();
+  r.evictions = evictions_;
+  uint64_t top_bytes = 0, top_packets = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const Entry& e = *all[i].second;
+    HeavyHitter h;
+    h.key = all[i].first;
+    h.packets = e.packets;
+    h.bytes = e.bytes;
+    h.first_ns = e.first_ns;
+    h.last_ns = e.last_ns;
+    if (e.slot >= 0) {
+      const Slot& s = slots_[e.slot];
+      h.windows = s.stream->result();
+      h.windows_since_ns = s.since_ns;
+    }
+    top_bytes += e.bytes;
+    top_packets += e.packets;
+    r.top.push_back(std::move(h));
+  }
+  r.other_bytes = total_bytes_ - top_bytes;
+  r.other_packets = total_packets_ - top_packets;
+  return r;
+}
+
+}  // namespace burstscope::internal

@@ -1,0 +1,55 @@
+// Per-key byte and packet counts for host pairs or 5-tuple flows, bounded in memory, with window statistics
+// for the heaviest keys. All keys are counted exactly until the table is full; then the lighter half of the
+// untracked entries is evicted (counted, their bytes folded into "other"). A fixed number of tracked slots
+// carry full window statistics; a key takes a slot when one is free, or from the lightest tracked key once it
+// carries 25% more bytes (hysteresis against churn). The result says from when each key's windows count.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "burstscope/packet.h"
+#include "burstscope/window.h"
+#include "src/window/stream.h"
+
+namespace burstscope::internal {
+
+class HeavyTable {
+ public:
+  HeavyTable(const EngineConfig& cfg, size_t capacity);
+
+  void add(const FlowKey& key, int64_t ts, uint32_t len);
+  void finish();
+  HeavyResult result(size_t top_k) const;
+
+ private:
+  struct Entry {
+    uint64_t bytes = 0;
+    uint64_t packets = 0;
+    int64_t first_ns = 0;
+    int64_t last_ns = 0;
+    int32_t slot = -1;
+  };
+  struct Slot {
+    FlowKey key;
+    uint64_t bytes = 0;  // the owner's byte count, mirrored for the promotion check
+    int64_t since_ns = 0;
+    std::unique_ptr<Stream> stream;
+  };
+
+  void promote(const FlowKey& key, Entry& e, int64_t ts, uint32_t len);
+  void evictLighterHalf();
+
+  const EngineConfig& cfg_;
+  size_t capacity_;
+  absl::flat_hash_map<FlowKey, Entry> entries_;
+  std::vector<Slot> slots_;
+  uint64_t promote_above_ = 0;  // a cached lower bound of the lightest slot's bytes, times 1.25
+  uint64_t total_bytes_ = 0;
+  uint64_t total_packets_ = 0;
+  uint64_t evictions_ = 0;
+};
+
+}  // namespace burstscope::internal

@@ -1,0 +1,103 @@
+#include "src/window/exact_window.h"
+
+#include <algorithm>
+
+#include "src/window/histograms.h"
+
+namespace burstscope::internal {
+
+ExactWindows::ExactWindows(std::vector<int64_t> taus_ns, size_t max_entries,
+                           std::optional<MicroburstSpec> mb)
+    : max_entries_(max_entries) {
+  for (int64_t t : taus_ns) scales_.push_back(Scale{t});
+  if (mb) {
+    auto it = std::find(taus_ns.begin(), taus_ns.end(), mb->tau_ns);
+    mb_scale_ = static_cast<int>(it - taus_ns.begin());  // the caller includes mb->tau_ns
+    mb_threshold_ = mb->threshold_bytes;
+    mb_max_events_ = mb->max_events;
+    mb_result_ = MicroburstResult{0, {}, Histogram(microburstDurationBounds()),
+                                  Histogram(microburstGapBounds()), Histogram(microburstVolumeBounds())};
+  }
+}
+
+void ExactWindows::add(int64_t ts, uint64_t len) {
+  if (!fifo_.empty() && fifo_.back().ts == ts) {
+    fifo_.back().bytes += len;
+  } else {
+    if (fifo_.size() >= max_entries_) makeRoom();
+    fifo_.pushBack(Entry{ts, len});
+  }
+  uint64_t keep_from = fifo_.end() - 1;
+  for (size_t i = 0; i < scales_.size(); ++i) {
+    Scale& s = scales_[i];
+    if (!s.active) continue;
+    const int64_t limit = ts - s.tau;  // entries at or before this have left (t-τ, t]
+    const bool mb = static_cast<int>(i) == mb_scale_;
+    while (fifo_[s.first].ts <= limit) {
+      const Entry& e = fifo_[s.first];
+      s.sum -= e.bytes;
+      if (mb) depart(e.ts + s.tau, s.sum);
+      ++s.first;
+    }
+    s.sum += len;
+    if (mb) arrive(ts, len, s.sum);
+    s.max = std::max(s.max, s.sum);
+    keep_from = std::min(keep_from, s.first);
+  }
+  fifo_.dropBefore(keep_from);
+}
+
+// Demotes the longest exact scale (never the microburst scale) until the FIFO has room again.
+void ExactWindows::makeRoom() {
+  while (fifo_.size() >= max_entries_) {
+    int longest = -1;
+    for (int i = 0; i < static_cast<int>(scales_.size()); ++i) {
+      if (scales_[i].active && i != mb_scale_) longest = i;
+    }
+    if (longest < 0) return;  // only the microburst window is left: it may exceed the bound
+    scales_[longest].active = false;
+    uint64_t keep_from = fifo_.end();
+    for (const Scale& s : scales_) {
+      if (s.active) keep_from = std::min(keep_from, s.first);
+    }
+    fifo_.dropBefore(keep_from);
+  }
+}
+
+void ExactWindows::depart(int64_t t, uint64_t sum_after) {
+  if (!in_burst_ || static_cast<double>(sum_after) >= mb_threshold_) return;
+  in_burst_ = false;
+  cur_.end_ns = t;
+  MicroburstResult& r = *mb_result_;
+  ++r.count;
+  r.durations_s.observe(static_cast<double>(cur_.end_ns - cur_.start_ns) * 1e-9);
+  r.volumes_bytes.observe(static_cast<double>(cur_.bytes));
+  if (r.events.size() < mb_max_events_) r.events.push_back(cur_);
+  last_end_ns_ = t;
+}
+
+void ExactWindows::arrive(int64_t t, uint64_t len, uint64_t sum) {
+  const double rate = static_cast<double>(sum) * 8e9 / static_cast<double>(scales_[mb_scale_].tau);
+  if (in_burst_) {
+    cur_.bytes += len;
+    cur_.peak_bps = std::max(cur_.peak_bps, rate);
+    return;
+  }
+  if (static_cast<double>(sum) < mb_threshold_) return;
+  in_burst_ = true;
+  if (mb_result_->count > 0) mb_result_->gaps_s.observe(static_cast<double>(t - last_end_ns_) * 1e-9);
+  cur_ = Microburst{t, 0, sum, rate};  // the traffic that formed it: the window's bytes when it began
+}
+
+void ExactWindows::finish() {
+  if (mb_scale_ < 0) return;
+  Scale& s = scales_[mb_scale_];
+  while (s.first != fifo_.end()) {
+    const Entry& e = fifo_[s.first];
+    s.sum -= e.bytes;
+    depart(e.ts + s.tau, s.sum);
+    ++s.first;
+  }
+}
+
+}  // namespace burstscope::internal

@@ -1,0 +1,65 @@
+// Packet-level sliding windows: for each τ, the bytes of packets in (t-τ, t] at every arrival t, and its
+// maximum, which is E(τ) exactly. All scales share one FIFO of (timestamp, bytes) entries, equal timestamps
+// merged. One scale may also run the microburst detector, which needs the exact times at which the window
+// sum changes: a packet enters at its timestamp and leaves at timestamp + τ.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "burstscope/window.h"
+#include "src/window/ring_deque.h"
+
+namespace burstscope::internal {
+
+struct MicroburstSpec {
+  int64_t tau_ns;
+  double threshold_bytes;  // window bytes at or above which the link is in a microburst
+  size_t max_events;
+};
+
+class ExactWindows {
+ public:
+  // `taus_ns` ascending and distinct; `max_entries` bounds the shared FIFO (see EngineConfig).
+  ExactWindows(std::vector<int64_t> taus_ns, size_t max_entries, std::optional<MicroburstSpec> mb);
+
+  void add(int64_t ts, uint64_t len);
+  void finish();  // lets every packet leave its window, ending an open microburst
+
+  int64_t tau(size_t i) const { return scales_[i].tau; }
+  uint64_t maxBytes(size_t i) const { return scales_[i].max; }
+  bool exact(size_t i) const { return scales_[i].active; }
+  const std::optional<MicroburstResult>& microbursts() const { return mb_result_; }
+
+ private:
+  struct Entry {
+    int64_t ts;
+    uint64_t bytes;
+  };
+  struct Scale {
+    int64_t tau;
+    uint64_t first = 0;  // absolute position of the oldest entry inside the window
+    uint64_t sum = 0;
+    uint64_t max = 0;
+    bool active = true;  // false once demoted for memory: max is then only a lower bound
+  };
+
+  void makeRoom();
+  void depart(int64_t t, uint64_t bytes_left);
+  void arrive(int64_t t, uint64_t len, uint64_t sum);
+
+  std::vector<Scale> scales_;
+  RingDeque<Entry> fifo_;
+  size_t max_entries_;
+  int mb_scale_ = -1;
+  // Microburst state.
+  double mb_threshold_ = 0;
+  size_t mb_max_events_ = 0;
+  bool in_burst_ = false;
+  Microburst cur_;
+  int64_t last_end_ns_ = 0;
+  std::optional<MicroburstResult> mb_result_;
+};
+
+}  // namespace burstscope::internal

@@ -1,0 +1,114 @@
+#include "src/window/stream.h"
+
+#include <algorithm>
+
+#include "src/window/histograms.h"
+
+namespace burstscope::internal {
+
+Stream::Stream(const EngineConfig& cfg, bool full) : base_bin_ns_(cfg.base_bin_ns), nonempty_(64) {
+  std::vector<int64_t> exact_taus;
+  for (int64_t tau : cfg.scales_ns) {
+    Scale s;
+    s.tau_ns = tau;
+    s.bins = tau / cfg.base_bin_ns;
+    if (full) {
+      if (tau <= cfg.exact_max_tau_ns) {
+        s.exact_index = static_cast<int>(exact_taus.size());
+        exact_taus.push_back(tau);
+      }
+      s.utilisation = Histogram(utilisationBounds());
+      s.utilisation_per_byte = 8e9 / (static_cast<double>(tau) * cfg.link_capacity_bps);
+    }
+    scales_.push_back(s);
+  }
+  if (!full) return;
+  // The microburst detector needs its own τ among the exact windows, reported or not.
+  if (std::find(exact_taus.begin(), exact_taus.end(), cfg.microburst_tau_ns) == exact_taus.end()) {
+    exact_taus.insert(std::upper_bound(exact_taus.begin(), exact_taus.end(), cfg.microburst_tau_ns),
+                      cfg.microburst_tau_ns);
+    for (Scale& s : scales_) {
+      if (s.exact_index >= 0 && s.tau_ns > cfg.microburst_tau_ns) ++s.exact_index;
+    }
+  }
+  const double threshold_bytes =
+      cfg.microburst_threshold * cfg.link_capacity_bps * static_cast<double>(cfg.microburst_tau_ns) / 8e9;
+  exact_ = std::make_unique<ExactWindows>(
+      exact_taus, cfg.exact_max_entries,
+      MicroburstSpec{cfg.microburst_tau_ns, threshold_bytes, cfg.max_microburst_events});
+  for (double r : cfg.rates_bps) backlog_.emplace_back(r);
+}
+
+void Stream::closeBaseBin() {
+  nonempty_.pushBack(Bin{cur_bin_, cur_bin_bytes_});
+  uint64_t keep_from = nonempty_.end() - 1;
+  for (Scale& s : scales_) {
+    // Bin-window envelope over the `bins` base bins ending with this one.
+    while (nonempty_[s.first].index <= cur_bin_ - s.bins) s.window_sum -= nonempty_[s.first++].bytes;
+    s.window_sum += cur_bin_bytes_;
+    s.window_max = std::max(s.window_max, s.window_sum);
+    keep_from = std::min(keep_from, s.first);
+    // Aligned bins of width τ are unions of base bins, since τ is a multiple of the base bin.
+    const int64_t a = cur_bin_ / s.bins;
+    if (a != s.aligned) {
+      if (s.aligned == INT64_MIN) {
+        s.first_aligned = a;
+      } else {
+        closeAligned(s);
+        // Aligned bins with no traffic in between: O(1) however long the gap.
+        if (s.utilisation && a - s.aligned > 1) s.utilisation->observe(0, a - s.aligned - 1);
+      }
+      s.aligned = a;
+    }
+    s.aligned_bytes += cur_bin_bytes_;
+    s.aligned_packets += cur_bin_packets_;
+  }
+  nonempty_.dropBefore(keep_from);
+  cur_bin_bytes_ = 0;
+  cur_bin_packets_ = 0;
+}
+
+void Stream::closeAligned(Scale& s) {
+  s.peak_bytes = std::max(s.peak_bytes, s.aligned_bytes);
+  s.peak_packets = std::max(s.peak_packets, s.aligned_packets);
+  if (s.utilisation) s.utilisation->observe(static_cast<double>(s.aligned_bytes) * s.utilisation_per_byte);
+  s.aligned_bytes = 0;
+  s.aligned_packets = 0;
+}
+
+void Stream::finish() {
+  if (cur_bin_packets_ != 0) closeBaseBin();
+  for (Scale& s : scales_) {
+    if (s.aligned != INT64_MIN && s.aligned_packets != 0) closeAligned(s);
+  }
+  if (exact_) exact_->finish();
+}
+
+StreamResult Stream::result() const {
+  StreamResult r;
+  r.packets = packets_;
+  r.bytes = bytes_;
+  r.first_ns = first_ns_;
+  r.last_ns = last_ns_;
+  for (const Scale& s : scales_) {
+    ScaleResult sr;
+    sr.tau_ns = s.tau_ns;
+    sr.envelope_bytes = s.window_max;
+    if (s.exact_index >= 0) {
+      sr.exact = exact_->exact(s.exact_index);
+      // A demoted exact window's maximum is still a valid lower bound, as is the bin-window value.
+      sr.envelope_bytes = sr.exact ? exact_->maxBytes(s.exact_index)
+                                   : std::max(s.window_max, exact_->maxBytes(s.exact_index));
+    }
+    sr.peak_bin_bytes = s.peak_bytes;
+    sr.peak_bin_packets = s.peak_packets;
+    sr.bins_spanned = packets_ ? static_cast<uint64_t>(s.aligned - s.first_aligned + 1) : 0;
+    sr.utilisation = s.utilisation;
+    r.scales.push_back(std::move(sr));
+  }
+  for (const VirtualQueue& q : backlog_) r.backlog.push_back(BacklogResult{q.rateBps(), q.maxBytes()});
+  if (exact_) r.microbursts = exact_->microbursts();
+  return r;
+}
+
+}  // namespace burstscope::internal

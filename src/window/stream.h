@@ -1,0 +1,106 @@
+// One measured stream (the port, a direction, a host pair or a flow): totals, exact counts per 100 µs base
+// bin, and from those the aligned bins and bin-window envelopes of every scale; a "full" stream also keeps
+// packet-level exact envelopes, virtual backlogs and microbursts.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "burstscope/window.h"
+#include "src/window/exact_window.h"
+#include "src/window/ring_deque.h"
+
+namespace burstscope::internal {
+
+// Lindley recursion q <- max(0, q - r*dt) + len in integer units of (bits * 1e9), so that a drain of r bit/s
+// over dt ns is exactly r*dt: Bmax is exact, with no floating-point drift over long traces.
+class VirtualQueue {
+ public:
+  explicit VirtualQueue(double rate_bps) : rate_(static_cast<int64_t>(rate_bps + 0.5)) {}
+  void add(int64_t ts, uint64_t len) {
+    if (q_ > 0) {
+      const __int128 drain = static_cast<__int128>(rate_) * (ts - last_ns_);
+      q_ = q_ > drain ? q_ - drain : 0;
+    }
+    last_ns_ = ts;
+    q_ += static_cast<__int128>(len) * kUnitsPerByte;
+    if (q_ > max_) max_ = q_;
+  }
+  double rateBps() const { return static_cast<double>(rate_); }
+  double maxBytes() const { return static_cast<double>(max_) / static_cast<double>(kUnitsPerByte); }
+
+ private:
+  static constexpr int64_t kUnitsPerByte = 8'000'000'000;
+  int64_t rate_;
+  int64_t last_ns_ = 0;
+  __int128 q_ = 0;
+  __int128 max_ = 0;
+};
+
+class Stream {
+ public:
+  Stream(const EngineConfig& cfg, bool full);
+
+  void add(int64_t ts, uint32_t len) {
+    if (packets_ == 0) first_ns_ = ts;
+    last_ns_ = ts;
+    ++packets_;
+    bytes_ += len;
+    const int64_t b = ts / base_bin_ns_;
+    if (b != cur_bin_) {
+      if (cur_bin_packets_ != 0) closeBaseBin();
+      cur_bin_ = b;
+    }
+    cur_bin_bytes_ += len;
+    ++cur_bin_packets_;
+    if (exact_) exact_->add(ts, len);
+    for (VirtualQueue& q : backlog_) q.add(ts, len);
+  }
+  void finish();
+  StreamResult result() const;
+  uint64_t bytes() const { return bytes_; }
+
+ private:
+  struct Scale {
+    int64_t tau_ns;
+    int64_t bins;            // base bins per τ
+    int exact_index = -1;    // into exact_, or -1
+    // Bin-window envelope: bytes in the last `bins` base bins.
+    uint64_t first = 0;      // absolute position in nonempty_ of the oldest bin inside
+    uint64_t window_sum = 0;
+    uint64_t window_max = 0;
+    // Aligned bins of width τ.
+    int64_t aligned = INT64_MIN;
+    int64_t first_aligned = 0;
+    uint64_t aligned_bytes = 0;
+    uint64_t aligned_packets = 0;
+    uint64_t peak_bytes = 0;
+    uint64_t peak_packets = 0;
+    std::optional<Histogram> utilisation;
+    double utilisation_per_byte = 0;
+  };
+  struct Bin {
+    int64_t index;
+    uint64_t bytes;
+  };
+
+  void closeBaseBin();
+  void closeAligned(Scale& s);
+
+  int64_t base_bin_ns_;
+  uint64_t packets_ = 0;
+  uint64_t bytes_ = 0;
+  int64_t first_ns_ = 0;
+  int64_t last_ns_ = 0;
+  int64_t cur_bin_ = INT64_MIN;
+  uint64_t cur_bin_bytes_ = 0;
+  uint64_t cur_bin_packets_ = 0;
+  std::vector<Scale> scales_;
+  RingDeque<Bin> nonempty_;  // nonempty base bins within the longest τ
+  std::unique_ptr<ExactWindows> exact_;
+  std::vector<VirtualQueue> backlog_;
+};
+
+}  // namespace burstscope::internal

@@ -66,6 +66,9 @@ bool parsePrefix(std::string_view text, IpPrefix* out);
 struct DecoderConfig {
   std::vector<IpPrefix> local_nets;  // empty: direction only from ERSPAN III
   uint16_t vxlan_port = 4789;
+  // Outermost VLAN tags that the mirror itself added (RSPAN VLAN, a QinQ service tag): their 4 bytes each
+  // are not part of the measured frame. 0 measures the frame exactly as it arrived.
+  int mirror_vlan_tags = 0;
 };
 
 // Stateful only for mirror sequence tracking (one entry per ERSPAN session, bounded).

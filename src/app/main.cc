@@ -48,6 +48,7 @@ struct AnalyzeOptions {
   double microburst_threshold = 0.5;
   size_t top_k = 10;
   std::vector<std::string> local_nets;
+  int mirror_vlan_tags = 0;
   double reorder_us = 1000;
   double exact_max_us = -1;  // default: every scale exact (offline)
   size_t flow_table = size_t{1} << 16;
@@ -73,6 +74,10 @@ absl::StatusOr<PipelineConfig> buildConfig(const AnalyzeOptions& o) {
   ec.exact_max_tau_ns = o.exact_max_us < 0 ? ec.scales_ns.back() : static_cast<int64_t>(o.exact_max_us * 1000);
   pc.reorder_horizon_ns = static_cast<int64_t>(o.reorder_us * 1000);
   if (pc.reorder_horizon_ns < 0) return absl::InvalidArgumentError("--reorder-us: must not be negative");
+  if (o.mirror_vlan_tags < 0 || o.mirror_vlan_tags > Decoder::kMaxVlanTags) {
+    return absl::InvalidArgumentError("--mirror-vlan-tags: must be between 0 and 8");
+  }
+  pc.decoder.mirror_vlan_tags = o.mirror_vlan_tags;
   for (const std::string& n : o.local_nets) {
     IpPrefix p;
     if (!parsePrefix(n, &p)) {
@@ -132,6 +137,8 @@ int main(int argc, char** argv) {
   analyze->add_option("--microburst-threshold", ao.microburst_threshold, "fraction of link capacity")->capture_default_str();
   analyze->add_option("--top-k", ao.top_k, "host pairs and flows to report")->capture_default_str();
   analyze->add_option("--local-net", ao.local_nets, "prefix of monitored hosts, for direction (repeatable)");
+  analyze->add_option("--mirror-vlan-tags", ao.mirror_vlan_tags,
+                      "outermost VLAN tags added by the mirror (RSPAN/QinQ), not counted")->capture_default_str();
   analyze->add_option("--reorder-us", ao.reorder_us, "timestamp reorder horizon")->capture_default_str();
   analyze->add_option("--exact-max-us", ao.exact_max_us,
                       "largest tau computed packet-exactly on port/direction streams (default: all)");

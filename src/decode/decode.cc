@@ -141,7 +141,11 @@ DecodeError Decoder::decodeEthernet(Cursor& c, PacketRecord* out, int depth) {
   while (type == kEthVlan || type == kEthQinQ || type == kEthQinQOld) {
     if (++tags > kMaxVlanTags) return DecodeError::kTooManyVlanTags;
     if (!c.have(4)) return DecodeError::kTruncatedVlan;
-    out->vlan = be16(c.at()) & 0x0FFF;
+    if (depth == 0 && tags <= config_.mirror_vlan_tags && out->wire_len >= 4) {
+      out->wire_len -= 4;  // the mirror's transport tag, not the monitored frame's
+    } else {
+      out->vlan = be16(c.at()) & 0x0FFF;
+    }
     type = be16(c.at() + 2);
     c.off += 4;
   }

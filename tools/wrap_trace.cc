@@ -1,0 +1,140 @@
+// Re-encapsulates every frame of a pcap as a switch mirror would send it: ERSPAN type I/II/III, GRE
+// transparent Ethernet bridging, VXLAN, or a QinQ tag stack. The inner frame is left untouched and both
+// captured and wire length grow by the header bytes added, so `burstscope analyze` of the output must equal
+// analyze of the input. Used by the tests and for checking against the reference oracle.
+// usage: wrap_trace MODE IN.pcap OUT.pcap [--drop-every N]
+//   MODE: erspan1 | erspan2 | erspan3 | erspan3-sub | teb | vxlan | qinq
+//   --drop-every N leaves out every Nth frame while still advancing the mirror sequence (ERSPAN II/III,
+//   TEB), to simulate mirror loss that burstscope must count as sequence gaps.
+#include <pcap/pcap.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+void put16(std::vector<uint8_t>& b, uint16_t v) {
+  b.push_back(static_cast<uint8_t>(v >> 8));
+  b.push_back(static_cast<uint8_t>(v));
+}
+void put32(std::vector<uint8_t>& b, uint32_t v) {
+  put16(b, static_cast<uint16_t>(v >> 16));
+  put16(b, static_cast<uint16_t>(v));
+}
+
+// Outer Ethernet + IPv4 (no options) carrying `proto`; the IPv4 total length covers `payload_len`.
+void outerIpv4(std::vector<uint8_t>& b, uint8_t proto, size_t payload_len) {
+  const uint8_t macs[12] = {0x02, 0, 0, 0, 0, 0x02, 0x02, 0, 0, 0, 0, 0x01};
+  b.insert(b.end(), macs, macs + 12);
+  put16(b, 0x0800);
+  b.push_back(0x45);
+  b.push_back(0);
+  put16(b, static_cast<uint16_t>(std::min<size_t>(20 + payload_len, 0xFFFF)));
+  put32(b, 0);                   // id, flags, fragment offset
+  b.push_back(64);
+  b.push_back(proto);
+  put16(b, 0);                   // checksum (not checked by a monitor)
+  put32(b, 0xC0A80A01);          // 192.168.10.1: the switch
+  put32(b, 0xC0A80A02);          // 192.168.10.2: the collector
+}
+
+struct Wrapper {
+  std::string mode;
+  uint32_t seq = 0;
+
+  // Returns the header bytes to put before a frame of wire length `inner_len`.
+  std::vector<uint8_t> header(uint32_t inner_len, const uint8_t* inner, uint32_t caplen) {
+    std::vector<uint8_t> h;
+    if (mode == "qinq") {
+      h.insert(h.end(), inner, inner + std::min<uint32_t>(12, caplen));
+      put16(h, 0x88A8);
+      put16(h, 100);
+      put16(h, 0x8100);
+      put16(h, 200);
+      return h;  // the caller skips the inner MACs, which are already in h
+    }
+    if (mode == "vxlan") {
+      outerIpv4(h, 17, 16 + inner_len);
+      put16(h, 49152);
+      put16(h, 4789);
+      put16(h, static_cast<uint16_t>(std::min<size_t>(16 + inner_len, 0xFFFF)));
+      put16(h, 0);
+      put32(h, 0x08000000);  // I flag
+      put32(h, 42 << 8);     // VNI 42
+      return h;
+    }
+    const bool with_seq = mode != "erspan1";
+    std::vector<uint8_t> gre;
+    put16(gre, with_seq ? 0x1000 : 0x0000);
+    put16(gre, mode == "teb" ? 0x6558 : (mode.rfind("erspan3", 0) == 0 ? 0x22EB : 0x88BE));
+    if (with_seq) put32(gre, seq);
+    if (mode == "erspan2") {
+      put32(gre, 0x10000000u | 7);  // version 1, VLAN 0, session 7
+      put32(gre, 0);
+    } else if (mode == "erspan3" || mode == "erspan3-sub") {
+      put32(gre, 0x20000000u | 9);  // version 2, session 9
+      put32(gre, 0);                // timestamp
+      put16(gre, 0);                // SGT
+      put16(gre, mode == "erspan3-sub" ? 0x0001 : 0x0000);  // ingress (D=0), O flag for the subheader
+      if (mode == "erspan3-sub") {
+        put32(gre, 0);
+        put32(gre, 0);
+      }
+    }
+    outerIpv4(h, 47, gre.size() + inner_len);
+    h.insert(h.end(), gre.begin(), gre.end());
+    return h;
+  }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 4 && argc != 6) {
+    std::fprintf(stderr, "usage: wrap_trace MODE IN.pcap OUT.pcap [--drop-every N]\n");
+    return 2;
+  }
+  Wrapper w{argv[1]};
+  const std::vector<std::string> modes = {"erspan1", "erspan2", "erspan3", "erspan3-sub", "teb", "vxlan", "qinq"};
+  if (std::find(modes.begin(), modes.end(), w.mode) == modes.end()) {
+    std::fprintf(stderr, "wrap_trace: unknown mode '%s'\n", argv[1]);
+    return 2;
+  }
+  long drop_every = argc == 6 ? std::strtol(argv[5], nullptr, 10) : 0;
+  char err[PCAP_ERRBUF_SIZE];
+  pcap_t* in = pcap_open_offline_with_tstamp_precision(argv[2], PCAP_TSTAMP_PRECISION_NANO, err);
+  if (!in) {
+    std::fprintf(stderr, "wrap_trace: %s\n", err);
+    return 1;
+  }
+  pcap_t* dead = pcap_open_dead_with_tstamp_precision(DLT_EN10MB, 262144, PCAP_TSTAMP_PRECISION_NANO);
+  pcap_dumper_t* out = pcap_dump_open(dead, argv[3]);
+  if (!out) {
+    std::fprintf(stderr, "wrap_trace: %s\n", pcap_geterr(dead));
+    return 1;
+  }
+  pcap_pkthdr* h;
+  const u_char* data;
+  long n = 0;
+  while (pcap_next_ex(in, &h, &data) == 1) {
+    ++n;
+    std::vector<uint8_t> frame = w.header(h->len, data, h->caplen);
+    ++w.seq;
+    if (drop_every > 0 && n % drop_every == 0) continue;
+    const uint32_t skip = w.mode == "qinq" ? std::min<uint32_t>(12, h->caplen) : 0;
+    const size_t added = frame.size() - skip;
+    frame.insert(frame.end(), data + skip, data + h->caplen);
+    pcap_pkthdr oh = *h;
+    oh.caplen = static_cast<uint32_t>(frame.size());
+    oh.len = h->len + static_cast<uint32_t>(added);
+    pcap_dump(reinterpret_cast<u_char*>(out), &oh, frame.data());
+  }
+  pcap_dump_close(out);
+  pcap_close(dead);
+  pcap_close(in);
+  return 0;
+}

@@ -36,7 +36,8 @@ void ExactWindows::add(int64_t ts, uint64_t len) {
     while (fifo_[s.first].ts <= limit) {
       const Entry& e = fifo_[s.first];
       s.sum -= e.bytes;
-      if (mb) depart(e.ts + s.tau, s.sum);
+      // A packet leaving exactly now is judged together with the arrival (S is right-continuous).
+      if (mb && e.ts < limit) depart(e.ts + s.tau, s.sum);
       ++s.first;
     }
     s.sum += len;
@@ -65,7 +66,10 @@ void ExactWindows::makeRoom() {
 }
 
 void ExactWindows::depart(int64_t t, uint64_t sum_after) {
-  if (!in_burst_ || static_cast<double>(sum_after) >= mb_threshold_) return;
+  if (in_burst_ && static_cast<double>(sum_after) < mb_threshold_) endBurst(t);
+}
+
+void ExactWindows::endBurst(int64_t t) {
   in_burst_ = false;
   cur_.end_ns = t;
   MicroburstResult& r = *mb_result_;
@@ -78,12 +82,17 @@ void ExactWindows::depart(int64_t t, uint64_t sum_after) {
 
 void ExactWindows::arrive(int64_t t, uint64_t len, uint64_t sum) {
   const double rate = static_cast<double>(sum) * 8e9 / static_cast<double>(scales_[mb_scale_].tau);
+  const bool above = static_cast<double>(sum) >= mb_threshold_;
+  if (in_burst_ && !above) {
+    endBurst(t);  // what left at t took it below, and this arrival did not lift it back
+    return;
+  }
   if (in_burst_) {
     cur_.bytes += len;
     cur_.peak_bps = std::max(cur_.peak_bps, rate);
     return;
   }
-  if (static_cast<double>(sum) < mb_threshold_) return;
+  if (!above) return;
   in_burst_ = true;
   if (mb_result_->count > 0) mb_result_->gaps_s.observe(static_cast<double>(t - last_end_ns_) * 1e-9);
   cur_ = Microburst{t, 0, sum, rate};  // the traffic that formed it: the window's bytes when it began

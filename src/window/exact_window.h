@@ -46,7 +46,8 @@ class ExactWindows {
   };
 
   void makeRoom();
-  void depart(int64_t t, uint64_t bytes_left);
+  void depart(int64_t t, uint64_t sum_after);
+  void endBurst(int64_t t);
   void arrive(int64_t t, uint64_t len, uint64_t sum);
 
   std::vector<Scale> scales_;

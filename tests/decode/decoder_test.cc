@@ -1,0 +1,402 @@
+#include "burstscope/decode.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <memory>
+
+#include "tests/common/frames.h"
+
+namespace burstscope {
+namespace {
+
+using testing::FrameBuilder;
+using testing::ip4;
+
+// Decodes `n` bytes of `f` from a heap buffer of exactly n bytes, so that AddressSanitizer catches any
+// read past the captured length.
+DecodeError decodePrefix(Decoder& d, const std::vector<uint8_t>& f, size_t n, uint32_t wire_len,
+                         PacketRecord* r) {
+  std::unique_ptr<uint8_t[]> copy(new uint8_t[n == 0 ? 1 : n]);
+  std::copy(f.begin(), f.begin() + static_cast<ptrdiff_t>(n), copy.get());
+  return d.decode({copy.get(), n}, wire_len, r);
+}
+
+DecodeError decodeAll(Decoder& d, const FrameBuilder& b, PacketRecord* r, uint32_t extra_wire = 0) {
+  return decodePrefix(d, b.bytes, b.bytes.size(), static_cast<uint32_t>(b.bytes.size()) + extra_wire, r);
+}
+
+FrameBuilder innerTcp(uint16_t sport = 40000, uint16_t dport = 29500) {
+  FrameBuilder b;
+  b.eth(0x0800).ipv4(ip4(10, 0, 0, 1), ip4(10, 0, 0, 2), 6, 20 + 100).ports(sport, dport).zeros(16).payload(100);
+  return b;
+}
+
+void expectInnerTcp(const PacketRecord& r) {
+  EXPECT_EQ(r.key.family, 4);
+  EXPECT_EQ(r.key.src[0], 10);
+  EXPECT_EQ(r.key.dst[3], 2);
+  EXPECT_EQ(r.key.proto, 6);
+  EXPECT_EQ(r.key.src_port, 40000);
+  EXPECT_EQ(r.key.dst_port, 29500);
+}
+
+TEST(DecoderTest, PlainIpv4TcpGivesFiveTupleAndWireLength) {
+  Decoder d;
+  PacketRecord r;
+  FrameBuilder b = innerTcp();
+  EXPECT_EQ(decodeAll(d, b, &r, 1000), DecodeError::kNone);
+  expectInnerTcp(r);
+  EXPECT_EQ(r.wire_len, b.bytes.size() + 1000);  // wire length, not captured length
+  EXPECT_EQ(r.flags, 0);
+  EXPECT_EQ(d.stats().errors[0], 1u);
+}
+
+TEST(DecoderTest, VlanStacksOfEveryTpidAreWalkedAndInnermostIdKept) {
+  Decoder d;
+  PacketRecord r;
+  FrameBuilder b;
+  b.eth(0x88A8).vlan(100, 0x9100).vlan(200, 0x8100).vlan(300, 0x0800);
+  b.ipv4(ip4(10, 0, 0, 1), ip4(10, 0, 0, 2), 17, 8).ports(1, 2, 8);
+  EXPECT_EQ(decodeAll(d, b, &r), DecodeError::kNone);
+  EXPECT_EQ(r.vlan, 300);
+  EXPECT_EQ(r.key.dst_port, 2);
+}
+
+TEST(DecoderTest, VlanStackDepthIsBounded) {
+  for (int tags : {Decoder::kMaxVlanTags, Decoder::kMaxVlanTags + 1, 20}) {
+    Decoder d;
+    PacketRecord r;
+    FrameBuilder b;
+    b.eth(0x8100);
+    for (int i = 0; i < tags; ++i) b.vlan(static_cast<uint16_t>(i + 1), i + 1 < tags ? 0x8100 : 0x0800);
+    b.ipv4(ip4(1, 1, 1, 1), ip4(2, 2, 2, 2), 6, 20).ports(5, 6).zeros(16);
+    DecodeError want = tags <= Decoder::kMaxVlanTags ? DecodeError::kNone : DecodeError::kTooManyVlanTags;
+    EXPECT_EQ(decodeAll(d, b, &r), want) << tags << " tags";
+    EXPECT_EQ(r.wire_len, b.bytes.size()) << "bytes still count";
+  }
+}
+
+TEST(DecoderTest, MirrorVlanTagsAreNotCountedAsFrameBytes) {
+  DecoderConfig cfg;
+  cfg.mirror_vlan_tags = 2;
+  Decoder d(cfg);
+  PacketRecord r;
+  FrameBuilder b;
+  b.eth(0x88A8).vlan(100, 0x8100).vlan(200, 0x8100).vlan(300, 0x0800);
+  b.ipv4(ip4(10, 0, 0, 1), ip4(10, 0, 0, 2), 6, 20).ports(1, 2).zeros(16);
+  EXPECT_EQ(decodeAll(d, b, &r), DecodeError::kNone);
+  EXPECT_EQ(r.wire_len, b.bytes.size() - 8);
+  EXPECT_EQ(r.vlan, 300);
+}
+
+TEST(DecoderTest, Ipv4OptionsAreSkippedBeforePorts) {
+  Decoder d;
+  PacketRecord r;
+  FrameBuilder b;
+  b.eth(0x0800).ipv4(ip4(10, 0, 0, 1), ip4(10, 0, 0, 2), 6, 20, /*ihl=*/7).ports(1234, 80).zeros(16);
+  EXPECT_EQ(decodeAll(d, b, &r), DecodeError::kNone);
+  EXPECT_EQ(r.key.src_port, 1234);
+  EXPECT_EQ(r.key.dst_port, 80);
+}
+
+TEST(DecoderTest, BadIpv4HeadersAreCountedByReason) {
+  struct Case {
+    uint8_t first_byte;
+    DecodeError want;
+  };
+  for (Case c : {Case{0x44, DecodeError::kBadIpv4HeaderLength}, Case{0x55, DecodeError::kBadIpv4Version},
+                 Case{0x40, DecodeError::kBadIpv4HeaderLength}}) {
+    Decoder d;
+    PacketRecord r;
+    FrameBuilder b = innerTcp();
+    b.bytes[14] = c.first_byte;
+    EXPECT_EQ(decodeAll(d, b, &r), c.want);
+    EXPECT_EQ(d.stats().errors[static_cast<int>(c.want)], 1u);
+    EXPECT_TRUE(r.flags & kRecordDecodeError);
+    EXPECT_EQ(r.wire_len, b.bytes.size());
+  }
+  Decoder d;
+  PacketRecord r;
+  FrameBuilder b = innerTcp();
+  b.bytes[16] = 0;
+  b.bytes[17] = 10;  // total length shorter than the header
+  EXPECT_EQ(decodeAll(d, b, &r), DecodeError::kBadIpv4HeaderLength);
+}
+
+TEST(DecoderTest, PortsComeOnlyFromTheFirstFragment) {
+  Decoder d;
+  PacketRecord r;
+  FrameBuilder first;
+  first.eth(0x0800).ipv4(ip4(10, 0, 0, 1), ip4(10, 0, 0, 2), 17, 8, 5, 0x2000).ports(7, 8, 8);
+  EXPECT_EQ(decodeAll(d, first, &r), DecodeError::kNone);
+  EXPECT_EQ(r.key.dst_port, 8);
+  EXPECT_TRUE(r.flags & kRecordFragment);
+  FrameBuilder later;
+  later.eth(0x0800).ipv4(ip4(10, 0, 0, 1), ip4(10, 0, 0, 2), 17, 8, 5, 185).ports(7, 8, 8);
+  EXPECT_EQ(decodeAll(d, later, &r), DecodeError::kNone);
+  EXPECT_EQ(r.key.dst_port, 0);
+  EXPECT_EQ(r.key.proto, 17);
+  EXPECT_TRUE(r.flags & kRecordFragment);
+}
+
+TEST(DecoderTest, Ipv6ExtensionHeadersAreWalked) {
+  Decoder d;
+  PacketRecord r;
+  FrameBuilder b;
+  b.eth(0x86DD).ipv6(1, 2, 0, 8 + 16 + 20);
+  b.mark("ext").u8(60).u8(0).zeros(6);          // hop-by-hop, 8 bytes, next: destination options
+  b.mark("ext").u8(6).u8(1).zeros(14);          // destination options, 16 bytes, next: TCP
+  b.ports(5555, 443).zeros(16);
+  EXPECT_EQ(decodeAll(d, b, &r), DecodeError::kNone);
+  EXPECT_EQ(r.key.family, 6);
+  EXPECT_EQ(r.key.src[15], 1);
+  EXPECT_EQ(r.key.proto, 6);
+  EXPECT_EQ(r.key.dst_port, 443);
+}
+
+TEST(DecoderTest, Ipv6NonFirstFragmentHasNoPorts) {
+  Decoder d;
+  PacketRecord r;
+  FrameBuilder b;
+  b.eth(0x86DD).ipv6(1, 2, 44, 8 + 8);
+  b.mark("ext").u8(17).u8(0).u16(100 << 3).u32(7);
+  b.ports(1, 2, 8);
+  EXPECT_EQ(decodeAll(d, b, &r), DecodeError::kNone);
+  EXPECT_EQ(r.key.proto, 17);
+  EXPECT_EQ(r.key.dst_port, 0);
+  EXPECT_TRUE(r.flags & kRecordFragment);
+}
+
+TEST(DecoderTest, Ipv6ExtensionChainsAreBoundedAndNeverReadPastTheEnd) {
+  {
+    Decoder d;
+    PacketRecord r;
+    FrameBuilder b;
+    b.eth(0x86DD).ipv6(1, 2, 60, 8 * 20);
+    for (int i = 0; i < 20; ++i) b.u8(60).u8(0).zeros(6);  // a chain that never ends
+    EXPECT_EQ(decodeAll(d, b, &r), DecodeError::kIpv6ExtChainTooLong);
+  }
+  {
+    Decoder d;
+    PacketRecord r;
+    FrameBuilder b;
+    b.eth(0x86DD).ipv6(1, 2, 0, 8);
+    b.u8(6).u8(200).zeros(6);  // claims 1608 bytes
+    EXPECT_EQ(decodeAll(d, b, &r), DecodeError::kTruncatedIpv6ExtHeader);
+    EXPECT_EQ(r.key.family, 6) << "addresses decoded, so the pair is known";
+  }
+}
+
+struct EncapCase {
+  const char* name;
+  FrameBuilder outer;  // everything before the inner Ethernet frame
+};
+
+std::vector<EncapCase> encapsulations() {
+  std::vector<EncapCase> v;
+  auto ipgre = [](FrameBuilder& b) { b.eth(0x0800).ipv4(ip4(192, 168, 1, 1), ip4(192, 168, 1, 2), 47, 0); };
+  {
+    FrameBuilder b;
+    ipgre(b);
+    b.gre(0x0000, 0x88BE);
+    v.push_back({"erspan1", b});
+  }
+  {
+    FrameBuilder b;
+    ipgre(b);
+    b.gre(0x1000, 0x88BE, 5).erspan2(7);
+    v.push_back({"erspan2", b});
+  }
+  {
+    FrameBuilder b;
+    ipgre(b);
+    b.gre(0x1000, 0x22EB, 5).erspan3(9, false, false);
+    v.push_back({"erspan3", b});
+  }
+  {
+    FrameBuilder b;
+    ipgre(b);
+    b.gre(0x1000, 0x22EB, 5).erspan3(9, true, true);
+    v.push_back({"erspan3_subheader", b});
+  }
+  {
+    FrameBuilder b;
+    ipgre(b);
+    b.gre(0xB000, 0x6558, 5);  // checksum, key and sequence present
+    v.push_back({"gre_teb", b});
+  }
+  {
+    FrameBuilder b;
+    b.eth(0x8100).vlan(10, 0x0800).ipv4(ip4(192, 168, 1, 1), ip4(192, 168, 1, 2), 17, 0);
+    b.ports(50000, 4789, 0).vxlan();
+    v.push_back({"vxlan", b});
+  }
+  return v;
+}
+
+TEST(DecoderTest, MirrorEncapsulationsAreRemovedAndTheInnerFrameMeasured) {
+  for (const EncapCase& c : encapsulations()) {
+    SCOPED_TRACE(c.name);
+    Decoder d;
+    PacketRecord r;
+    FrameBuilder inner = innerTcp();
+    std::vector<uint8_t> frame = c.outer.bytes;
+    frame.insert(frame.end(), inner.bytes.begin(), inner.bytes.end());
+    const uint32_t wire = static_cast<uint32_t>(frame.size()) + 1400;  // captured with a small snaplen
+    EXPECT_EQ(decodePrefix(d, frame, frame.size(), wire, &r), DecodeError::kNone);
+    expectInnerTcp(r);
+    EXPECT_EQ(r.wire_len, inner.bytes.size() + 1400);
+    EXPECT_TRUE(r.flags & kRecordEncapsulated);
+    EXPECT_EQ(d.stats().encapsulated, 1u);
+    if (std::string(c.name) == "erspan3_subheader") {
+      EXPECT_EQ(r.direction, Direction::kEgress);
+    }
+    if (std::string(c.name) == "erspan3") {
+      EXPECT_EQ(r.direction, Direction::kIngress);
+    }
+  }
+}
+
+// Cuts every frame at every byte: never a crash or an over-read, exactly one count per frame, and at each
+// header boundary the error names the layer that was cut.
+TEST(DecoderTest, TruncationAtEveryHeaderBoundaryIsCountedByLayer) {
+  const std::map<std::string, DecodeError> want_at_layer = {
+      {"ethernet", DecodeError::kTruncatedEthernet}, {"vlan", DecodeError::kTruncatedVlan},
+      {"ipv4", DecodeError::kTruncatedIpv4},         {"ipv6", DecodeError::kTruncatedIpv6},
+      {"l4", DecodeError::kTruncatedL4},             {"gre", DecodeError::kTruncatedGre},
+      {"erspan", DecodeError::kTruncatedErspan},     {"vxlan", DecodeError::kTruncatedVxlan},
+      {"ext", DecodeError::kTruncatedIpv6ExtHeader}};
+  std::vector<std::pair<std::string, FrameBuilder>> frames;
+  for (const EncapCase& c : encapsulations()) {
+    FrameBuilder b = c.outer;
+    FrameBuilder inner = innerTcp();
+    for (auto [layer, off] : inner.marks) b.marks.push_back({layer, off + b.bytes.size()});
+    b.bytes.insert(b.bytes.end(), inner.bytes.begin(), inner.bytes.end());
+    frames.emplace_back(c.name, b);
+  }
+  {
+    FrameBuilder b;
+    b.eth(0x88A8).vlan(1, 0x8100).vlan(2, 0x86DD).ipv6(1, 2, 0, 8 + 20);
+    b.mark("ext").u8(6).u8(0).zeros(6);
+    b.ports(1, 2).zeros(16);
+    frames.emplace_back("qinq_ipv6", b);
+  }
+  for (const auto& [name, b] : frames) {
+    SCOPED_TRACE(name);
+    Decoder d;
+    const uint32_t wire = static_cast<uint32_t>(b.bytes.size()) + 500;
+    for (size_t n = 0; n <= b.bytes.size(); ++n) {
+      PacketRecord r;
+      DecodeError e = decodePrefix(d, b.bytes, n, wire, &r);
+      EXPECT_LE(r.wire_len, wire);
+      for (const auto& [layer, off] : b.marks) {
+        // A frame cut exactly where a header starts (or within its first byte) fails at that header.
+        if (off == n) {
+          EXPECT_EQ(e, want_at_layer.at(layer)) << "cut at " << n << " (start of " << layer << ")";
+        }
+      }
+      if (n == b.bytes.size()) {
+        EXPECT_EQ(e, DecodeError::kNone);
+      }
+    }
+    uint64_t total = 0;
+    for (uint64_t c : d.stats().errors) total += c;
+    EXPECT_EQ(total, b.bytes.size() + 1) << "each frame counted exactly once";
+  }
+}
+
+TEST(DecoderTest, BadGreErspanAndVxlanHeadersAreCountedByReason) {
+  auto build = [](auto&& fill) {
+    FrameBuilder b;
+    fill(b);
+    FrameBuilder inner = innerTcp();
+    b.bytes.insert(b.bytes.end(), inner.bytes.begin(), inner.bytes.end());
+    return b;
+  };
+  auto ipgre = [](FrameBuilder& b) { b.eth(0x0800).ipv4(ip4(192, 168, 1, 1), ip4(192, 168, 1, 2), 47, 0); };
+  struct Case {
+    const char* name;
+    FrameBuilder frame;
+    DecodeError want;
+  };
+  std::vector<Case> cases = {
+      {"gre version 1", build([&](FrameBuilder& b) { ipgre(b); b.gre(0x0001, 0x88BE); }), DecodeError::kBadGreHeader},
+      {"gre routing bit", build([&](FrameBuilder& b) { ipgre(b); b.gre(0x4000, 0x6558); }), DecodeError::kBadGreHeader},
+      {"unknown gre protocol", build([&](FrameBuilder& b) { ipgre(b); b.gre(0, 0x0800); }),
+       DecodeError::kUnknownGreProtocol},
+      {"erspan2 version 3", build([&](FrameBuilder& b) { ipgre(b); b.gre(0x1000, 0x88BE, 1).erspan2(1, 3); }),
+       DecodeError::kBadErspanVersion},
+      {"erspan3 version 1", build([&](FrameBuilder& b) { ipgre(b); b.gre(0x1000, 0x22EB, 1).erspan3(1, 0, 0, 1); }),
+       DecodeError::kBadErspanVersion},
+      {"vxlan without I flag",
+       build([&](FrameBuilder& b) {
+         b.eth(0x0800).ipv4(ip4(1, 1, 1, 1), ip4(2, 2, 2, 2), 17, 0).ports(1, 4789, 0).vxlan(0x00);
+       }),
+       DecodeError::kVxlanFlagsInvalid},
+  };
+  for (const Case& c : cases) {
+    Decoder d;
+    PacketRecord r;
+    EXPECT_EQ(decodeAll(d, c.frame, &r), c.want) << c.name;
+    EXPECT_EQ(r.wire_len, c.frame.bytes.size()) << c.name << ": outer frame still counts";
+    EXPECT_EQ(d.stats().errorTotal(), 1u) << c.name;
+  }
+}
+
+TEST(DecoderTest, NestedEncapsulationDepthIsBounded) {
+  Decoder d;
+  PacketRecord r;
+  FrameBuilder b;
+  for (int i = 0; i <= Decoder::kMaxEncapsulations; ++i) {
+    b.eth(0x0800).ipv4(ip4(1, 1, 1, 1), ip4(2, 2, 2, 2), 17, 0).ports(1, 4789, 0).vxlan();
+  }
+  b.eth(0x0806).zeros(28);
+  EXPECT_EQ(decodeAll(d, b, &r), DecodeError::kTooManyEncapsulations);
+}
+
+TEST(DecoderTest, MirrorSequenceGapsAndReordersAreCounted) {
+  Decoder d;
+  for (uint32_t seq : {0xFFFFFFF0u, 0xFFFFFFF1u, 0xFFFFFFF4u, 0xFFFFFFF5u, 0xFFFFFFF3u, 0xFFFFFFFFu, 0u, 3u}) {
+    FrameBuilder b;
+    b.eth(0x0800).ipv4(ip4(192, 168, 1, 1), ip4(192, 168, 1, 2), 47, 0).gre(0x1000, 0x88BE, seq).erspan2(3);
+    FrameBuilder inner = innerTcp();
+    b.bytes.insert(b.bytes.end(), inner.bytes.begin(), inner.bytes.end());
+    PacketRecord r;
+    decodeAll(d, b, &r);
+  }
+  // F1 -> F4 loses 2; F3 comes late; F5 -> FF loses 9; the wrap to 0 loses nothing; 0 -> 3 loses 2.
+  EXPECT_EQ(d.stats().mirror_seq_gaps, 2u + 9u + 2u);
+  EXPECT_EQ(d.stats().mirror_seq_reorders, 1u);
+}
+
+TEST(DecoderTest, CaplenLargerThanWireLengthIsCountedAndMeasuredAsCaptured) {
+  Decoder d;
+  PacketRecord r;
+  FrameBuilder b = innerTcp();
+  EXPECT_EQ(decodePrefix(d, b.bytes, b.bytes.size(), 60, &r), DecodeError::kCaplenExceedsWireLen);
+  EXPECT_EQ(r.wire_len, b.bytes.size());
+  expectInnerTcp(r);
+}
+
+TEST(DecoderTest, LocalNetworksGiveTheDirection) {
+  DecoderConfig cfg;
+  IpPrefix p;
+  ASSERT_TRUE(parsePrefix("10.0.0.1/32", &p));
+  cfg.local_nets.push_back(p);
+  Decoder d(cfg);
+  PacketRecord r;
+  decodeAll(d, innerTcp(), &r);
+  EXPECT_EQ(r.direction, Direction::kIngress);  // from a local host into the switch
+  FrameBuilder back;
+  back.eth(0x0800).ipv4(ip4(10, 0, 0, 2), ip4(10, 0, 0, 1), 6, 20).ports(1, 2).zeros(16);
+  decodeAll(d, back, &r);
+  EXPECT_EQ(r.direction, Direction::kEgress);
+  EXPECT_FALSE(parsePrefix("10.0.0.0/33", &p));
+  EXPECT_FALSE(parsePrefix("not-an-address", &p));
+  ASSERT_TRUE(parsePrefix("fd00::/8", &p));
+  EXPECT_EQ(p.family, 6);
+}
+
+}  // namespace
+}  // namespace burstscope

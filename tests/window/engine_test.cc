@@ -1,0 +1,342 @@
+// The engine against brute-force implementations of SPEC's definitions, written here the slow, obvious way.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <random>
+
+#include "burstscope/window.h"
+
+namespace burstscope {
+namespace {
+
+struct Pkt {
+  int64_t ts;
+  uint32_t len;
+};
+
+// Bursty random traffic: trains of back-to-back packets separated by idle gaps, timestamps sorted, with
+// duplicates. Starts at a realistic epoch time. Odd seeds put every timestamp on a 1 us grid (as
+// microsecond captures do), so that packets exactly tau apart are common and window edges get exercised.
+std::vector<Pkt> randomTrace(uint32_t seed, size_t n) {
+  std::mt19937_64 rng(seed);
+  const int64_t grid = seed % 2 ? 1000 : 1;
+  std::vector<Pkt> v;
+  int64_t t = 1'795'294'232'000'000'000 + static_cast<int64_t>(rng() % 1'000'000);
+  std::uniform_int_distribution<uint32_t> len(60, 1514);
+  while (v.size() < n) {
+    size_t burst = 1 + rng() % 60;
+    for (size_t i = 0; i < burst && v.size() < n; ++i) {
+      v.push_back({t, len(rng)});
+      t += static_cast<int64_t>(rng() % 3 == 0 ? 0 : rng() % 1500);  // 0..1.5 us apart, some identical
+    }
+    t += static_cast<int64_t>(rng() % 4'000'000);  // idle up to 4 ms
+  }
+  for (Pkt& p : v) p.ts -= p.ts % grid;
+  return v;
+}
+
+uint64_t bruteEnvelope(const std::vector<Pkt>& v, int64_t tau) {
+  uint64_t best = 0;
+  for (size_t j = 0; j < v.size(); ++j) {
+    uint64_t sum = 0;
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (v[i].ts > v[j].ts - tau && v[i].ts <= v[j].ts) sum += v[i].len;
+    }
+    best = std::max(best, sum);
+  }
+  return best;
+}
+
+uint64_t brutePeakBin(const std::vector<Pkt>& v, int64_t w) {
+  std::map<int64_t, uint64_t> bins;
+  for (const Pkt& p : v) bins[p.ts / w] += p.len;
+  uint64_t best = 0;
+  for (auto [b, s] : bins) best = std::max(best, s);
+  return best;
+}
+
+// Bmax(r) = max over i <= j of (bytes of packets i..j) - r * (t_j - t_i): the closed form of Lindley's
+// recursion, computed independently of it.
+long double bruteBacklog(const std::vector<Pkt>& v, double rate_bps) {
+  long double best = 0;
+  for (size_t i = 0; i < v.size(); ++i) {
+    long double sum = 0;
+    for (size_t j = i; j < v.size(); ++j) {
+      sum += v[j].len;
+      best = std::max(best, sum - static_cast<long double>(rate_bps) * (v[j].ts - v[i].ts) / 8e9L);
+    }
+  }
+  return best;
+}
+
+// Microbursts from S(t) = A(t - tau, t] evaluated at every instant where it can change.
+std::vector<Microburst> bruteMicrobursts(const std::vector<Pkt>& v, int64_t tau, double threshold_bytes) {
+  std::vector<int64_t> events;
+  for (const Pkt& p : v) {
+    events.push_back(p.ts);
+    events.push_back(p.ts + tau);
+  }
+  std::sort(events.begin(), events.end());
+  events.erase(std::unique(events.begin(), events.end()), events.end());
+  std::vector<Microburst> out;
+  bool in = false;
+  for (int64_t t : events) {
+    uint64_t s = 0;
+    for (const Pkt& p : v) {
+      if (p.ts > t - tau && p.ts <= t) s += p.len;
+    }
+    const bool above = static_cast<double>(s) >= threshold_bytes;
+    if (above && !in) out.push_back({t, 0, 0, 0});
+    if (above) out.back().peak_bps = std::max(out.back().peak_bps, static_cast<double>(s) * 8e9 / tau);
+    if (!above && in) out.back().end_ns = t;
+    in = above;
+  }
+  for (Microburst& m : out) {
+    for (const Pkt& p : v) {
+      if (p.ts > m.start_ns - tau && p.ts < m.end_ns) m.bytes += p.len;
+    }
+  }
+  return out;
+}
+
+EngineConfig smallConfig() {
+  EngineConfig c;
+  c.scales_ns = {100'000, 300'000, 1'000'000, 5'000'000};
+  c.exact_max_tau_ns = 5'000'000;
+  c.rates_bps = {1e9, 10e9, 3.3e9};
+  c.link_capacity_bps = 10e9;
+  return c;
+}
+
+PacketRecord record(const Pkt& p, uint8_t flow = 1) {
+  PacketRecord r;
+  r.ts_ns = p.ts;
+  r.wire_len = p.len;
+  r.key.family = 4;
+  r.key.src = {10, 0, 0, flow};
+  r.key.dst = {10, 0, 0, 200};
+  r.key.proto = 6;
+  r.key.src_port = 1000;
+  r.key.dst_port = 2000;
+  return r;
+}
+
+EngineResult run(const EngineConfig& c, const std::vector<Pkt>& v) {
+  EXPECT_TRUE(validateConfig(c).ok()) << validateConfig(c);
+  Engine e(c);
+  for (const Pkt& p : v) e.add(record(p));
+  e.finish();
+  return e.result();
+}
+
+TEST(EngineTest, EnvelopeAndAlignedBinsMatchBruteForceOnRandomTraces) {
+  for (uint32_t seed = 1; seed <= 6; ++seed) {
+    std::vector<Pkt> v = randomTrace(seed, 1500);
+    EngineConfig c = smallConfig();
+    EngineResult r = run(c, v);
+    ASSERT_EQ(r.port.scales.size(), c.scales_ns.size());
+    uint64_t total = 0;
+    for (const Pkt& p : v) total += p.len;
+    EXPECT_EQ(r.port.bytes, total);
+    EXPECT_EQ(r.port.packets, v.size());
+    for (const ScaleResult& s : r.port.scales) {
+      SCOPED_TRACE(testing::Message() << "seed " << seed << " tau " << s.tau_ns);
+      EXPECT_TRUE(s.exact);
+      EXPECT_EQ(s.envelope_bytes, bruteEnvelope(v, s.tau_ns));
+      EXPECT_EQ(s.peak_bin_bytes, brutePeakBin(v, s.tau_ns));
+      EXPECT_EQ(s.bins_spanned, static_cast<uint64_t>(v.back().ts / s.tau_ns - v.front().ts / s.tau_ns + 1));
+      ASSERT_TRUE(s.utilisation);
+      EXPECT_EQ(s.utilisation->count, s.bins_spanned) << "every aligned bin observed once, idle ones too";
+    }
+  }
+}
+
+// SPEC: E from base bins lies between the bin-window value and the truth: never above the truth, never
+// below it by more than one base bin's bytes.
+void expectWithinBinBound(const StreamResult& s, const std::vector<Pkt>& v, int64_t base_bin) {
+  const uint64_t max_bin = brutePeakBin(v, base_bin);
+  for (const ScaleResult& sc : s.scales) {
+    SCOPED_TRACE(testing::Message() << "tau " << sc.tau_ns);
+    const uint64_t truth = bruteEnvelope(v, sc.tau_ns);
+    EXPECT_LE(sc.envelope_bytes, truth);
+    EXPECT_GE(sc.envelope_bytes + max_bin, truth);
+    EXPECT_EQ(sc.peak_bin_bytes, brutePeakBin(v, sc.tau_ns)) << "aligned bins are always exact";
+  }
+}
+
+TEST(EngineTest, WindowIsHalfOpenAtItsOldEnd) {
+  // Two packets exactly tau apart never share a window (t - tau, t]; three within tau do.
+  EngineConfig c = smallConfig();
+  const int64_t t0 = 1'700'000'000'000'000'000;
+  EngineResult r = run(c, {{t0, 1000}, {t0 + 100'000, 1000}, {t0 + 400'000, 500}, {t0 + 499'999, 500},
+                           {t0 + 499'999, 700}});
+  EXPECT_EQ(r.port.scales[0].envelope_bytes, 1700u);  // 100 us: the last three (1 ns inside)
+  EXPECT_EQ(r.port.scales[1].envelope_bytes, 2000u);  // 300 us: the first two
+}
+
+TEST(EngineTest, BinnedEnvelopesStayWithinSpecBound) {
+  for (uint32_t seed = 11; seed <= 14; ++seed) {
+    std::vector<Pkt> v = randomTrace(seed, 1200);
+    EngineConfig c = smallConfig();
+    c.exact_max_tau_ns = 0;  // no packet-level scales: all from base bins
+    EngineResult r = run(c, v);
+    for (const ScaleResult& s : r.port.scales) EXPECT_FALSE(s.exact);
+    expectWithinBinBound(r.port, v, c.base_bin_ns);
+    // Flow and pair windows always come from base bins; this trace is one flow.
+    ASSERT_EQ(r.flows.top.size(), 1u);
+    ASSERT_TRUE(r.flows.top[0].windows);
+    EXPECT_EQ(r.flows.top[0].windows_since_ns, r.flows.top[0].first_ns);
+    expectWithinBinBound(*r.flows.top[0].windows, v, c.base_bin_ns);
+    expectWithinBinBound(*r.pairs.top[0].windows, v, c.base_bin_ns);
+  }
+}
+
+TEST(EngineTest, ExactWindowOverItsMemoryBoundDemotesLongScalesAndSaysSo) {
+  std::vector<Pkt> v = randomTrace(21, 1500);
+  EngineConfig c = smallConfig();
+  c.exact_max_entries = 40;  // fewer than the distinct timestamps of a 1 ms window at burst peaks
+  EngineResult r = run(c, v);
+  EXPECT_TRUE(r.port.scales[0].exact);
+  EXPECT_FALSE(r.port.scales.back().exact);
+  expectWithinBinBound(r.port, v, c.base_bin_ns);
+  EXPECT_EQ(r.port.scales[0].envelope_bytes, bruteEnvelope(v, c.scales_ns[0]));
+}
+
+TEST(EngineTest, VirtualBacklogMatchesClosedForm) {
+  for (uint32_t seed = 31; seed <= 34; ++seed) {
+    std::vector<Pkt> v = randomTrace(seed, 800);
+    EngineConfig c = smallConfig();
+    EngineResult r = run(c, v);
+    ASSERT_EQ(r.port.backlog.size(), c.rates_bps.size());
+    for (const BacklogResult& b : r.port.backlog) {
+      EXPECT_NEAR(b.max_backlog_bytes, static_cast<double>(bruteBacklog(v, b.rate_bps)), 1e-3)
+          << "seed " << seed << " rate " << b.rate_bps;
+    }
+  }
+}
+
+TEST(EngineTest, MicroburstsMatchBruteForce) {
+  for (uint32_t seed = 41; seed <= 45; ++seed) {
+    std::vector<Pkt> v = randomTrace(seed, 900);
+    EngineConfig c = smallConfig();
+    c.link_capacity_bps = 1e9;  // 50% of 1 Gbit/s over 100 us = 6250 bytes
+    EngineResult r = run(c, v);
+    ASSERT_TRUE(r.port.microbursts);
+    const std::vector<Microburst> want = bruteMicrobursts(v, c.microburst_tau_ns, 6250.0);
+    const MicroburstResult& got = *r.port.microbursts;
+    ASSERT_GT(want.size(), 3u) << "the trace must contain microbursts for this test to mean anything";
+    ASSERT_EQ(got.count, want.size()) << "seed " << seed;
+    ASSERT_EQ(got.events.size(), want.size());
+    for (size_t i = 0; i < want.size(); ++i) {
+      SCOPED_TRACE(testing::Message() << "seed " << seed << " microburst " << i);
+      EXPECT_EQ(got.events[i].start_ns, want[i].start_ns);
+      EXPECT_EQ(got.events[i].end_ns, want[i].end_ns);
+      EXPECT_EQ(got.events[i].bytes, want[i].bytes);
+      EXPECT_DOUBLE_EQ(got.events[i].peak_bps, want[i].peak_bps);
+    }
+    EXPECT_EQ(got.durations_s.count, want.size());
+    EXPECT_EQ(got.gaps_s.count, want.size() - 1);
+  }
+}
+
+TEST(EngineTest, MicroburstScaleNeedNotBeAReportedScale) {
+  std::vector<Pkt> v = randomTrace(51, 900);
+  EngineConfig c = smallConfig();
+  c.scales_ns = {1'000'000, 5'000'000};
+  c.link_capacity_bps = 1e9;
+  c.microburst_tau_ns = 200'000;
+  EngineResult r = run(c, v);
+  EXPECT_EQ(r.port.scales.size(), 2u);
+  EXPECT_EQ(r.port.microbursts->count, bruteMicrobursts(v, 200'000, 0.5 * 1e9 * 200e3 / 8e9).size());
+  EXPECT_EQ(r.port.scales[0].envelope_bytes, bruteEnvelope(v, 1'000'000));
+}
+
+TEST(EngineTest, HoursLongGapIsCountedAsIdleBinsWithoutWalkingThem) {
+  std::vector<Pkt> v = randomTrace(61, 300);
+  const int64_t gap = int64_t{10} * 3600 * 1'000'000'000;  // ten hours
+  std::vector<Pkt> later = randomTrace(62, 300);
+  for (Pkt& p : later) v.push_back({p.ts + gap, p.len});
+  EngineConfig c = smallConfig();
+  EngineResult r = run(c, v);
+  const ScaleResult& s = r.port.scales[0];
+  EXPECT_EQ(s.bins_spanned, static_cast<uint64_t>(v.back().ts / s.tau_ns - v.front().ts / s.tau_ns + 1));
+  EXPECT_EQ(s.utilisation->count, s.bins_spanned);
+  EXPECT_GT(s.utilisation->counts[0], 360'000'000u - 1000);  // ten hours of empty 100 us bins
+  EXPECT_EQ(s.envelope_bytes, bruteEnvelope(v, s.tau_ns));
+}
+
+TEST(EngineTest, HeavyFlowsStayOnTopThroughFlowTableEvictions) {
+  EngineConfig c = smallConfig();
+  c.flow_table_capacity = 64;
+  c.pair_table_capacity = 64;
+  c.top_k = 3;
+  c.tracked_streams = 6;
+  ASSERT_TRUE(validateConfig(c).ok());
+  Engine e(c);
+  std::mt19937 rng(7);
+  int64_t t = 1'000'000'000'000;
+  uint64_t heavy_bytes[3] = {};
+  uint64_t total = 0;
+  for (int i = 0; i < 20000; ++i) {
+    t += 1000;
+    PacketRecord r = record({t, 1500}, static_cast<uint8_t>(1 + i % 3));  // heavy flows 1..3
+    if (i % 2 == 1) {
+      r.wire_len = 64;
+      r.key.src = {172, 16, static_cast<uint8_t>(rng()), static_cast<uint8_t>(rng())};  // a scan
+      r.key.src_port = static_cast<uint16_t>(rng());
+    } else {
+      heavy_bytes[i % 3] += r.wire_len;
+    }
+    total += r.wire_len;
+    e.add(r);
+  }
+  e.finish();
+  EngineResult r = e.result();
+  EXPECT_GT(r.flows.evictions, 0u);
+  EXPECT_LE(r.flows.entries, c.flow_table_capacity);
+  ASSERT_EQ(r.flows.top.size(), 3u);
+  uint64_t top = 0;
+  for (const HeavyHitter& h : r.flows.top) {
+    ASSERT_EQ(h.key.src[0], 10);
+    EXPECT_EQ(h.bytes, heavy_bytes[(h.key.src[3] - 1) % 3]);
+    top += h.bytes;
+    ASSERT_TRUE(h.windows);
+    EXPECT_EQ(h.windows->bytes, h.bytes);
+  }
+  EXPECT_EQ(r.flows.other_bytes, total - top);
+}
+
+TEST(EngineTest, DirectionsGetTheirOwnStreams) {
+  std::vector<Pkt> v = randomTrace(71, 600);
+  Engine e(smallConfig());
+  uint64_t in_bytes = 0;
+  for (size_t i = 0; i < v.size(); ++i) {
+    PacketRecord r = record(v[i]);
+    r.direction = i % 3 == 0 ? Direction::kIngress : (i % 3 == 1 ? Direction::kEgress : Direction::kUnknown);
+    if (r.direction == Direction::kIngress) in_bytes += r.wire_len;
+    e.add(r);
+  }
+  e.finish();
+  EngineResult r = e.result();
+  ASSERT_EQ(r.directions.size(), 2u);
+  EXPECT_EQ(r.directions[0].first, Direction::kIngress);
+  EXPECT_EQ(r.directions[0].second.bytes, in_bytes);
+  EXPECT_EQ(r.port.packets, v.size());
+}
+
+TEST(EngineTest, ConfigErrorsNameTheKey) {
+  EngineConfig c;
+  c.scales_ns = {100'000, 150'000};
+  EXPECT_NE(validateConfig(c).message().find("scales_ns"), std::string::npos);
+  c = EngineConfig{};
+  c.rates_bps = {-1};
+  EXPECT_NE(validateConfig(c).message().find("rates_bps"), std::string::npos);
+  c = EngineConfig{};
+  c.tracked_streams = 1;
+  EXPECT_NE(validateConfig(c).message().find("tracked_streams"), std::string::npos);
+  EXPECT_TRUE(validateConfig(EngineConfig{}).ok());
+}
+
+}  // namespace
+}  // namespace burstscope

@@ -149,7 +149,8 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help and --version exit 0; every usage error exits 2, whatever CLI11's own code for it.
+    return app.exit(e) == 0 ? 0 : 2;
   }
   if (analyze->parsed()) return runAnalyze(ao);
   return 2;

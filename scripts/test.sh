@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Installs what is needed, builds, and runs every test suite: the release build (unit + integration), an
+# ASan+UBSan build of the same suites, and a ThreadSanitizer build of the threaded tests. Called by .ci/run.
+# With ../shared beside the repo (the project's shared traces and reference oracle), it also checks
+# `analyze` against the oracle on the full traces and in every mirror encapsulation.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+JOBS=$(nproc)
+
+bash scripts/setup.sh
+
+step() { echo; echo "=== $*"; }
+
+step "release build (warnings are errors)"
+if [ -d build/meson-info ]; then meson setup --reconfigure build >/dev/null; else meson setup build >/dev/null; fi
+ninja -C build -j "$JOBS"
+meson test -C build --print-errorlogs --num-processes "$JOBS"
+
+step "AddressSanitizer + UndefinedBehaviorSanitizer build: unit and integration tests"
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+if [ ! -d build-asan/meson-info ]; then
+  meson setup build-asan -Dbuildtype=debugoptimized -Db_sanitize=address,undefined -Db_lundef=false \
+    -Dbenchmarks=disabled >/dev/null
+fi
+ninja -C build-asan -j "$JOBS"
+meson test -C build-asan --print-errorlogs --num-processes "$JOBS"
+
+step "ThreadSanitizer build: ring and pipeline tests"
+if [ ! -d build-tsan/meson-info ]; then
+  meson setup build-tsan -Dbuildtype=debugoptimized -Db_sanitize=thread -Db_lundef=false \
+    -Dbenchmarks=disabled >/dev/null
+fi
+ninja -C build-tsan -j "$JOBS" tests/ring_test burstscope tools/wrap_trace
+TSAN_OPTIONS=halt_on_error=1 meson test -C build-tsan --print-errorlogs --no-rebuild ring analyze
+
+SHARED=$ROOT/../shared
+if [ -f "$SHARED/reference/burst_oracle.py" ] && [ -d "$SHARED/traces" ]; then
+  step "cross-check against the reference oracle in ../shared"
+  tmp=$(mktemp -d)
+  trap 'rm -rf "$tmp"' EXIT
+  # The oracle itself, run now on the bundled trace, must agree with the committed fixture.
+  /usr/bin/python3 "$SHARED/reference/burst_oracle.py" data/ddp-gloo-w3-3steps.pcap --rate-gbps 1,10,25,100 \
+    >"$tmp/oracle.json"
+  ./build/burstscope analyze --json data/ddp-gloo-w3-3steps.pcap >"$tmp/ours.json"
+  python3 scripts/compare_oracle.py "$tmp/ours.json" "$tmp/oracle.json"
+  for oracle in "$SHARED"/traces/*.oracle.json; do
+    trace=${oracle%.oracle.json}.pcap
+    for mode in plain erspan2 erspan3 vxlan qinq; do
+      in=$trace extra=""
+      if [ "$mode" != plain ]; then
+        ./build/tools/wrap_trace "$mode" "$trace" "$tmp/w.pcap"
+        in=$tmp/w.pcap
+      fi
+      [ "$mode" = qinq ] && extra="--mirror-vlan-tags 2"
+      # shellcheck disable=SC2086
+      ./build/burstscope analyze --json $extra "$in" >"$tmp/ours.json"
+      echo -n "$(basename "$trace") [$mode]: "
+      python3 scripts/compare_oracle.py "$tmp/ours.json" "$oracle" | tail -1
+    done
+  done
+fi
+
+step "all tests passed"

@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdint>
+#include <cstring>
 #include <string>
 
 namespace burstscope {
@@ -28,7 +29,13 @@ struct FlowKey {
   uint8_t family = 0;
   uint16_t reserved = 0;  // keeps the struct free of padding, so byte-wise hashing and equality agree
 
-  bool operator==(const FlowKey&) const = default;
+  // Word-wise: the defaulted comparison calls memcmp per array, which dominated the flow-table lookup.
+  bool operator==(const FlowKey& o) const {
+    uint64_t a[5], b[5];
+    std::memcpy(a, this, sizeof(a));
+    std::memcpy(b, &o, sizeof(b));
+    return ((a[0] ^ b[0]) | (a[1] ^ b[1]) | (a[2] ^ b[2]) | (a[3] ^ b[3]) | (a[4] ^ b[4])) == 0;
+  }
 
   // The directed host pair (addresses only) of this flow.
   FlowKey pairKey() const {

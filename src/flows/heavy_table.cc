@@ -1,22 +1,49 @@
 #include "src/flows/heavy_table.h"
 
 #include <algorithm>
+#include <cstring>
+#include <random>
 
 namespace burstscope::internal {
+
+uint64_t FlowKeyHash::seed() {
+  static const uint64_t s = std::random_device{}() * 0x9E3779B97F4A7C15ull | 1;
+  return s;
+}
+
+size_t FlowKeyHash::operator()(const FlowKey& k) const {
+  uint64_t w[5];
+  static_assert(sizeof(w) == sizeof(FlowKey));
+  std::memcpy(w, &k, sizeof(w));
+  uint64_t h = seed();
+  for (uint64_t x : w) {
+    h ^= x;
+    h *= 0xBF58476D1CE4E5B9ull;
+    h ^= h >> 29;
+  }
+  return static_cast<size_t>(h);
+}
 
 HeavyTable::HeavyTable(const EngineConfig& cfg, size_t capacity) : cfg_(cfg), capacity_(capacity) {
   slots_.reserve(cfg.tracked_streams);
 }
 
-void HeavyTable::add(const FlowKey& key, int64_t ts, uint32_t len) {
-  total_bytes_ += len;
-  ++total_packets_;
+HeavyTable::Entry& HeavyTable::lookup(const FlowKey& key, int64_t ts) {
+  if (last_entry_ != nullptr && key == last_key_) return *last_entry_;
   auto it = entries_.find(key);
   if (it == entries_.end()) {
     if (entries_.size() >= capacity_) evictLighterHalf();
     it = entries_.emplace(key, Entry{.first_ns = ts}).first;
+    ++generation_;
   }
-  Entry& e = it->second;
+  last_key_ = key;
+  last_entry_ = &it->second;
+  return it->second;
+}
+
+void HeavyTable::account(const FlowKey& key, Entry& e, int64_t ts, uint32_t len) {
+  total_bytes_ += len;
+  ++total_packets_;
   e.bytes += len;
   ++e.packets;
   e.last_ns = ts;
@@ -69,6 +96,8 @@ void HeavyTable::evictLighterHalf() {
   const uint64_t cut = *mid;
   size_t before = entries_.size();
   absl::erase_if(entries_, [cut](const auto& kv) { return kv.second.slot < 0 && kv.second.bytes <= cut; });
+  last_entry_ = nullptr;
+  ++generation_;
   evictions_ += before - entries_.size();
 }
 

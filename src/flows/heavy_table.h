@@ -16,22 +16,40 @@
 
 namespace burstscope::internal {
 
+// A fast hash of the 40-byte key: five 64-bit words mixed by multiplication. The seed is random per
+// process, so that traffic crafted to collide in one monitor does not collide in another.
+struct FlowKeyHash {
+  size_t operator()(const FlowKey& k) const;
+  static uint64_t seed();
+};
+
 class HeavyTable {
  public:
-  HeavyTable(const EngineConfig& cfg, size_t capacity);
-
-  void add(const FlowKey& key, int64_t ts, uint32_t len);
-  void finish();
-  HeavyResult result(size_t top_k) const;
-
- private:
   struct Entry {
     uint64_t bytes = 0;
     uint64_t packets = 0;
     int64_t first_ns = 0;
     int64_t last_ns = 0;
     int32_t slot = -1;
+    // A flow entry remembers its host pair's entry in the pair table, valid while that table's
+    // generation is unchanged: one hash lookup per packet instead of two.
+    Entry* link = nullptr;
+    uint64_t link_generation = 0;
   };
+
+  HeavyTable(const EngineConfig& cfg, size_t capacity);
+
+  // The entry of `key`, created if new (which may evict); valid until the generation changes.
+  Entry& lookup(const FlowKey& key, int64_t ts);
+  void account(const FlowKey& key, Entry& e, int64_t ts, uint32_t len);
+  void add(const FlowKey& key, int64_t ts, uint32_t len) { account(key, lookup(key, ts), ts, len); }
+  // Changes whenever entries may have moved or gone (insertion, eviction).
+  uint64_t generation() const { return generation_; }
+
+  void finish();
+  HeavyResult result(size_t top_k) const;
+
+ private:
   struct Slot {
     FlowKey key;
     uint64_t bytes = 0;  // the owner's byte count, mirrored for the promotion check
@@ -44,12 +62,17 @@ class HeavyTable {
 
   const EngineConfig& cfg_;
   size_t capacity_;
-  absl::flat_hash_map<FlowKey, Entry> entries_;
+  absl::flat_hash_map<FlowKey, Entry, FlowKeyHash> entries_;
+  // The last key looked up: traffic comes in runs of one flow, so most lookups end here. Reset whenever
+  // the map inserts or erases (which may move entries).
+  FlowKey last_key_;
+  Entry* last_entry_ = nullptr;
   std::vector<Slot> slots_;
   uint64_t promote_above_ = 0;  // a cached lower bound of the lightest slot's bytes, times 1.25
   uint64_t total_bytes_ = 0;
   uint64_t total_packets_ = 0;
   uint64_t evictions_ = 0;
+  uint64_t generation_ = 1;
 };
 
 }  // namespace burstscope::internal

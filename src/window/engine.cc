@@ -75,8 +75,14 @@ void Engine::add(const PacketRecord& r) {
     ++m.non_ip;
     return;
   }
-  m.pairs.add(r.key.pairKey(), r.ts_ns, r.wire_len);
-  m.flows.add(r.key, r.ts_ns, r.wire_len);
+  HeavyTable::Entry& flow = m.flows.lookup(r.key, r.ts_ns);
+  const FlowKey pair_key = r.key.pairKey();
+  if (flow.link == nullptr || flow.link_generation != m.pairs.generation()) {
+    flow.link = &m.pairs.lookup(pair_key, r.ts_ns);
+    flow.link_generation = m.pairs.generation();
+  }
+  m.pairs.account(pair_key, *flow.link, r.ts_ns, r.wire_len);
+  m.flows.account(r.key, flow, r.ts_ns, r.wire_len);
 }
 
 void Engine::finish() {

@@ -10,6 +10,9 @@ ExactWindows::ExactWindows(std::vector<int64_t> taus_ns, size_t max_entries,
                            std::optional<MicroburstSpec> mb)
     : max_entries_(max_entries) {
   for (int64_t t : taus_ns) scales_.push_back(Scale{t});
+  for (int i = 0; i < static_cast<int>(scales_.size()); ++i) {
+    if (!mb || scales_[i].tau != mb->tau_ns) plain_.push_back(i);
+  }
   if (mb) {
     auto it = std::find(taus_ns.begin(), taus_ns.end(), mb->tau_ns);
     mb_scale_ = static_cast<int>(it - taus_ns.begin());  // the caller includes mb->tau_ns
@@ -27,41 +30,49 @@ void ExactWindows::add(int64_t ts, uint64_t len) {
     if (fifo_.size() >= max_entries_) makeRoom();
     fifo_.pushBack(Entry{ts, len});
   }
-  uint64_t keep_from = fifo_.end() - 1;
-  for (size_t i = 0; i < scales_.size(); ++i) {
+  // The hot loop: every exact scale but the microburst one, which needs its departure times.
+  for (int i : plain_) {
     Scale& s = scales_[i];
-    if (!s.active) continue;
     const int64_t limit = ts - s.tau;  // entries at or before this have left (t-τ, t]
-    const bool mb = static_cast<int>(i) == mb_scale_;
+    uint64_t first = s.first;
+    uint64_t sum = s.sum;
+    while (fifo_[first].ts <= limit) sum -= fifo_[first++].bytes;
+    sum += len;
+    s.first = first;
+    s.sum = sum;
+    if (sum > s.max) s.max = sum;
+  }
+  if (mb_scale_ >= 0) {
+    Scale& s = scales_[mb_scale_];
+    const int64_t limit = ts - s.tau;
     while (fifo_[s.first].ts <= limit) {
       const Entry& e = fifo_[s.first];
       s.sum -= e.bytes;
       // A packet leaving exactly now is judged together with the arrival (S is right-continuous).
-      if (mb && e.ts < limit) depart(e.ts + s.tau, s.sum);
+      if (e.ts < limit) depart(e.ts + s.tau, s.sum);
       ++s.first;
     }
     s.sum += len;
-    if (mb) arrive(ts, len, s.sum);
-    s.max = std::max(s.max, s.sum);
-    keep_from = std::min(keep_from, s.first);
+    arrive(ts, len, s.sum);
+    if (s.sum > s.max) s.max = s.sum;
   }
-  fifo_.dropBefore(keep_from);
+  fifo_.dropBefore(retainFrom());
+}
+
+// Windows nest (a longer τ starts earlier), so the longest active scale holds the oldest entry needed.
+uint64_t ExactWindows::retainFrom() const {
+  uint64_t from = fifo_.end() - 1;
+  if (!plain_.empty()) from = std::min(from, scales_[plain_.back()].first);
+  if (mb_scale_ >= 0) from = std::min(from, scales_[mb_scale_].first);
+  return from;
 }
 
 // Demotes the longest exact scale (never the microburst scale) until the FIFO has room again.
 void ExactWindows::makeRoom() {
-  while (fifo_.size() >= max_entries_) {
-    int longest = -1;
-    for (int i = 0; i < static_cast<int>(scales_.size()); ++i) {
-      if (scales_[i].active && i != mb_scale_) longest = i;
-    }
-    if (longest < 0) return;  // only the microburst window is left: it may exceed the bound
-    scales_[longest].active = false;
-    uint64_t keep_from = fifo_.end();
-    for (const Scale& s : scales_) {
-      if (s.active) keep_from = std::min(keep_from, s.first);
-    }
-    fifo_.dropBefore(keep_from);
+  while (fifo_.size() >= max_entries_ && !plain_.empty()) {
+    scales_[plain_.back()].active = false;
+    plain_.pop_back();
+    fifo_.dropBefore(std::min(retainFrom(), fifo_.end()));
   }
 }
 

@@ -46,11 +46,13 @@ class ExactWindows {
   };
 
   void makeRoom();
+  uint64_t retainFrom() const;
   void depart(int64_t t, uint64_t sum_after);
   void endBurst(int64_t t);
   void arrive(int64_t t, uint64_t len, uint64_t sum);
 
   std::vector<Scale> scales_;
+  std::vector<int> plain_;  // active scales other than the microburst one, ascending τ
   RingDeque<Entry> fifo_;
   size_t max_entries_;
   int mb_scale_ = -1;

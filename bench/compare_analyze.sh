@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Side by side on one capture file, in one run: `burstscope analyze` (all scales exact, pairs and flows on)
+# against a bare libpcap read loop (bench/pcap_read_loop.c) and against `tshark -q -z io,stat,0.001`.
+# Prints packets/s of each and the ratios, medians over alternating runs (file in the page cache).
+# usage: bench/compare_analyze.sh [BUILD_DIR] [FILE] [RUNS]
+# Without FILE it builds a longer trace: the bundled 3-step trace repeated 30 times back to back (1.17 M
+# packets, 128 MB), so that process start-up (about 3 ms of dynamic linking) does not dominate.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${1:-build}
+FILE=${2:-}
+RUNS=${3:-7}
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+
+if [ -z "$FILE" ]; then
+  parts=()
+  for i in $(seq 0 29); do
+    editcap -F nsecpcap -t "$((i * 2))" data/ddp-gloo-w3-3steps.pcap "$TMP/part$i.pcap"
+    parts+=("$TMP/part$i.pcap")
+  done
+  mergecap -a -F nsecpcap -w "$TMP/long.pcap" "${parts[@]}"
+  FILE=$TMP/long.pcap
+fi
+cat "$FILE" >/dev/null  # into the page cache
+
+now() { date +%s.%N; }
+median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+
+packets=$("$BUILD/bench/pcap_read_loop" "$FILE" | cut -d' ' -f1)
+: >"$TMP/loop" ; : >"$TMP/analyze"
+for _ in $(seq "$RUNS"); do
+  t0=$(now); "$BUILD/bench/pcap_read_loop" "$FILE" >/dev/null; t1=$(now)
+  echo "$t1 - $t0" | bc -l >>"$TMP/loop"
+  t0=$(now); "$BUILD/burstscope" analyze --json "$FILE" >/dev/null; t1=$(now)
+  echo "$t1 - $t0" | bc -l >>"$TMP/analyze"
+done
+loop=$(median <"$TMP/loop")
+analyze=$(median <"$TMP/analyze")
+
+tshark_s=""
+if command -v tshark >/dev/null; then
+  : >"$TMP/tshark"
+  for _ in 1 2 3; do
+    t0=$(now); tshark -q -z io,stat,0.001 -r "$FILE" >/dev/null 2>&1; t1=$(now)
+    echo "$t1 - $t0" | bc -l >>"$TMP/tshark"
+  done
+  tshark_s=$(median <"$TMP/tshark")
+fi
+
+echo "file: $FILE ($packets packets), median of $RUNS runs (tshark: 3), wall time per whole run"
+printf "  %-36s %8.3f s  %7.2f Mpackets/s\n" "bare libpcap read loop" "$loop" "$(echo "$packets / $loop / 1000000" | bc -l)"
+printf "  %-36s %8.3f s  %7.2f Mpackets/s\n" "burstscope analyze (all on)" "$analyze" "$(echo "$packets / $analyze / 1000000" | bc -l)"
+[ -n "$tshark_s" ] && printf "  %-36s %8.3f s  %7.2f Mpackets/s\n" "tshark -q -z io,stat,0.001" "$tshark_s" "$(echo "$packets / $tshark_s / 1000000" | bc -l)"
+printf "ratio analyze / bare read loop (packets/s): %.2f   (goal >= 0.8)\n" "$(echo "$loop / $analyze" | bc -l)"
+[ -n "$tshark_s" ] && printf "ratio analyze / tshark (packets/s): %.1f   (goal >= 100)\n" "$(echo "$tshark_s / $analyze" | bc -l)"

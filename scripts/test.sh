@@ -63,3 +63,20 @@ if [ -f "$SHARED/reference/burst_oracle.py" ] && [ -d "$SHARED/traces" ]; then
 fi
 
 step "all tests passed"
+# One closing line over every meson run above (release, ASan+UBSan, TSan), in the plain form CI reads.
+python3 - build build-asan build-tsan <<'PY'
+import json, sys
+passed = failed = 0
+for build in sys.argv[1:]:
+    try:
+        with open(f"{build}/meson-logs/testlog.json") as f:
+            for line in f:
+                result = json.loads(line).get("result")
+                if result == "OK":
+                    passed += 1
+                elif result not in ("SKIP", None):
+                    failed += 1
+    except FileNotFoundError:
+        pass
+print(f"tests: {passed} passed, {failed} failed")
+PY

@@ -44,7 +44,7 @@ const char* decodeErrorName(DecodeError e);  // snake_case, stable: used as a me
 
 struct DecodeStats {
   std::array<uint64_t, kDecodeErrorCount> errors{};  // errors[0] (kNone) counts frames decoded fully
-  uint64_t non_ip = 0;
+  uint64_t non_ip = 0;             // decoded completely, but not IPv4/IPv6 (ARP, LLDP, ...)
   uint64_t encapsulated = 0;      // frames measured as the inner frame of a mirror encapsulation
   uint64_t mirror_seq_gaps = 0;   // packets the mirror lost, from ERSPAN/GRE sequence numbers
   uint64_t mirror_seq_reorders = 0;  // a sequence number at or below the last one seen for its session

@@ -5,6 +5,7 @@
 // offline and live paths run the same code.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <optional>

@@ -112,7 +112,7 @@ DecodeError Decoder::decode(std::span<const uint8_t> data, uint32_t wire_len, Pa
   DecodeError e = decodeEthernet(c, out, 0);
   if (caplen_error != DecodeError::kNone) e = caplen_error;
   if (e != DecodeError::kNone) out->flags |= kRecordDecodeError;
-  if (out->key.family == 0) ++stats_.non_ip;
+  if (e == DecodeError::kNone && out->key.family == 0) ++stats_.non_ip;
   if (out->flags & kRecordEncapsulated) ++stats_.encapsulated;
   if (out->direction == Direction::kUnknown) classifyDirection(out);
   ++stats_.errors[static_cast<int>(e)];

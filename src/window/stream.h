@@ -48,10 +48,10 @@ class Stream {
     last_ns_ = ts;
     ++packets_;
     bytes_ += len;
-    const int64_t b = ts / base_bin_ns_;
-    if (b != cur_bin_) {
+    if (ts >= cur_bin_end_) {  // time only moves forward, so one comparison finds a new bin
       if (cur_bin_packets_ != 0) closeBaseBin();
-      cur_bin_ = b;
+      cur_bin_ = ts / base_bin_ns_;
+      cur_bin_end_ = (cur_bin_ + 1) * base_bin_ns_;
     }
     cur_bin_bytes_ += len;
     ++cur_bin_packets_;
@@ -95,6 +95,7 @@ class Stream {
   int64_t first_ns_ = 0;
   int64_t last_ns_ = 0;
   int64_t cur_bin_ = INT64_MIN;
+  int64_t cur_bin_end_ = INT64_MIN;  // first timestamp past the current base bin
   uint64_t cur_bin_bytes_ = 0;
   uint64_t cur_bin_packets_ = 0;
   std::vector<Scale> scales_;

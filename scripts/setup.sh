@@ -11,7 +11,7 @@ PKGS=(
   build-essential g++ meson ninja-build pkg-config git
   clang llvm libclang-rt-14-dev
   # libraries
-  libdpdk-dev dpdk libbpf-dev libxdp-dev bpftool
+  libdpdk-dev dpdk dpdk-dev libbpf-dev libxdp-dev bpftool
   prometheus-cpp-dev libabsl-dev libpcap-dev libyaml-cpp-dev nlohmann-json3-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   # tools used by tests and benchmarks

@@ -16,6 +16,16 @@ def rel_close(a, b, tol):
     return abs(a - b) <= tol * max(abs(a), abs(b), 1e-300)
 
 
+def pairs_by(ours_list, oracle_list, key, what, errors):
+    """Yields (ours, oracle) entries matched on `key`; notes oracle entries we do not have."""
+    by_key = {x[key]: x for x in ours_list}
+    for o in oracle_list:
+        if o[key] in by_key:
+            yield by_key[o[key]], o
+        else:
+            errors.append(f"{what} {o[key]} missing")
+
+
 def compare(ours, oracle):
     errors = []
     for key in ("packets", "bytes", "first_ns", "last_ns"):
@@ -23,23 +33,14 @@ def compare(ours, oracle):
             errors.append(f"{key}: ours {ours.get(key)} oracle {oracle[key]}")
     if not rel_close(ours.get("mean_bps"), oracle["mean_bps"], 1e-9):
         errors.append(f"mean_bps: ours {ours.get('mean_bps')} oracle {oracle['mean_bps']}")
-    by_tau = {s["tau_us"]: s for s in ours.get("scales", [])}
-    for s in oracle["scales"]:
-        o = by_tau.get(s["tau_us"])
-        if o is None:
-            errors.append(f"scale {s['tau_us']} us missing")
-            continue
+    for o, s in pairs_by(ours.get("scales", []), oracle["scales"], "tau_us", "scale (us)", errors):
         for key in ("envelope_bytes", "peak_bin_bytes"):
             if o[key] != s[key]:
                 errors.append(f"tau {s['tau_us']} us {key}: ours {o[key]} oracle {s[key]}")
         if not rel_close(o["ptm"], s["ptm"], 1e-9):
             errors.append(f"tau {s['tau_us']} us ptm: ours {o['ptm']} oracle {s['ptm']}")
-    by_rate = {b["rate_gbps"]: b for b in ours.get("backlog", [])}
-    for b in oracle["backlog"]:
-        o = by_rate.get(b["rate_gbps"])
-        if o is None:
-            errors.append(f"rate {b['rate_gbps']} Gbit/s missing")
-        elif abs(o["max_backlog_bytes"] - b["max_backlog_bytes"]) > 1.0:
+    for o, b in pairs_by(ours.get("backlog", []), oracle["backlog"], "rate_gbps", "rate (Gbit/s)", errors):
+        if abs(o["max_backlog_bytes"] - b["max_backlog_bytes"]) > 1.0:
             errors.append(f"rate {b['rate_gbps']} Gbit/s max_backlog_bytes: ours {o['max_backlog_bytes']} "
                           f"oracle {b['max_backlog_bytes']}")
     return errors

@@ -59,11 +59,6 @@ class SpscRing {
     return n;
   }
 
-  // Approximate fill level, for monitoring only.
-  size_t sizeApprox() const {
-    return prod_.head.load(std::memory_order_relaxed) - cons_.tail.load(std::memory_order_relaxed);
-  }
-
  private:
   struct alignas(kCacheLine) Producer {
     std::atomic<uint64_t> head{0};

@@ -27,7 +27,6 @@ class FrameSink {
 
 // What a source itself counted, beside the frames it delivered.
 struct SourceStats {
-  uint64_t delivered = 0;
   uint64_t truncated_records = 0;  // e.g. a file cut off mid-record: that record is lost, and counted here
   std::string warning;             // the source's own words about a non-fatal read problem, if any
 };
@@ -35,7 +34,6 @@ struct SourceStats {
 class PacketSource {
  public:
   virtual ~PacketSource() = default;
-  virtual std::string describe() const = 0;
   // Delivers frames to `sink` until the source is exhausted or `stop` becomes true. An error status means
   // the source could not be read at all; a problem after frames were delivered lands in stats().warning.
   virtual absl::Status run(FrameSink& sink, const std::atomic<bool>& stop) = 0;

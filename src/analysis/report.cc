@@ -109,7 +109,11 @@ Json microburstJson(const MicroburstResult& m, const EngineConfig& cfg) {
               {"durations_s", distJson(st.durations_s)},
               {"gaps_s", distJson(st.gaps_s)},
               {"volumes_bytes", distJson(st.volumes_bytes)},
-              {"peak_bps", distJson(st.peaks_bps)}};
+              {"peak_bps", distJson(st.peaks_bps)},
+              // Over every microburst (the quantiles above cover the first max_microburst_events).
+              {"histograms", Json{{"durations_s", histogramJson(m.durations_s)},
+                                  {"gaps_s", histogramJson(m.gaps_s)},
+                                  {"volumes_bytes", histogramJson(m.volumes_bytes)}}}};
 }
 
 Json streamJson(const StreamResult& s, const EngineConfig& cfg) {

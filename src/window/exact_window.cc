@@ -17,6 +17,7 @@ ExactWindows::ExactWindows(std::vector<int64_t> taus_ns, size_t max_entries,
     auto it = std::find(taus_ns.begin(), taus_ns.end(), mb->tau_ns);
     mb_scale_ = static_cast<int>(it - taus_ns.begin());  // the caller includes mb->tau_ns
     mb_threshold_ = mb->threshold_bytes;
+    mb_bps_per_byte_ = 8e9 / static_cast<double>(mb->tau_ns);
     mb_max_events_ = mb->max_events;
     mb_result_ = MicroburstResult{0, {}, Histogram(microburstDurationBounds()),
                                   Histogram(microburstGapBounds()), Histogram(microburstVolumeBounds())};
@@ -92,7 +93,6 @@ void ExactWindows::endBurst(int64_t t) {
 }
 
 void ExactWindows::arrive(int64_t t, uint64_t len, uint64_t sum) {
-  const double rate = static_cast<double>(sum) * 8e9 / static_cast<double>(scales_[mb_scale_].tau);
   const bool above = static_cast<double>(sum) >= mb_threshold_;
   if (in_burst_ && !above) {
     endBurst(t);  // what left at t took it below, and this arrival did not lift it back
@@ -100,13 +100,14 @@ void ExactWindows::arrive(int64_t t, uint64_t len, uint64_t sum) {
   }
   if (in_burst_) {
     cur_.bytes += len;
-    cur_.peak_bps = std::max(cur_.peak_bps, rate);
+    cur_.peak_bps = std::max(cur_.peak_bps, static_cast<double>(sum) * mb_bps_per_byte_);
     return;
   }
   if (!above) return;
   in_burst_ = true;
   if (mb_result_->count > 0) mb_result_->gaps_s.observe(static_cast<double>(t - last_end_ns_) * 1e-9);
-  cur_ = Microburst{t, 0, sum, rate};  // the traffic that formed it: the window's bytes when it began
+  // Its bytes start with the traffic that formed it: the window's bytes when it began.
+  cur_ = Microburst{t, 0, sum, static_cast<double>(sum) * mb_bps_per_byte_};
 }
 
 void ExactWindows::finish() {

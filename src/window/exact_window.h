@@ -58,6 +58,7 @@ class ExactWindows {
   int mb_scale_ = -1;
   // Microburst state.
   double mb_threshold_ = 0;
+  double mb_bps_per_byte_ = 0;  // 8e9 / τ: window bytes to bit/s
   size_t mb_max_events_ = 0;
   bool in_burst_ = false;
   Microburst cur_;

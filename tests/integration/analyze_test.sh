@@ -18,6 +18,8 @@ json() { python3 -c "import json,sys; d=json.load(open('$1')); print($2)"; }
 "$BS" analyze --json "$TRACE" >"$TMP/plain.json"
 check "analyze equals the oracle on the bundled trace" python3 "$COMPARE" "$TMP/plain.json" "$ORACLE"
 check "ledger balances" test "$(json "$TMP/plain.json" "d['ledger']['balanced']")" = True
+check "microburst histograms cover every microburst" test "$(json "$TMP/plain.json" \
+  "(lambda m: m['count'] > 0 and m['histograms']['durations_s']['count'] == m['count'] and m['histograms']['gaps_s']['count'] == m['count'] - 1)(d['microbursts'])")" = True
 
 # 2. The same trace as every mirror encapsulation: the inner frames' bytes are what count.
 for mode in erspan1 erspan2 erspan3 erspan3-sub teb vxlan qinq; do

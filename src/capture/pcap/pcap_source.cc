@@ -47,8 +47,6 @@ class PcapFileSource final : public PacketSource {
  public:
   explicit PcapFileSource(std::vector<std::string> paths) : paths_(std::move(paths)) {}
 
-  std::string describe() const override { return absl::StrCat("pcap:", paths_.front()); }
-
   absl::Status run(FrameSink& sink, const std::atomic<bool>& stop) override {
     for (const std::string& path : paths_) {
       BS_ASSIGN_OR_RETURN(PcapHandle p, openOne(path));
@@ -59,7 +57,6 @@ class PcapFileSource final : public PacketSource {
         // With nanosecond precision libpcap puts nanoseconds in tv_usec.
         const int64_t ts = int64_t{h->ts.tv_sec} * 1'000'000'000 + int64_t{h->ts.tv_usec};
         sink.onFrame(Frame{ts, h->len, {data, h->caplen}});
-        ++stats_.delivered;
         if (stop.load(std::memory_order_relaxed)) return absl::OkStatus();
       }
       if (rc == PCAP_ERROR) {

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -36,6 +37,12 @@ struct EngineConfig {
   size_t flow_table_capacity = size_t{1} << 16;
   size_t pair_table_capacity = size_t{1} << 14;
   size_t max_microburst_events = size_t{1} << 20;  // kept for quantiles; all are counted
+  // Live reporting (SPEC "Live reporting semantics"): report intervals aligned to the epoch, 0 = none
+  // (offline analysis reports the whole trace). A multiple of base_bin_ns.
+  int64_t report_interval_ns = 0;
+  // The trailing window whose mean rate is the PtM baseline; a multiple of the report interval and never
+  // shorter than the largest scale.
+  int64_t baseline_ns = 60'000'000'000;
 };
 
 // Names the first bad field: "scales_ns: 150000 is not a multiple of base_bin_ns 100000".
@@ -110,6 +117,29 @@ struct HeavyResult {
   uint64_t evictions = 0;        // entries evicted to keep the table within capacity
 };
 
+// One stream's figures over one report interval [start, end).
+struct IntervalStream {
+  uint64_t packets = 0;
+  uint64_t bytes = 0;
+  std::vector<uint64_t> envelope_bytes;  // per scale: max over t in the interval of A(t-τ, t)
+  std::vector<bool> exact;               // per scale: packet-exact, else within SPEC's base-bin bound
+  std::vector<std::optional<double>> ptm;  // per scale: E(τ) / (baseline rate · τ); none if undefined
+  std::vector<double> backlog_bytes;     // per rate: max virtual backlog during the interval
+  double mean_bps = 0;                   // the interval's own mean rate
+  double baseline_bps = 0;               // mean rate over the trailing baseline window
+};
+
+struct IntervalReport {
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+  int64_t baseline_ns = 0;  // how much trailing time the baseline covers (shorter just after start-up)
+  uint64_t skipped_intervals = 0;  // empty intervals before this one that were not reported one by one
+  bool partial = false;            // the last interval, closed by finish() before its end
+  IntervalStream port;
+  std::vector<std::pair<Direction, IntervalStream>> directions;
+  uint64_t microbursts_total = 0;  // port stream, cumulative
+};
+
 struct EngineResult {
   StreamResult port;
   std::vector<std::pair<Direction, StreamResult>> directions;  // only directions that were seen
@@ -127,7 +157,13 @@ class Engine {
 
   // Records must come in non-decreasing ts_ns order (the Reorderer guarantees it).
   void add(const PacketRecord& r);
-  // Closes open bins, windows and microbursts. Call once, after the last add.
+  // With report intervals: closes every interval that ends at or before `now_ns`, promising that no later
+  // record is older than now_ns. Lets intervals close while no traffic arrives.
+  void advance(int64_t now_ns);
+  // Called on the engine's thread with each completed interval (in order).
+  void setIntervalSink(std::function<void(const IntervalReport&)> sink);
+  // Closes open bins, windows and microbursts, and reports the open interval as partial. Call once, after
+  // the last add.
   void finish();
   EngineResult result() const;
 

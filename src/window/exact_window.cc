@@ -45,19 +45,40 @@ void ExactWindows::add(int64_t ts, uint64_t len) {
   }
   if (mb_scale_ >= 0) {
     Scale& s = scales_[mb_scale_];
-    const int64_t limit = ts - s.tau;
-    while (fifo_[s.first].ts <= limit) {
-      const Entry& e = fifo_[s.first];
-      s.sum -= e.bytes;
-      // A packet leaving exactly now is judged together with the arrival (S is right-continuous).
-      if (e.ts < limit) depart(e.ts + s.tau, s.sum);
-      ++s.first;
-    }
+    expireMicroburstScale(ts - s.tau);
     s.sum += len;
     arrive(ts, len, s.sum);
     if (s.sum > s.max) s.max = s.sum;
   }
   fifo_.dropBefore(retainFrom());
+}
+
+// Lets the entries at or before `limit` leave the microburst scale's window, in time order.
+void ExactWindows::expireMicroburstScale(int64_t limit) {
+  Scale& s = scales_[mb_scale_];
+  while (s.first != fifo_.end() && fifo_[s.first].ts <= limit) {
+    const Entry& e = fifo_[s.first];
+    s.sum -= e.bytes;
+    // A packet leaving exactly now is judged together with the arrival (S is right-continuous).
+    if (e.ts < limit) depart(e.ts + s.tau, s.sum);
+    ++s.first;
+  }
+}
+
+void ExactWindows::closeInterval(int64_t next_start, std::vector<uint64_t>* out) {
+  out->clear();
+  for (Scale& s : scales_) out->push_back(s.max);
+  // The window at the next interval's start, before any arrival there: (next_start - τ, next_start).
+  for (int i : plain_) {
+    Scale& s = scales_[i];
+    while (s.first != fifo_.end() && fifo_[s.first].ts <= next_start - s.tau) s.sum -= fifo_[s.first++].bytes;
+  }
+  if (mb_scale_ >= 0) expireMicroburstScale(next_start - scales_[mb_scale_].tau);
+  for (Scale& s : scales_) {
+    s.closed_max = std::max(s.closed_max, s.max);
+    s.max = s.active ? s.sum : 0;  // a demoted scale no longer keeps its sum
+  }
+  if (!fifo_.empty()) fifo_.dropBefore(std::min(retainFrom(), fifo_.end()));
 }
 
 // Windows nest (a longer τ starts earlier), so the longest active scale holds the oldest entry needed.

@@ -26,9 +26,14 @@ class ExactWindows {
 
   void add(int64_t ts, uint64_t len);
   void finish();  // lets every packet leave its window, ending an open microburst
+  // Ends a report interval at `next_start` (no packet at or after it added yet): returns through `out` each
+  // scale's maximum of A(t-τ, t) over the interval, and starts the next interval's maximum with the window
+  // as it stands at next_start (the packets still inside it), so that an interval's E(τ) is the maximum
+  // over every t in it, not only over its arrivals.
+  void closeInterval(int64_t next_start, std::vector<uint64_t>* out);
 
   int64_t tau(size_t i) const { return scales_[i].tau; }
-  uint64_t maxBytes(size_t i) const { return scales_[i].max; }
+  uint64_t maxBytes(size_t i) const { return std::max(scales_[i].max, scales_[i].closed_max); }
   bool exact(size_t i) const { return scales_[i].active; }
   const std::optional<MicroburstResult>& microbursts() const { return mb_result_; }
 
@@ -41,11 +46,13 @@ class ExactWindows {
     int64_t tau;
     uint64_t first = 0;  // absolute position of the oldest entry inside the window
     uint64_t sum = 0;
-    uint64_t max = 0;
+    uint64_t max = 0;         // over the current report interval (the whole run when there are none)
+    uint64_t closed_max = 0;  // over the report intervals already closed
     bool active = true;  // false once demoted for memory: max is then only a lower bound
   };
 
   void makeRoom();
+  void expireMicroburstScale(int64_t limit);
   uint64_t retainFrom() const;
   void depart(int64_t t, uint64_t sum_after);
   void endBurst(int64_t t);

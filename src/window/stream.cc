@@ -76,6 +76,38 @@ void Stream::closeAligned(Scale& s) {
   s.aligned_packets = 0;
 }
 
+void Stream::closeInterval(int64_t next_start, IntervalStream* out) {
+  if (cur_bin_packets_ != 0) closeBaseBin();  // next_start is bin-aligned, so the open bin is complete
+  out->packets = packets_ - interval_packets_from_;
+  out->bytes = bytes_ - interval_bytes_from_;
+  interval_packets_from_ = packets_;
+  interval_bytes_from_ = bytes_;
+  if (exact_) exact_->closeInterval(next_start, &exact_interval_max_);
+  out->envelope_bytes.clear();
+  out->exact.clear();
+  const int64_t next_bin = next_start / base_bin_ns_;
+  for (Scale& s : scales_) {
+    uint64_t e = s.window_max;
+    bool exact = false;
+    if (s.exact_index >= 0 && exact_->exact(s.exact_index)) {
+      e = exact_interval_max_[s.exact_index];
+      exact = true;
+    }
+    out->envelope_bytes.push_back(e);
+    out->exact.push_back(exact);
+    // The next interval starts with the `bins - 1` base bins before next_start: they lie inside the sliding
+    // window at t = next_start, so this never exceeds the truth (the bin before them may hold packets exactly
+    // at next_start - τ, which that window excludes) and is below it by at most one base bin.
+    s.window_closed_max = std::max(s.window_closed_max, s.window_max);
+    while (s.first != nonempty_.end() && nonempty_[s.first].index <= next_bin - s.bins) {
+      s.window_sum -= nonempty_[s.first++].bytes;
+    }
+    s.window_max = s.window_sum;
+  }
+  out->backlog_bytes.clear();
+  for (VirtualQueue& q : backlog_) out->backlog_bytes.push_back(q.closeInterval(next_start));
+}
+
 void Stream::finish() {
   if (cur_bin_packets_ != 0) closeBaseBin();
   for (Scale& s : scales_) {
@@ -93,12 +125,13 @@ StreamResult Stream::result() const {
   for (const Scale& s : scales_) {
     ScaleResult sr;
     sr.tau_ns = s.tau_ns;
-    sr.envelope_bytes = s.window_max;
+    const uint64_t window_max = std::max(s.window_max, s.window_closed_max);
+    sr.envelope_bytes = window_max;
     if (s.exact_index >= 0) {
       sr.exact = exact_->exact(s.exact_index);
       // A demoted exact window's maximum is still a valid lower bound, as is the bin-window value.
       sr.envelope_bytes = sr.exact ? exact_->maxBytes(s.exact_index)
-                                   : std::max(s.window_max, exact_->maxBytes(s.exact_index));
+                                   : std::max(window_max, exact_->maxBytes(s.exact_index));
     }
     sr.peak_bin_bytes = s.peak_bytes;
     sr.peak_bin_packets = s.peak_packets;

@@ -28,15 +28,32 @@ class VirtualQueue {
     q_ += static_cast<__int128>(len) * kUnitsPerByte;
     if (q_ > max_) max_ = q_;
   }
+  // Ends a report interval: returns its maximum backlog and starts the next one's with the queue drained
+  // to `next_start` (the drain is linear, so draining in two steps equals draining in one).
+  double closeInterval(int64_t next_start) {
+    const double m = toBytes(max_);
+    closed_max_ = std::max(closed_max_, max_);
+    if (q_ > 0) {
+      const __int128 drain = static_cast<__int128>(rate_) * (next_start - last_ns_);
+      q_ = q_ > drain ? q_ - drain : 0;
+    }
+    last_ns_ = next_start;
+    max_ = q_;
+    return m;
+  }
   double rateBps() const { return static_cast<double>(rate_); }
-  double maxBytes() const { return static_cast<double>(max_) / static_cast<double>(kUnitsPerByte); }
+  double maxBytes() const { return toBytes(std::max(max_, closed_max_)); }
 
  private:
   static constexpr int64_t kUnitsPerByte = 8'000'000'000;
+  static double toBytes(__int128 units) {
+    return static_cast<double>(units) / static_cast<double>(kUnitsPerByte);
+  }
   int64_t rate_;
   int64_t last_ns_ = 0;
   __int128 q_ = 0;
-  __int128 max_ = 0;
+  __int128 max_ = 0;         // over the current report interval
+  __int128 closed_max_ = 0;  // over the closed ones
 };
 
 class Stream {
@@ -59,8 +76,13 @@ class Stream {
     for (VirtualQueue& q : backlog_) q.add(ts, len);
   }
   void finish();
+  // Ends the report interval that closes at `next_start`; every packet added so far is before it.
+  void closeInterval(int64_t next_start, IntervalStream* out);
   StreamResult result() const;
   uint64_t bytes() const { return bytes_; }
+  uint64_t microburstCount() const {
+    return exact_ && exact_->microbursts() ? exact_->microbursts()->count : 0;
+  }
 
  private:
   struct Scale {
@@ -70,7 +92,8 @@ class Stream {
     // Bin-window envelope: bytes in the last `bins` base bins.
     uint64_t first = 0;      // absolute position in nonempty_ of the oldest bin inside
     uint64_t window_sum = 0;
-    uint64_t window_max = 0;
+    uint64_t window_max = 0;         // over the current report interval (the whole run without intervals)
+    uint64_t window_closed_max = 0;  // over the closed report intervals
     // Aligned bins of width τ.
     int64_t aligned = INT64_MIN;
     int64_t first_aligned = 0;
@@ -92,6 +115,9 @@ class Stream {
   int64_t base_bin_ns_;
   uint64_t packets_ = 0;
   uint64_t bytes_ = 0;
+  uint64_t interval_packets_from_ = 0;  // packets_ and bytes_ when the current report interval began
+  uint64_t interval_bytes_from_ = 0;
+  std::vector<uint64_t> exact_interval_max_;  // scratch for closeInterval
   int64_t first_ns_ = 0;
   int64_t last_ns_ = 0;
   int64_t cur_bin_ = INT64_MIN;

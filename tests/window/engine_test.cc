@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <deque>
 #include <map>
 #include <random>
 
@@ -325,6 +326,203 @@ TEST(EngineTest, DirectionsGetTheirOwnStreams) {
   EXPECT_EQ(r.port.packets, v.size());
 }
 
+// Per report interval [s, e): E(τ) is the maximum over every t in it of A(t-τ, t), which is attained at an
+// arrival inside or at t = s (the packets still in the window, those at s excluded: they arrive at s).
+struct BruteInterval {
+  uint64_t packets = 0, bytes = 0;
+  std::vector<uint64_t> envelope;
+  std::vector<long double> backlog;
+};
+
+BruteInterval bruteInterval(const std::vector<Pkt>& v, int64_t s, int64_t e, const EngineConfig& c) {
+  BruteInterval b;
+  for (int64_t tau : c.scales_ns) {
+    uint64_t best = 0;
+    for (const Pkt& p : v) {
+      if (p.ts > s - tau && p.ts < s) best += p.len;
+    }
+    for (const Pkt& q : v) {
+      if (q.ts < s || q.ts >= e) continue;
+      uint64_t sum = 0;
+      for (const Pkt& p : v) {
+        if (p.ts > q.ts - tau && p.ts <= q.ts) sum += p.len;
+      }
+      best = std::max(best, sum);
+    }
+    b.envelope.push_back(best);
+  }
+  for (const Pkt& p : v) {
+    if (p.ts >= s && p.ts < e) {
+      ++b.packets;
+      b.bytes += p.len;
+    }
+  }
+  for (double r : c.rates_bps) {
+    // Lindley's recursion in long double; the queue's value at s (drained) or right after an arrival in it.
+    long double q = 0, best = 0;
+    int64_t last = 0;
+    bool started = false, at_start_done = false;
+    for (const Pkt& p : v) {
+      if (p.ts >= e) break;
+      if (p.ts >= s && !at_start_done) {
+        best = started ? std::max<long double>(0, q - r * (s - last) / 8e9L) : 0;
+        at_start_done = true;
+      }
+      q = started ? std::max<long double>(0, q - r * (p.ts - last) / 8e9L) : 0;
+      q += p.len;
+      last = p.ts;
+      started = true;
+      if (p.ts >= s) best = std::max(best, q);
+    }
+    if (!at_start_done && started) best = std::max<long double>(0, q - r * (s - last) / 8e9L);
+    b.backlog.push_back(best);
+  }
+  return b;
+}
+
+EngineConfig intervalConfig() {
+  EngineConfig c = smallConfig();
+  c.scales_ns = {100'000, 300'000, 1'000'000, 2'000'000};
+  c.exact_max_tau_ns = 300'000;  // 1 ms and 2 ms come from base bins: checked against SPEC's bound
+  c.report_interval_ns = 1'000'000;
+  c.baseline_ns = 4'000'000;
+  return c;
+}
+
+std::vector<IntervalReport> runIntervals(const EngineConfig& c, const std::vector<Pkt>& v) {
+  EXPECT_TRUE(validateConfig(c).ok()) << validateConfig(c);
+  std::vector<IntervalReport> out;
+  Engine e(c);
+  e.setIntervalSink([&](const IntervalReport& r) { out.push_back(r); });
+  for (const Pkt& p : v) e.add(record(p));
+  e.finish();
+  return out;
+}
+
+TEST(EngineIntervalTest, EveryIntervalMatchesBruteForce) {
+  for (uint32_t seed = 1; seed <= 4; ++seed) {
+    std::vector<Pkt> v = randomTrace(seed, 1200);
+    const EngineConfig c = intervalConfig();
+    std::vector<IntervalReport> reports = runIntervals(c, v);
+    const int64_t len = c.report_interval_ns;
+    ASSERT_EQ(reports.size(), static_cast<size_t>(v.back().ts / len - v.front().ts / len + 1));
+    uint64_t max_base_bin = 0;
+    std::map<int64_t, uint64_t> base_bins;
+    for (const Pkt& p : v) max_base_bin = std::max(max_base_bin, base_bins[p.ts / c.base_bin_ns] += p.len);
+    std::deque<uint64_t> history;
+    uint64_t packets = 0;
+    for (const IntervalReport& r : reports) {
+      SCOPED_TRACE(testing::Message() << "seed " << seed << " interval " << r.start_ns);
+      ASSERT_EQ(r.end_ns - r.start_ns, len);
+      ASSERT_EQ(r.start_ns % len, 0);
+      BruteInterval b = bruteInterval(v, r.start_ns, r.end_ns, c);
+      EXPECT_EQ(r.port.packets, b.packets);
+      EXPECT_EQ(r.port.bytes, b.bytes);
+      packets += r.port.packets;
+      for (size_t i = 0; i < c.scales_ns.size(); ++i) {
+        if (r.port.exact[i]) {
+          EXPECT_EQ(r.port.envelope_bytes[i], b.envelope[i]) << "tau " << c.scales_ns[i];
+        } else {
+          EXPECT_LE(r.port.envelope_bytes[i], b.envelope[i]) << "tau " << c.scales_ns[i];
+          EXPECT_LE(b.envelope[i], r.port.envelope_bytes[i] + max_base_bin) << "tau " << c.scales_ns[i];
+        }
+      }
+      EXPECT_TRUE(r.port.exact[0] && r.port.exact[1] && !r.port.exact[3]);
+      for (size_t i = 0; i < c.rates_bps.size(); ++i) {
+        EXPECT_NEAR(r.port.backlog_bytes[i], static_cast<double>(b.backlog[i]), 1e-6) << c.rates_bps[i];
+      }
+      // Mean and baseline rates and PtM, from the brute-force bytes.
+      EXPECT_DOUBLE_EQ(r.port.mean_bps, static_cast<double>(b.bytes) * 8e9 / static_cast<double>(len));
+      history.push_back(b.bytes);
+      if (static_cast<int64_t>(history.size()) * len > c.baseline_ns) history.pop_front();
+      uint64_t base_bytes = 0;
+      for (uint64_t x : history) base_bytes += x;
+      const int64_t covered = std::min(c.baseline_ns, r.end_ns - reports.front().start_ns);
+      EXPECT_EQ(r.baseline_ns, covered);
+      const double baseline_bps = static_cast<double>(base_bytes) * 8e9 / static_cast<double>(covered);
+      EXPECT_DOUBLE_EQ(r.port.baseline_bps, baseline_bps);
+      for (size_t i = 0; i < c.scales_ns.size(); ++i) {
+        const int64_t tau = c.scales_ns[i];
+        if (tau > covered || base_bytes == 0) {
+          EXPECT_FALSE(r.port.ptm[i].has_value());
+        } else {
+          ASSERT_TRUE(r.port.ptm[i].has_value());
+          EXPECT_DOUBLE_EQ(*r.port.ptm[i], static_cast<double>(r.port.envelope_bytes[i]) * 8e9 /
+                                               (baseline_bps * static_cast<double>(tau)));
+        }
+      }
+    }
+    EXPECT_EQ(packets, v.size());
+    EXPECT_TRUE(reports.back().partial);
+  }
+}
+
+TEST(EngineIntervalTest, AdvanceClosesIntervalsInSilenceAndLongGapsAreSkippedInConstantWork) {
+  EngineConfig c = intervalConfig();
+  c.exact_max_tau_ns = 2'000'000;  // all exact, so that the expected values are exact
+  std::vector<IntervalReport> out;
+  Engine e(c);
+  e.setIntervalSink([&](const IntervalReport& r) { out.push_back(r); });
+  const int64_t t0 = 1'795'294'232'000'000'000;
+  e.add(record({t0 + 100, 1000}));
+  e.advance(t0 + 999'999);
+  EXPECT_TRUE(out.empty());  // the interval is not over yet
+  e.advance(t0 + 3'000'000);  // three intervals complete: the busy one and two silent ones
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_EQ(out[0].port.bytes, 1000u);
+  EXPECT_EQ(out[1].port.bytes, 0u);
+  // Silent intervals still see the packet in the windows reaching back to it: E is the max over every t.
+  // At t0+1ms the 1 ms window (t0, t0+1ms) holds the packet at t0+100; at t0+2ms only the 2 ms one does.
+  EXPECT_EQ(out[1].port.envelope_bytes[0], 0u);
+  EXPECT_EQ(out[1].port.envelope_bytes[2], 1000u);
+  EXPECT_EQ(out[1].port.envelope_bytes[3], 1000u);
+  EXPECT_EQ(out[2].port.envelope_bytes[2], 0u);
+  EXPECT_EQ(out[2].port.envelope_bytes[3], 1000u);
+  // Ten hours of silence: a bounded number of reports, the last one says how many it stood for.
+  out.clear();
+  const int64_t later = t0 + 36'000'000'000'000;
+  e.advance(later);
+  ASSERT_LE(out.size(), 8u);
+  uint64_t covered = out.size();
+  for (const IntervalReport& r : out) covered += r.skipped_intervals;
+  EXPECT_EQ(out.back().end_ns, later);
+  EXPECT_EQ(static_cast<int64_t>(covered), (later - t0 - 3'000'000) / c.report_interval_ns);
+  for (const IntervalReport& r : out) EXPECT_EQ(r.port.bytes, 0u);
+  EXPECT_EQ(out.back().port.backlog_bytes[0], 0.0);
+  // Traffic after the silence is measured as usual.
+  out.clear();
+  e.add(record({later + 10, 700}));
+  e.add(record({later + 20, 800}));
+  e.finish();
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_TRUE(out[0].partial);
+  EXPECT_EQ(out[0].port.envelope_bytes[0], 1500u);
+}
+
+TEST(EngineIntervalTest, IntervalMaximaFoldIntoTheWholeRunResult) {
+  // The same trace with and without intervals gives the same whole-run result.
+  std::vector<Pkt> v = randomTrace(7, 1500);
+  EngineConfig with = intervalConfig();
+  EngineConfig without = with;
+  without.report_interval_ns = 0;
+  Engine a(with), b(without);
+  for (const Pkt& p : v) {
+    a.add(record(p));
+    b.add(record(p));
+  }
+  a.finish();
+  b.finish();
+  EngineResult ra = a.result(), rb = b.result();
+  for (size_t i = 0; i < with.scales_ns.size(); ++i) {
+    EXPECT_EQ(ra.port.scales[i].envelope_bytes, rb.port.scales[i].envelope_bytes);
+    EXPECT_EQ(ra.port.scales[i].peak_bin_bytes, rb.port.scales[i].peak_bin_bytes);
+  }
+  for (size_t i = 0; i < with.rates_bps.size(); ++i) {
+    EXPECT_EQ(ra.port.backlog[i].max_backlog_bytes, rb.port.backlog[i].max_backlog_bytes);
+  }
+  EXPECT_EQ(ra.port.microbursts->count, rb.port.microbursts->count);
+}
+
 TEST(EngineTest, ConfigErrorsNameTheKey) {
   EngineConfig c;
   c.scales_ns = {100'000, 150'000};
@@ -335,6 +533,12 @@ TEST(EngineTest, ConfigErrorsNameTheKey) {
   c = EngineConfig{};
   c.tracked_streams = 1;
   EXPECT_NE(validateConfig(c).message().find("tracked_streams"), std::string::npos);
+  c = EngineConfig{};
+  c.report_interval_ns = 150'000;
+  EXPECT_NE(validateConfig(c).message().find("report_interval_ns"), std::string::npos);
+  c.report_interval_ns = 1'000'000'000;
+  c.baseline_ns = 5'000'000'000;  // shorter than the 10 s scale
+  EXPECT_NE(validateConfig(c).message().find("baseline_ns"), std::string::npos);
   EXPECT_TRUE(validateConfig(EngineConfig{}).ok());
 }
 

@@ -3,7 +3,11 @@
 // captured and wire length grow by the header bytes added, so `burstscope analyze` of the output must equal
 // analyze of the input. Used by the tests and for checking against the reference oracle.
 // usage: wrap_trace MODE IN.pcap OUT.pcap [--drop-every N]
-//   MODE: erspan1 | erspan2 | erspan3 | erspan3-sub | teb | vxlan | qinq
+//   MODE: erspan1 | erspan2 | erspan3 | erspan3-sub | teb | vxlan | qinq | pad-usec
+//   pad-usec writes no encapsulation: it pads every frame with zero bytes to its wire length and writes a
+//   microsecond pcap (timestamps truncated, as libpcap reads a nanosecond file at microsecond precision).
+//   That is what DPDK's net_pcap can replay honestly: it reports the captured length as the packet length
+//   and reads microseconds, so `analyze` of the output is what `run` on net_pcap of it must measure.
 //   --drop-every N leaves out every Nth frame while still advancing the mirror sequence (ERSPAN II/III,
 //   TEB), to simulate mirror loss that burstscope must count as sequence gaps.
 #include <pcap/pcap.h>
@@ -99,19 +103,22 @@ int main(int argc, char** argv) {
     return 2;
   }
   Wrapper w{argv[1]};
-  const std::vector<std::string> modes = {"erspan1", "erspan2", "erspan3", "erspan3-sub", "teb", "vxlan", "qinq"};
+  const std::vector<std::string> modes = {"erspan1", "erspan2", "erspan3", "erspan3-sub", "teb", "vxlan", "qinq",
+                                          "pad-usec"};
   if (std::find(modes.begin(), modes.end(), w.mode) == modes.end()) {
     std::fprintf(stderr, "wrap_trace: unknown mode '%s'\n", argv[1]);
     return 2;
   }
   long drop_every = argc == 6 ? std::strtol(argv[5], nullptr, 10) : 0;
   char err[PCAP_ERRBUF_SIZE];
-  pcap_t* in = pcap_open_offline_with_tstamp_precision(argv[2], PCAP_TSTAMP_PRECISION_NANO, err);
+  const bool pad = w.mode == "pad-usec";
+  const u_int precision = pad ? PCAP_TSTAMP_PRECISION_MICRO : PCAP_TSTAMP_PRECISION_NANO;
+  pcap_t* in = pcap_open_offline_with_tstamp_precision(argv[2], precision, err);
   if (!in) {
     std::fprintf(stderr, "wrap_trace: %s\n", err);
     return 1;
   }
-  pcap_t* dead = pcap_open_dead_with_tstamp_precision(DLT_EN10MB, 262144, PCAP_TSTAMP_PRECISION_NANO);
+  pcap_t* dead = pcap_open_dead_with_tstamp_precision(DLT_EN10MB, 262144, precision);
   pcap_dumper_t* out = pcap_dump_open(dead, argv[3]);
   if (!out) {
     std::fprintf(stderr, "wrap_trace: %s\n", pcap_geterr(dead));
@@ -120,7 +127,15 @@ int main(int argc, char** argv) {
   pcap_pkthdr* h;
   const u_char* data;
   long n = 0;
-  while (pcap_next_ex(in, &h, &data) == 1) {
+  std::vector<uint8_t> padded;
+  while (pad && pcap_next_ex(in, &h, &data) == 1) {
+    padded.assign(data, data + h->caplen);
+    padded.resize(std::max(h->len, h->caplen), 0);
+    pcap_pkthdr oh = *h;
+    oh.caplen = oh.len = static_cast<uint32_t>(padded.size());
+    pcap_dump(reinterpret_cast<u_char*>(out), &oh, padded.data());
+  }
+  while (!pad && pcap_next_ex(in, &h, &data) == 1) {
     ++n;
     std::vector<uint8_t> frame = w.header(h->len, data, h->caplen);
     ++w.seq;

@@ -62,6 +62,9 @@ enum RecordFlags : uint8_t {
   kRecordDecodeError = 1 << 0,  // decoding stopped early; the record holds what decoded
   kRecordEncapsulated = 1 << 1, // measured frame was the inner frame of a mirror encapsulation
   kRecordFragment = 1 << 2,     // an IP fragment (ports only in the first one)
+  // Not a packet: a capture queue's watermark. No later record on that queue is older than ts_ns, so the
+  // worker merging queues may move on while the queue is idle. Never counted as a frame.
+  kRecordTick = 1 << 7,
 };
 
 // One measured packet. `wire_len` is the measured frame's length on the wire in bytes (Ethernet header

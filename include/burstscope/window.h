@@ -184,6 +184,14 @@ class Reorderer {
   template <typename Emit>
   void flush(Emit&& emit);
 
+  // For merging several queues: hold a record without releasing anything, then release every record at or
+  // before `bound` (the oldest of the queues' watermarks less the horizon). A record that arrives later with
+  // a timestamp at or before `bound` is clamped to it and counted, so that the engine may advance to it.
+  void hold(const PacketRecord& r);
+  template <typename Emit>
+  void releaseUpTo(int64_t bound, Emit&& emit);
+  size_t held() const { return size_; }
+
   uint64_t reordered() const { return reordered_; }  // put back in order within the horizon
   uint64_t clamped() const { return clamped_; }      // arrived later than the horizon allowed
   int64_t maxLatenessNs() const { return max_lateness_ns_; }
@@ -203,8 +211,7 @@ class Reorderer {
   int64_t max_lateness_ns_ = 0;
 };
 
-template <typename Emit>
-void Reorderer::push(const PacketRecord& r, Emit&& emit) {
+inline void Reorderer::hold(const PacketRecord& r) {
   PacketRecord rec = r;
   if (rec.ts_ns < released_ns_) {
     max_lateness_ns_ = std::max(max_lateness_ns_, released_ns_ - rec.ts_ns);
@@ -213,6 +220,11 @@ void Reorderer::push(const PacketRecord& r, Emit&& emit) {
   }
   insert(rec);
   newest_ns_ = std::max(newest_ns_, rec.ts_ns);
+}
+
+template <typename Emit>
+void Reorderer::push(const PacketRecord& r, Emit&& emit) {
+  hold(r);
   const size_t mask = buf_.size() - 1;
   while (size_ > 0 && buf_[head_].ts_ns <= newest_ns_ - horizon_ns_) {
     released_ns_ = buf_[head_].ts_ns;
@@ -220,6 +232,17 @@ void Reorderer::push(const PacketRecord& r, Emit&& emit) {
     head_ = (head_ + 1) & mask;
     --size_;
   }
+}
+
+template <typename Emit>
+void Reorderer::releaseUpTo(int64_t bound, Emit&& emit) {
+  const size_t mask = buf_.size() - 1;
+  while (size_ > 0 && buf_[head_].ts_ns <= bound) {
+    emit(buf_[head_]);
+    head_ = (head_ + 1) & mask;
+    --size_;
+  }
+  released_ns_ = std::max(released_ns_, bound);
 }
 
 template <typename Emit>

@@ -12,6 +12,8 @@
 #include "burstscope/source.h"
 #include "burstscope/status.h"
 #include "src/analysis/report.h"
+#include "src/config/run_config.h"
+#include "src/live/live.h"
 #include "src/pipeline/pipeline.h"
 
 #ifndef BURSTSCOPE_VERSION
@@ -38,9 +40,9 @@ absl::StatusOr<std::vector<double>> parseList(const std::string& flag, const std
   return out;
 }
 
-struct AnalyzeOptions {
-  std::vector<std::string> files;
-  bool json = false;
+// The metric and decoder flags shared by `analyze` and `run`. For `run` they override the config file, so
+// only the flags actually given are applied.
+struct MetricFlags {
   std::string scales_us = "100,1000,5000,10000,100000,1000000,10000000";
   std::string rates_gbps = "1,10,25,100";
   double link_gbps = 10;
@@ -50,42 +52,90 @@ struct AnalyzeOptions {
   std::vector<std::string> local_nets;
   int mirror_vlan_tags = 0;
   double reorder_us = 1000;
-  double exact_max_us = -1;  // default: every scale exact (offline)
+  double exact_max_us = -1;
   size_t flow_table = size_t{1} << 16;
+  std::vector<CLI::Option*> given_check;
+  CLI::App* app = nullptr;
+
+  void add(CLI::App* a, bool live) {
+    app = a;
+    a->add_option("--scales-us", scales_us, "window lengths tau in microseconds")->capture_default_str();
+    a->add_option("--rates-gbps", rates_gbps,
+                  live ? "virtual backlog drain rates in Gbit/s (default: each port's link speed)"
+                       : "virtual backlog drain rates in Gbit/s")->capture_default_str();
+    a->add_option("--link-gbps", link_gbps, "capacity of the mirrored link (utilisation, microbursts)")
+        ->capture_default_str();
+    a->add_option("--microburst-us", microburst_us, "microburst window tau")->capture_default_str();
+    a->add_option("--microburst-threshold", microburst_threshold, "fraction of link capacity")->capture_default_str();
+    a->add_option("--top-k", top_k, "host pairs and flows to report")->capture_default_str();
+    a->add_option("--local-net", local_nets, "prefix of monitored hosts, for direction (repeatable)");
+    a->add_option("--mirror-vlan-tags", mirror_vlan_tags,
+                  "outermost VLAN tags added by the mirror (RSPAN/QinQ), not counted")->capture_default_str();
+    a->add_option("--reorder-us", reorder_us, "timestamp reorder horizon")->capture_default_str();
+    a->add_option("--exact-max-us", exact_max_us,
+                  live ? "largest tau computed packet-exactly on port/direction streams (default 10000)"
+                       : "largest tau computed packet-exactly on port/direction streams (default: all)");
+    a->add_option("--flow-table", flow_table, "flow table capacity (entries)")->capture_default_str();
+  }
+  bool given(const char* flag) const { return app->get_option(flag)->count() > 0; }
+
+  // Applies the flags (all of them, or with only_given just those on the command line).
+  absl::Status apply(EngineConfig& ec, DecoderConfig& dc, int64_t* reorder_ns, bool only_given) const {
+    auto use = [&](const char* flag) { return !only_given || given(flag); };
+    if (use("--scales-us")) {
+      BS_ASSIGN_OR_RETURN(std::vector<double> scales, parseList("--scales-us", scales_us));
+      ec.scales_ns.clear();
+      for (double v : scales) ec.scales_ns.push_back(static_cast<int64_t>(v * 1000 + 0.5));
+      std::sort(ec.scales_ns.begin(), ec.scales_ns.end());
+      ec.scales_ns.erase(std::unique(ec.scales_ns.begin(), ec.scales_ns.end()), ec.scales_ns.end());
+    }
+    if (use("--rates-gbps")) {
+      BS_ASSIGN_OR_RETURN(std::vector<double> rates, parseList("--rates-gbps", rates_gbps));
+      ec.rates_bps.clear();
+      for (double r : rates) ec.rates_bps.push_back(r * 1e9);
+    }
+    if (use("--link-gbps")) ec.link_capacity_bps = link_gbps * 1e9;
+    if (use("--microburst-us")) ec.microburst_tau_ns = static_cast<int64_t>(microburst_us * 1000 + 0.5);
+    if (use("--microburst-threshold")) ec.microburst_threshold = microburst_threshold;
+    if (use("--top-k")) {
+      ec.top_k = top_k;
+      ec.tracked_streams = std::max(ec.tracked_streams, 2 * top_k);
+    }
+    if (use("--flow-table")) ec.flow_table_capacity = flow_table;
+    if (use("--exact-max-us")) {
+      ec.exact_max_tau_ns = exact_max_us < 0 ? ec.scales_ns.back() : static_cast<int64_t>(exact_max_us * 1000);
+    }
+    if (use("--reorder-us")) {
+      *reorder_ns = static_cast<int64_t>(reorder_us * 1000);
+      if (*reorder_ns < 0) return absl::InvalidArgumentError("--reorder-us: must not be negative");
+    }
+    if (use("--mirror-vlan-tags")) {
+      if (mirror_vlan_tags < 0 || mirror_vlan_tags > Decoder::kMaxVlanTags) {
+        return absl::InvalidArgumentError("--mirror-vlan-tags: must be between 0 and 8");
+      }
+      dc.mirror_vlan_tags = mirror_vlan_tags;
+    }
+    for (const std::string& n : local_nets) {
+      IpPrefix p;
+      if (!parsePrefix(n, &p)) {
+        return absl::InvalidArgumentError(absl::StrCat("--local-net: '", n, "' is not an address prefix"));
+      }
+      dc.local_nets.push_back(p);
+    }
+    return absl::OkStatus();
+  }
+};
+
+struct AnalyzeOptions {
+  std::vector<std::string> files;
+  bool json = false;
+  MetricFlags metrics;
 };
 
 absl::StatusOr<PipelineConfig> buildConfig(const AnalyzeOptions& o) {
   PipelineConfig pc;
-  EngineConfig& ec = pc.engine;
-  BS_ASSIGN_OR_RETURN(std::vector<double> scales, parseList("--scales-us", o.scales_us));
-  ec.scales_ns.clear();
-  for (double s : scales) ec.scales_ns.push_back(static_cast<int64_t>(s * 1000 + 0.5));
-  std::sort(ec.scales_ns.begin(), ec.scales_ns.end());
-  ec.scales_ns.erase(std::unique(ec.scales_ns.begin(), ec.scales_ns.end()), ec.scales_ns.end());
-  BS_ASSIGN_OR_RETURN(std::vector<double> rates, parseList("--rates-gbps", o.rates_gbps));
-  ec.rates_bps.clear();
-  for (double r : rates) ec.rates_bps.push_back(r * 1e9);
-  ec.link_capacity_bps = o.link_gbps * 1e9;
-  ec.microburst_tau_ns = static_cast<int64_t>(o.microburst_us * 1000 + 0.5);
-  ec.microburst_threshold = o.microburst_threshold;
-  ec.top_k = o.top_k;
-  ec.tracked_streams = std::max(ec.tracked_streams, 2 * o.top_k);
-  ec.flow_table_capacity = o.flow_table;
-  ec.exact_max_tau_ns = o.exact_max_us < 0 ? ec.scales_ns.back() : static_cast<int64_t>(o.exact_max_us * 1000);
-  pc.reorder_horizon_ns = static_cast<int64_t>(o.reorder_us * 1000);
-  if (pc.reorder_horizon_ns < 0) return absl::InvalidArgumentError("--reorder-us: must not be negative");
-  if (o.mirror_vlan_tags < 0 || o.mirror_vlan_tags > Decoder::kMaxVlanTags) {
-    return absl::InvalidArgumentError("--mirror-vlan-tags: must be between 0 and 8");
-  }
-  pc.decoder.mirror_vlan_tags = o.mirror_vlan_tags;
-  for (const std::string& n : o.local_nets) {
-    IpPrefix p;
-    if (!parsePrefix(n, &p)) {
-      return absl::InvalidArgumentError(absl::StrCat("--local-net: '", n, "' is not an address prefix"));
-    }
-    pc.decoder.local_nets.push_back(p);
-  }
-  if (absl::Status s = validateConfig(ec); !s.ok()) {
+  BS_RETURN_IF_ERROR(o.metrics.apply(pc.engine, pc.decoder, &pc.reorder_horizon_ns, /*only_given=*/false));
+  if (absl::Status s = validateConfig(pc.engine); !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("invalid configuration: ", s.message()));
   }
   return pc;
@@ -117,6 +167,164 @@ int runAnalyze(const AnalyzeOptions& o) {
   return result->ledger.balanced() ? 0 : 3;
 }
 
+struct RunOptions {
+  std::string config_file;
+  std::vector<std::string> eal_args;  // after "--"
+  std::vector<std::string> vdevs;
+  std::vector<std::string> ports;
+  uint16_t rx_queues = 1;
+  std::string interval = "1s";
+  std::string baseline = "60s";
+  std::string timestamps = "auto";
+  double replay_speed = 0;
+  std::string idle_exit = "0";
+  std::string duration = "0";
+  bool quiet = false;
+  bool json = false;
+  MetricFlags metrics;
+  CLI::App* app = nullptr;
+  bool given(const char* flag) const { return app->get_option(flag)->count() > 0; }
+};
+
+absl::StatusOr<RunConfig> buildRunConfig(const RunOptions& o) {
+  RunConfig c;
+  BS_ASSIGN_OR_RETURN(c, o.config_file.empty() ? parseRunConfig("", "(defaults)") : loadRunConfig(o.config_file));
+  DpdkConfig& d = c.dpdk;
+  for (const std::string& v : o.vdevs) {
+    d.eal_args.push_back("--vdev");
+    d.eal_args.push_back(v);
+  }
+  d.eal_args.insert(d.eal_args.end(), o.eal_args.begin(), o.eal_args.end());
+  if (!o.ports.empty()) {
+    d.ports.clear();
+    for (const std::string& p : o.ports) d.ports.push_back(DpdkPortConfig{p, o.rx_queues, o.metrics.link_gbps * 1e9});
+  } else {
+    for (DpdkPortConfig& p : d.ports) {
+      if (o.given("--rx-queues")) p.rx_queues = o.rx_queues;
+      if (o.metrics.given("--link-gbps")) p.link_bps = o.metrics.link_gbps * 1e9;
+    }
+  }
+  if (d.ports.empty()) return absl::InvalidArgumentError("no port to capture from: give --port or dpdk.ports");
+  EngineConfig& e = c.live.engine;
+  BS_RETURN_IF_ERROR(o.metrics.apply(e, d.decoder, &c.live.reorder_horizon_ns, /*only_given=*/true));
+  auto duration = [](const char* flag, const std::string& text) -> absl::StatusOr<int64_t> {
+    auto v = parseDurationNs(text);
+    if (!v.ok()) return absl::InvalidArgumentError(absl::StrCat(flag, ": ", v.status().message()));
+    return v;
+  };
+  if (o.given("--interval")) {
+    BS_ASSIGN_OR_RETURN(e.report_interval_ns, duration("--interval", o.interval));
+  }
+  if (o.given("--baseline")) {
+    BS_ASSIGN_OR_RETURN(e.baseline_ns, duration("--baseline", o.baseline));
+  }
+  if (o.given("--idle-exit")) {
+    BS_ASSIGN_OR_RETURN(int64_t ns, duration("--idle-exit", o.idle_exit));
+    c.live.idle_exit_s = static_cast<double>(ns) * 1e-9;
+  }
+  if (o.given("--duration")) {
+    BS_ASSIGN_OR_RETURN(int64_t ns, duration("--duration", o.duration));
+    c.live.duration_s = static_cast<double>(ns) * 1e-9;
+  }
+  if (o.given("--timestamps")) {
+    if (o.timestamps == "auto") {
+      d.timestamps = TimestampMode::kAuto;
+    } else if (o.timestamps == "nic") {
+      d.timestamps = TimestampMode::kNic;
+    } else if (o.timestamps == "tsc") {
+      d.timestamps = TimestampMode::kTsc;
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat("--timestamps: '", o.timestamps, "' is not auto, nic or tsc"));
+    }
+  }
+  if (o.given("--replay-speed")) d.replay_speed = o.replay_speed;
+  if (o.quiet) c.live.quiet = true;
+  if (e.report_interval_ns <= 0) return absl::InvalidArgumentError("report.interval: must be positive");
+  // Validate once per port as the engine will see it (link speed, and rates defaulting to it).
+  for (const DpdkPortConfig& p : d.ports) {
+    EngineConfig pe = e;
+    pe.link_capacity_bps = p.link_bps;
+    if (pe.rates_bps.empty()) pe.rates_bps = {p.link_bps};
+    if (absl::Status s = validateConfig(pe); !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("invalid configuration: ", s.message()));
+    }
+  }
+  return c;
+}
+
+nlohmann::ordered_json liveJson(const LiveResult& r, const RunConfig& c) {
+  nlohmann::ordered_json out;
+  out["backend"] = r.backend;
+  out["stop_reason"] = r.stop_reason;
+  out["timestamps"] = {{"source", r.timestamps.source}, {"description", r.timestamps.description},
+                       {"error_bound_ns", r.timestamps.error_bound_ns},
+                       {"max_resync_step_ns", r.timestamps.max_resync_step_ns}};
+  out["ports"] = nlohmann::ordered_json::array();
+  for (size_t i = 0; i < r.ports.size(); ++i) {
+    const LivePortResult& p = r.ports[i];
+    PipelineConfig pc;
+    pc.engine = c.live.engine;
+    pc.engine.link_capacity_bps = c.dpdk.ports[i].link_bps;
+    if (pc.engine.rates_bps.empty()) pc.engine.rates_bps = {c.dpdk.ports[i].link_bps};
+    pc.decoder = c.dpdk.decoder;
+    pc.reorder_horizon_ns = c.live.reorder_horizon_ns;
+    nlohmann::ordered_json j = reportJson(p.pipeline, ReportContext{{p.name}, &pc});
+    nlohmann::ordered_json dev;
+    auto opt = [](const std::optional<uint64_t>& v) { return v ? nlohmann::ordered_json(*v) : nlohmann::ordered_json(); };
+    dev["ipackets"] = opt(p.device.ipackets);
+    dev["ibytes"] = opt(p.device.ibytes);
+    dev["imissed"] = opt(p.device.imissed);
+    dev["ierrors"] = opt(p.device.ierrors);
+    dev["rx_nombuf"] = opt(p.device.rx_nombuf);
+    dev["queue_ipackets"] = nlohmann::ordered_json::array();
+    for (const auto& q : p.device.queue_ipackets) dev["queue_ipackets"].push_back(opt(q));
+    for (const auto& [name, value] : p.device.xstats) dev["xstats"][name] = value;
+    j["port"] = p.name;
+    j["device"] = dev;
+    j["intervals"] = p.intervals;
+    j["ledger"]["balanced"] = ledgerBalanced(p);
+    out["ports"].push_back(j);
+  }
+  return out;
+}
+
+int runLiveCommand(const RunOptions& o) {
+  auto config = buildRunConfig(o);
+  if (!config.ok()) {
+    std::cerr << "burstscope: " << config.status().message() << "\n";
+    return 2;
+  }
+#ifdef BURSTSCOPE_HAVE_DPDK
+  auto backend = openDpdk(config->dpdk);
+  if (!backend.ok()) {
+    std::cerr << "burstscope: " << backend.status().message() << "\n";
+    return 1;
+  }
+  std::ostream& summary = o.json ? std::cerr : std::cout;
+  for (const LivePort& p : (*backend)->ports()) {
+    if (!config->live.quiet) {
+      summary << "burstscope run: " << p.name << " (" << p.rings.size() << " RX queue"
+              << (p.rings.size() > 1 ? "s" : "") << ", link " << p.link_bps / 1e9 << " Gb/s), timestamps: "
+              << (*backend)->timestampInfo().description << std::endl;
+    }
+  }
+  LiveConfig lc = config->live;
+  auto result = runLive(**backend, lc, g_stop, summary);
+  if (!result.ok()) {
+    std::cerr << "burstscope: " << result.status().message() << "\n";
+    return 1;
+  }
+  summary << "stopped (" << result->stop_reason << ")\n" << ledgerText(*result);
+  if (o.json) std::cout << liveJson(*result, *config).dump(1) << "\n";
+  bool balanced = true;
+  for (const LivePortResult& p : result->ports) balanced &= ledgerBalanced(p);
+  return balanced ? 0 : 3;
+#else
+  std::cerr << "burstscope: this build has no DPDK capture backend (configure with -Ddpdk=enabled)\n";
+  return 1;
+#endif
+}
+
 }  // namespace
 }  // namespace burstscope
 
@@ -130,19 +338,27 @@ int main(int argc, char** argv) {
   CLI::App* analyze = app.add_subcommand("analyze", "Analyse pcap/pcapng files (read in order as one capture)");
   analyze->add_option("files", ao.files, "capture files")->required()->check(CLI::ExistingFile);
   analyze->add_flag("--json", ao.json, "print the machine-readable summary");
-  analyze->add_option("--scales-us", ao.scales_us, "window lengths tau in microseconds")->capture_default_str();
-  analyze->add_option("--rates-gbps", ao.rates_gbps, "virtual backlog drain rates in Gbit/s")->capture_default_str();
-  analyze->add_option("--link-gbps", ao.link_gbps, "capacity of the mirrored link (utilisation, microbursts)")->capture_default_str();
-  analyze->add_option("--microburst-us", ao.microburst_us, "microburst window tau")->capture_default_str();
-  analyze->add_option("--microburst-threshold", ao.microburst_threshold, "fraction of link capacity")->capture_default_str();
-  analyze->add_option("--top-k", ao.top_k, "host pairs and flows to report")->capture_default_str();
-  analyze->add_option("--local-net", ao.local_nets, "prefix of monitored hosts, for direction (repeatable)");
-  analyze->add_option("--mirror-vlan-tags", ao.mirror_vlan_tags,
-                      "outermost VLAN tags added by the mirror (RSPAN/QinQ), not counted")->capture_default_str();
-  analyze->add_option("--reorder-us", ao.reorder_us, "timestamp reorder horizon")->capture_default_str();
-  analyze->add_option("--exact-max-us", ao.exact_max_us,
-                      "largest tau computed packet-exactly on port/direction streams (default: all)");
-  analyze->add_option("--flow-table", ao.flow_table, "flow table capacity (entries)")->capture_default_str();
+  ao.metrics.add(analyze, /*live=*/false);
+
+  RunOptions ro;
+  CLI::App* run = app.add_subcommand("run", "Live capture (DPDK): per-interval summary, ledger on SIGINT/SIGTERM. "
+                                            "EAL arguments go after --");
+  ro.app = run;
+  run->add_option("-c,--config", ro.config_file, "YAML configuration (see etc/burstscope.yaml)")
+      ->check(CLI::ExistingFile);
+  run->add_option("--port", ro.ports, "DPDK port to capture (ethdev name or id; repeatable)");
+  run->add_option("--rx-queues", ro.rx_queues, "RX queues per port (RSS)")->capture_default_str();
+  run->add_option("--vdev", ro.vdevs, "a DPDK virtual device for the EAL (repeatable)");
+  run->add_option("--interval", ro.interval, "report interval")->capture_default_str();
+  run->add_option("--baseline", ro.baseline, "trailing window of the PtM mean rate")->capture_default_str();
+  run->add_option("--timestamps", ro.timestamps, "auto, nic or tsc")->capture_default_str();
+  run->add_option("--replay-speed", ro.replay_speed, "net_pcap: replay at this multiple of the recorded pace");
+  run->add_option("--idle-exit", ro.idle_exit, "stop after this long without packets (0: never)");
+  run->add_option("--duration", ro.duration, "stop after this long (0: on SIGINT/SIGTERM)");
+  run->add_flag("-q,--quiet", ro.quiet, "no per-interval summary");
+  run->add_flag("--json", ro.json, "print the final report as JSON on stdout (the summary goes to stderr)");
+  ro.metrics.add(run, /*live=*/true);
+  run->add_option("eal", ro.eal_args, "EAL arguments, after --");
 
   std::signal(SIGINT, onSignal);
   std::signal(SIGTERM, onSignal);
@@ -153,5 +369,6 @@ int main(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : 2;
   }
   if (analyze->parsed()) return runAnalyze(ao);
+  if (run->parsed()) return runLiveCommand(ro);
   return 2;
 }

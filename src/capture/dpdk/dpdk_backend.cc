@@ -1,0 +1,577 @@
+#include "src/capture/dpdk/dpdk_backend.h"
+
+// rte_eth_read_clock (the NIC clock, for RX timestamps) is still marked experimental in DPDK 22.11.
+#define ALLOW_EXPERIMENTAL_API 1
+
+#include <rte_cycles.h>
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_ethdev.h>
+#include <rte_launch.h>
+#include <rte_lcore.h>
+#include <rte_mbuf.h>
+#include <rte_mbuf_dyn.h>
+#include <rte_pause.h>
+#include <time.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <optional>
+#include <string_view>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace burstscope {
+namespace {
+
+int64_t realtimeNs() {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+// Maps a free-running counter (the TSC, or a NIC's clock) to CLOCK_REALTIME: one (counter, realtime) pair
+// read back to back, and the counter's frequency. Re-synchronised periodically by the thread that uses it;
+// each re-synchronisation's correction is recorded, which is the clock error that accumulated meanwhile.
+class CounterClock {
+ public:
+  void set(uint64_t counter, int64_t realtime_ns, double hz) {
+    if (hz_ > 0) {
+      const int64_t step = realtime_ns - toNs(counter);
+      max_step_ns_ = std::max(max_step_ns_, step < 0 ? -step : step);
+    }
+    base_counter_ = counter;
+    base_ns_ = realtime_ns;
+    hz_ = hz;
+    ns_per_tick_ = 1e9 / hz;
+  }
+  int64_t toNs(uint64_t counter) const {
+    return base_ns_ + static_cast<int64_t>(static_cast<double>(static_cast<int64_t>(counter - base_counter_)) *
+                                           ns_per_tick_);
+  }
+  uint64_t base() const { return base_counter_; }
+  double hz() const { return hz_; }
+  int64_t maxStepNs() const { return max_step_ns_; }
+
+ private:
+  uint64_t base_counter_ = 0;
+  int64_t base_ns_ = 0;
+  double hz_ = 0;
+  double ns_per_tick_ = 0;
+  int64_t max_step_ns_ = 0;
+};
+
+// A TSC read and a CLOCK_REALTIME read as close together as the machine allows: the TSC midpoint of the
+// shortest of a few attempts.
+std::pair<uint64_t, int64_t> tscRealtimePair() {
+  uint64_t best_width = UINT64_MAX, tsc = 0;
+  int64_t real = 0;
+  for (int i = 0; i < 5; ++i) {
+    const uint64_t a = rte_rdtsc_precise();
+    const int64_t r = realtimeNs();
+    const uint64_t b = rte_rdtsc_precise();
+    if (b - a < best_width) {
+      best_width = b - a;
+      tsc = a + (b - a) / 2;
+      real = r;
+    }
+  }
+  return {tsc, real};
+}
+
+enum class TsSource { kTsc, kNic, kPcapFile };
+
+struct RxQueue {
+  uint16_t port_id = 0;
+  uint16_t queue_id = 0;
+  size_t port_index = 0;
+  std::unique_ptr<SpscRing<PacketRecord>> ring;
+  std::unique_ptr<QueueCounters> counters;
+  std::unique_ptr<Decoder> decoder;
+  int64_t last_ts = INT64_MIN;  // this queue's watermark
+  uint64_t last_tick_tsc = 0;
+  CounterClock nic_clock;  // a copy per queue, so that each RX lcore re-synchronises its own
+};
+
+struct Port {
+  std::string name;
+  uint16_t port_id = 0;
+  std::string driver;
+  uint16_t queues = 0;
+  uint32_t dev_flags = 0;
+  TsSource ts = TsSource::kTsc;
+  CounterClock nic_clock;  // kNic only: the calibration the queues start from
+  rte_mempool* pool = nullptr;
+  bool started = false;
+};
+
+class DpdkBackend;
+
+struct Lcore {
+  unsigned id = 0;
+  std::vector<RxQueue*> queues;
+  DpdkBackend* owner = nullptr;
+};
+
+class DpdkBackend final : public CaptureBackend {
+ public:
+  explicit DpdkBackend(DpdkConfig c) : cfg_(std::move(c)) {}
+  ~DpdkBackend() override {
+    stop();
+    for (Port& p : ports_) {
+      if (p.started) {
+        rte_eth_dev_stop(p.port_id);
+        rte_eth_dev_close(p.port_id);
+      }
+      if (p.pool) rte_mempool_free(p.pool);
+    }
+    if (eal_ready_) rte_eal_cleanup();
+  }
+
+  absl::Status init();
+
+  std::string name() const override { return "dpdk"; }
+  const std::vector<LivePort>& ports() const override { return live_ports_; }
+  absl::Status start() override;
+  void stop() override;
+  DeviceStats deviceStats(size_t port) const override;
+  DecodeStats decodeStats(size_t port) const override;
+  TimestampInfo timestampInfo() const override;
+
+ private:
+  absl::Status initEal();
+  absl::Status initPort(const DpdkPortConfig& pc, size_t index);
+  static int lcoreMain(void* arg);
+  void rxLoop(Lcore& lc);
+  void tick(RxQueue& q, int64_t now_ns);
+  void resync(Lcore& lc, CounterClock& tsc);
+  void noteStep(int64_t step_ns);
+
+  DpdkConfig cfg_;
+  std::vector<Port> ports_;
+  std::vector<std::unique_ptr<RxQueue>> queues_;
+  std::vector<LivePort> live_ports_;
+  std::vector<Lcore> lcores_;
+  std::atomic<bool> rx_stop_{false};
+  bool running_ = false;
+  bool eal_ready_ = false;
+  int ts_dynfield_ = -1;
+  uint64_t ts_flag_ = 0;
+  double tsc_hz_ = 0;
+  std::atomic<int64_t> max_step_ns_{0};  // largest clock correction at a re-synchronisation
+};
+
+absl::Status DpdkBackend::initEal() {
+  std::vector<std::string> args{"burstscope"};
+  bool has_log_level = false, has_telemetry = false;
+  for (const std::string& a : cfg_.eal_args) {
+    has_log_level |= a.rfind("--log-level", 0) == 0;
+    has_telemetry |= a == "--telemetry" || a == "--no-telemetry";
+  }
+  args.insert(args.end(), cfg_.eal_args.begin(), cfg_.eal_args.end());
+  if (!has_log_level) args.push_back("--log-level=3");  // critical only: our own errors say what failed
+  if (!has_telemetry) args.push_back("--no-telemetry");  // no telemetry socket unless asked for
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  if (rte_eal_init(static_cast<int>(args.size()), argv.data()) < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("DPDK EAL initialisation failed (", rte_strerror(rte_errno),
+                                                   ") with EAL arguments: ",
+                                                   absl::StrJoin(cfg_.eal_args, " ")));
+  }
+  eal_ready_ = true;
+  tsc_hz_ = static_cast<double>(rte_get_tsc_hz());
+  if (rte_mbuf_dyn_rx_timestamp_register(&ts_dynfield_, &ts_flag_) != 0) {
+    ts_dynfield_ = -1;
+    ts_flag_ = 0;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status DpdkBackend::initPort(const DpdkPortConfig& pc, size_t index) {
+  Port p;
+  p.name = pc.device;
+  uint16_t id;
+  if (rte_eth_dev_get_port_by_name(pc.device.c_str(), &id) != 0) {
+    uint32_t n;
+    if (!absl::SimpleAtoi(pc.device, &n) || n >= RTE_MAX_ETHPORTS || !rte_eth_dev_is_valid_port(n)) {
+      std::vector<std::string> known;
+      uint16_t i;
+      RTE_ETH_FOREACH_DEV(i) {
+        char name[RTE_ETH_NAME_MAX_LEN];
+        if (rte_eth_dev_get_name_by_port(i, name) == 0) known.push_back(name);
+      }
+      return absl::NotFoundError(absl::StrCat("port '", pc.device, "': no such DPDK port (ports: ",
+                                              known.empty() ? "none" : absl::StrJoin(known, ", "), ")"));
+    }
+    id = static_cast<uint16_t>(n);
+  }
+  p.port_id = id;
+  rte_eth_dev_info info;
+  if (int rc = rte_eth_dev_info_get(id, &info); rc != 0) {
+    return absl::InternalError(absl::StrCat("port '", pc.device, "': cannot read device info: ", rte_strerror(-rc)));
+  }
+  p.driver = info.driver_name ? info.driver_name : "";
+  p.dev_flags = info.dev_flags ? *info.dev_flags : 0;
+  if (pc.rx_queues == 0 || pc.rx_queues > info.max_rx_queues) {
+    return absl::InvalidArgumentError(absl::StrCat("port '", pc.device, "': rx-queues ", pc.rx_queues,
+                                                   " is not in 1..", info.max_rx_queues, " for driver ", p.driver));
+  }
+  p.queues = pc.rx_queues;
+
+  rte_eth_conf conf;
+  std::memset(&conf, 0, sizeof(conf));
+  // A Toeplitz key of repeated 0x6d5a hashes (a, b) and (b, a) alike: both directions of a flow meet in
+  // one queue where the NIC honours the key. The worker merges all queues of a port by timestamp anyway.
+  static uint8_t symmetric_key[40];
+  for (size_t i = 0; i < sizeof(symmetric_key); i += 2) {
+    symmetric_key[i] = 0x6d;
+    symmetric_key[i + 1] = 0x5a;
+  }
+  if (p.queues > 1) {
+    conf.rxmode.mq_mode = RTE_ETH_MQ_RX_RSS;
+    conf.rx_adv_conf.rss_conf.rss_hf = (RTE_ETH_RSS_IP | RTE_ETH_RSS_TCP | RTE_ETH_RSS_UDP) &
+                                       info.flow_type_rss_offloads;
+    if (info.hash_key_size == sizeof(symmetric_key)) {
+      conf.rx_adv_conf.rss_conf.rss_key = symmetric_key;
+      conf.rx_adv_conf.rss_conf.rss_key_len = sizeof(symmetric_key);
+    }
+  }
+  const bool nic_ts = (info.rx_offload_capa & RTE_ETH_RX_OFFLOAD_TIMESTAMP) != 0;
+  if (cfg_.timestamps == TimestampMode::kNic && !nic_ts) {
+    return absl::FailedPreconditionError(absl::StrCat("port '", pc.device, "': timestamps: nic requested, but driver ",
+                                                      p.driver, " has no RX timestamp offload"));
+  }
+  if (p.driver == "net_pcap" && cfg_.timestamps == TimestampMode::kAuto) {
+    p.ts = TsSource::kPcapFile;
+  } else if (nic_ts && cfg_.timestamps != TimestampMode::kTsc) {
+    p.ts = TsSource::kNic;
+    conf.rxmode.offloads |= RTE_ETH_RX_OFFLOAD_TIMESTAMP;
+  }
+  if (cfg_.replay_speed > 0 && p.ts != TsSource::kPcapFile) {
+    return absl::InvalidArgumentError(absl::StrCat("port '", pc.device, "': replay-speed applies only to net_pcap "
+                                                   "with recorded timestamps"));
+  }
+  if (int rc = rte_eth_dev_configure(id, p.queues, 0, &conf); rc != 0) {
+    return absl::InternalError(absl::StrCat("port '", pc.device, "': configure with ", p.queues,
+                                            " RX queues failed: ", rte_strerror(-rc)));
+  }
+  uint16_t rx_desc = cfg_.rx_descriptors, tx_desc = 0;
+  rte_eth_dev_adjust_nb_rx_tx_desc(id, &rx_desc, &tx_desc);
+  const int socket = rte_eth_dev_socket_id(id) < 0 ? static_cast<int>(rte_socket_id()) : rte_eth_dev_socket_id(id);
+  const std::string pool_name = absl::StrCat("bs_pool_", index);
+  p.pool = rte_pktmbuf_pool_create(pool_name.c_str(), cfg_.mbufs_per_port, 256, 0, RTE_MBUF_DEFAULT_BUF_SIZE, socket);
+  if (p.pool == nullptr) {
+    return absl::ResourceExhaustedError(absl::StrCat("port '", pc.device, "': cannot allocate ", cfg_.mbufs_per_port,
+                                                     " mbufs: ", rte_strerror(rte_errno),
+                                                     " (lower dpdk.mbufs or give the EAL more memory, -m)"));
+  }
+  LivePort lp;
+  lp.name = pc.device;
+  lp.link_bps = pc.link_bps;
+  for (uint16_t q = 0; q < p.queues; ++q) {
+    if (int rc = rte_eth_rx_queue_setup(id, q, rx_desc, static_cast<unsigned>(socket), nullptr, p.pool); rc != 0) {
+      return absl::InternalError(absl::StrCat("port '", pc.device, "': RX queue ", q, " set-up failed: ",
+                                              rte_strerror(-rc)));
+    }
+    auto rq = std::make_unique<RxQueue>();
+    rq->port_id = id;
+    rq->queue_id = q;
+    rq->port_index = index;
+    rq->ring = std::make_unique<SpscRing<PacketRecord>>(cfg_.ring_capacity);
+    rq->counters = std::make_unique<QueueCounters>();
+    rq->decoder = std::make_unique<Decoder>(cfg_.decoder);
+    lp.rings.push_back(rq->ring.get());
+    lp.counters.push_back(rq->counters.get());
+    queues_.push_back(std::move(rq));
+  }
+  if (int rc = rte_eth_dev_start(id); rc != 0) {
+    return absl::InternalError(absl::StrCat("port '", pc.device, "': start failed: ", rte_strerror(-rc)));
+  }
+  p.started = true;
+  rte_eth_promiscuous_enable(id);  // a mirror port receives frames for other MACs; vdevs may not support it
+  if (p.ts == TsSource::kNic) {
+    // The NIC clock's frequency, from two readings 100 ms apart against CLOCK_REALTIME.
+    uint64_t c0, c1;
+    if (rte_eth_read_clock(id, &c0) != 0) {
+      return absl::FailedPreconditionError(absl::StrCat("port '", pc.device, "': RX timestamps offered, but the "
+                                                        "device clock cannot be read (rte_eth_read_clock)"));
+    }
+    const int64_t t0 = realtimeNs();
+    rte_delay_us_sleep(100'000);
+    rte_eth_read_clock(id, &c1);
+    const int64_t t1 = realtimeNs();
+    p.nic_clock.set(c1, t1, static_cast<double>(c1 - c0) * 1e9 / static_cast<double>(t1 - t0));
+  }
+  ports_.push_back(std::move(p));
+  live_ports_.push_back(std::move(lp));
+  return absl::OkStatus();
+}
+
+absl::Status DpdkBackend::init() {
+  if (cfg_.ports.empty()) return absl::InvalidArgumentError("dpdk.ports: at least one port is needed");
+  if (cfg_.burst == 0 || cfg_.burst > 512) return absl::InvalidArgumentError("dpdk.burst: must be in 1..512");
+  if (absl::Status s = initEal(); !s.ok()) return s;
+  for (size_t i = 0; i < cfg_.ports.size(); ++i) {
+    if (absl::Status s = initPort(cfg_.ports[i], i); !s.ok()) return s;
+  }
+  // RX queues over the worker lcores, round robin; the main lcore runs the engine worker.
+  unsigned lcore;
+  RTE_LCORE_FOREACH_WORKER(lcore) lcores_.push_back(Lcore{lcore, {}, this});
+  if (lcores_.empty()) {
+    return absl::InvalidArgumentError("EAL lcores: at least two are needed (e.g. -l 0-1): the main lcore runs the "
+                                      "engine worker, the others poll RX queues");
+  }
+  for (size_t i = 0; i < queues_.size(); ++i) {
+    queues_[i]->nic_clock = ports_[queues_[i]->port_index].nic_clock;
+    lcores_[i % lcores_.size()].queues.push_back(queues_[i].get());
+  }
+  std::erase_if(lcores_, [](const Lcore& l) { return l.queues.empty(); });
+  return absl::OkStatus();
+}
+
+absl::Status DpdkBackend::start() {
+  rx_stop_.store(false);
+  for (Lcore& lc : lcores_) {
+    if (int rc = rte_eal_remote_launch(&DpdkBackend::lcoreMain, &lc, lc.id); rc != 0) {
+      rx_stop_.store(true);
+      rte_eal_mp_wait_lcore();
+      return absl::InternalError(absl::StrCat("cannot launch RX on lcore ", lc.id, ": ", rte_strerror(-rc)));
+    }
+  }
+  running_ = true;
+  return absl::OkStatus();
+}
+
+void DpdkBackend::stop() {
+  if (!running_) return;
+  rx_stop_.store(true, std::memory_order_release);
+  rte_eal_mp_wait_lcore();
+  running_ = false;
+}
+
+int DpdkBackend::lcoreMain(void* arg) {
+  auto* lc = static_cast<Lcore*>(arg);
+  lc->owner->rxLoop(*lc);
+  return 0;
+}
+
+void DpdkBackend::tick(RxQueue& q, int64_t now_ns) {
+  if (now_ns == INT64_MIN) return;
+  PacketRecord t;
+  t.ts_ns = now_ns;
+  t.flags = kRecordTick;
+  q.ring->enqueue({&t, 1});  // a tick that does not fit is simply superseded by the next one
+}
+
+void DpdkBackend::noteStep(int64_t step_ns) {
+  int64_t prev = max_step_ns_.load(std::memory_order_relaxed);
+  while (step_ns > prev && !max_step_ns_.compare_exchange_weak(prev, step_ns, std::memory_order_relaxed)) {
+  }
+}
+
+// Re-reads CLOCK_REALTIME against the TSC (and each NIC-timestamped queue's device clock against it), so
+// that drift never accumulates past one period; the correction each time is the error that had built up.
+void DpdkBackend::resync(Lcore& lc, CounterClock& tsc) {
+  auto [c, r] = tscRealtimePair();
+  tsc.set(c, r, tsc_hz_);
+  noteStep(tsc.maxStepNs());
+  for (RxQueue* q : lc.queues) {
+    if (ports_[q->port_index].ts != TsSource::kNic) continue;
+    uint64_t dev;
+    if (rte_eth_read_clock(q->port_id, &dev) != 0) continue;
+    const int64_t now = realtimeNs();
+    // Frequency from the span since the last synchronisation, then re-anchor at this reading.
+    const double span_ns = static_cast<double>(now - q->nic_clock.toNs(q->nic_clock.base()));
+    const double hz = span_ns > 0 ? static_cast<double>(dev - q->nic_clock.base()) * 1e9 / span_ns : q->nic_clock.hz();
+    q->nic_clock.set(dev, now, hz > 0 ? hz : q->nic_clock.hz());
+    noteStep(q->nic_clock.maxStepNs());
+  }
+}
+
+void DpdkBackend::rxLoop(Lcore& lc) {
+  const uint16_t burst = cfg_.burst;
+  std::vector<rte_mbuf*> mbufs(burst);
+  std::vector<PacketRecord> recs(burst);
+  const int ts_off = ts_dynfield_;
+  const uint64_t ts_flag = ts_flag_;
+  CounterClock tsc;
+  {
+    auto [c, r] = tscRealtimePair();
+    tsc.set(c, r, tsc_hz_);
+  }
+  const uint64_t resync_ticks = static_cast<uint64_t>(cfg_.tsc_resync_s * tsc_hz_);
+  const uint64_t tick_ticks = static_cast<uint64_t>(tsc_hz_ / 10'000);  // idle watermark every 100 us
+  // Replay pacing (net_pcap): recorded time of the first packet and the TSC when it was delivered.
+  const double speed = cfg_.replay_speed;
+  int64_t anchor_ts = INT64_MIN;
+  uint64_t anchor_tsc = 0;
+  uint64_t local_received[64] = {}, local_drops[64] = {};  // per queue of this lcore, mirrored to counters
+  const size_t nq = std::min<size_t>(lc.queues.size(), 64);
+
+  while (!rx_stop_.load(std::memory_order_acquire)) {
+    for (size_t qi = 0; qi < nq; ++qi) {
+      RxQueue& q = *lc.queues[qi];
+      Port& port = ports_[q.port_index];
+      const uint16_t n = rte_eth_rx_burst(q.port_id, q.queue_id, mbufs.data(), burst);
+      const uint64_t now_tsc = rte_rdtsc();
+      if (n == 0) {
+        if (now_tsc - q.last_tick_tsc >= tick_ticks) {
+          q.last_tick_tsc = now_tsc;
+          int64_t wm = q.last_ts;
+          if (port.ts != TsSource::kPcapFile) {
+            wm = std::max(wm, tsc.toNs(now_tsc));
+          } else if (speed > 0 && anchor_ts != INT64_MIN) {
+            // Paced replay: recorded time moves on with the wall clock, so intervals close in silence.
+            const double elapsed = static_cast<double>(now_tsc - anchor_tsc) * 1e9 / tsc_hz_;
+            wm = std::max(wm, anchor_ts + static_cast<int64_t>(elapsed * speed));
+          }
+          tick(q, wm);
+        }
+        continue;
+      }
+      const int64_t burst_ns = tsc.toNs(now_tsc);
+      for (uint16_t i = 0; i < n; ++i) {
+        rte_mbuf* m = mbufs[i];
+        if (i + 1 < n) rte_prefetch0(rte_pktmbuf_mtod(mbufs[i + 1], void*));
+        PacketRecord& r = recs[i];
+        q.decoder->decode({rte_pktmbuf_mtod(m, const uint8_t*), m->data_len}, m->pkt_len, &r);
+        int64_t ts = burst_ns;
+        if (ts_off >= 0 && (m->ol_flags & ts_flag)) {
+          const uint64_t raw = *RTE_MBUF_DYNFIELD(m, ts_off, rte_mbuf_timestamp_t*);
+          if (port.ts == TsSource::kPcapFile) {
+            ts = static_cast<int64_t>(raw) * 1000;  // net_pcap: microseconds since the epoch
+          } else if (port.ts == TsSource::kNic) {
+            ts = q.nic_clock.toNs(raw);
+          }
+        }
+        // Per queue, time never goes backwards (a re-synchronisation step is absorbed here).
+        if (port.ts != TsSource::kPcapFile && ts < q.last_ts) ts = q.last_ts;
+        r.ts_ns = ts;
+        if (port.ts != TsSource::kPcapFile || ts > q.last_ts) q.last_ts = std::max(q.last_ts, ts);
+      }
+      rte_pktmbuf_free_bulk(mbufs.data(), n);
+      if (speed > 0) {
+        // Hold the burst until its last packet's recorded time, scaled, has come.
+        if (anchor_ts == INT64_MIN) {
+          anchor_ts = recs[0].ts_ns;
+          anchor_tsc = now_tsc;
+        }
+        const double due = static_cast<double>(recs[n - 1].ts_ns - anchor_ts) / speed;
+        const uint64_t due_tsc = anchor_tsc + static_cast<uint64_t>(std::max(0.0, due) * tsc_hz_ / 1e9);
+        while (rte_rdtsc() < due_tsc && !rx_stop_.load(std::memory_order_relaxed)) {
+          const double wait_us = static_cast<double>(due_tsc - rte_rdtsc()) * 1e6 / tsc_hz_;
+          if (wait_us > 200) rte_delay_us_sleep(static_cast<unsigned>(std::min(wait_us - 100, 10'000.0)));
+          else rte_pause();
+        }
+      }
+      const size_t done = q.ring->enqueue({recs.data(), n});
+      local_received[qi] += n;
+      local_drops[qi] += n - done;
+      q.counters->received.store(local_received[qi], std::memory_order_relaxed);
+      q.counters->ring_drops.store(local_drops[qi], std::memory_order_relaxed);
+      q.last_tick_tsc = now_tsc;
+    }
+    if (rte_rdtsc() - tsc.base() >= resync_ticks) resync(lc, tsc);
+  }
+  // Final watermark: nothing more will come from these queues.
+  for (size_t qi = 0; qi < nq; ++qi) {
+    RxQueue& q = *lc.queues[qi];
+    int64_t wm = q.last_ts;
+    if (ports_[q.port_index].ts != TsSource::kPcapFile) wm = std::max(wm, tsc.toNs(rte_rdtsc()));
+    tick(q, wm);
+  }
+}
+
+DeviceStats DpdkBackend::deviceStats(size_t index) const {
+  DeviceStats d;
+  const Port& p = ports_[index];
+  rte_eth_stats s;
+  if (rte_eth_stats_get(p.port_id, &s) == 0) {
+    d.ipackets = s.ipackets;
+    d.ibytes = s.ibytes;
+    d.imissed = s.imissed;
+    d.ierrors = s.ierrors;
+    d.rx_nombuf = s.rx_nombuf;
+    const bool per_queue = (p.dev_flags & RTE_ETH_DEV_AUTOFILL_QUEUE_XSTATS) != 0;
+    for (uint16_t q = 0; q < p.queues; ++q) {
+      if (per_queue && q < RTE_ETHDEV_QUEUE_STAT_CNTRS) {
+        d.queue_ipackets.push_back(s.q_ipackets[q]);
+      } else {
+        d.queue_ipackets.push_back(std::nullopt);
+      }
+    }
+  }
+  // The driver's own extended counters: everything past the generic names ethdev derives from rte_eth_stats.
+  const int n = rte_eth_xstats_get_names(p.port_id, nullptr, 0);
+  if (n > 0) {
+    std::vector<rte_eth_xstat_name> names(static_cast<size_t>(n));
+    std::vector<rte_eth_xstat> values(static_cast<size_t>(n));
+    if (rte_eth_xstats_get_names(p.port_id, names.data(), static_cast<unsigned>(n)) == n &&
+        rte_eth_xstats_get(p.port_id, values.data(), static_cast<unsigned>(n)) == n) {
+      for (int i = 0; i < n; ++i) {
+        const std::string_view name = names[i].name;
+        static constexpr std::string_view generic[] = {
+            "rx_good_packets", "tx_good_packets", "rx_good_bytes", "tx_good_bytes", "rx_missed_errors",
+            "rx_errors", "tx_errors", "rx_mbuf_allocation_errors"};
+        const bool is_generic = std::find(std::begin(generic), std::end(generic), name) != std::end(generic) ||
+                                name.rfind("rx_q", 0) == 0 || name.rfind("tx_q", 0) == 0;
+        if (!is_generic) d.xstats.emplace_back(std::string(name), values[i].value);
+      }
+    }
+  }
+  return d;
+}
+
+DecodeStats DpdkBackend::decodeStats(size_t index) const {
+  DecodeStats s;
+  for (const auto& q : queues_) {
+    if (q->port_index == index) s.merge(q->decoder->stats());
+  }
+  return s;
+}
+
+TimestampInfo DpdkBackend::timestampInfo() const {
+  TimestampInfo t;
+  const TsSource src = ports_.empty() ? TsSource::kTsc : ports_.front().ts;
+  t.max_resync_step_ns = max_step_ns_.load();
+  switch (src) {
+    case TsSource::kPcapFile:
+      t.source = "pcap_file";
+      t.description = "net_pcap replays the file's recorded timestamps, read at microsecond precision";
+      t.error_bound_ns = 1000;  // libpcap's microsecond read truncates the file's nanoseconds
+      break;
+    case TsSource::kNic:
+      t.source = "nic";
+      t.description = absl::StrCat("the NIC's RX timestamp (", ports_.front().nic_clock.hz() / 1e6,
+                                   " MHz device clock), mapped to CLOCK_REALTIME");
+      t.error_bound_ns = 1e9 / std::max(1.0, ports_.front().nic_clock.hz());
+      break;
+    case TsSource::kTsc:
+      t.source = "tsc";
+      t.description = absl::StrCat("one TSC read per RX burst (", tsc_hz_ / 1e9, " GHz), re-synchronised to "
+                                   "CLOCK_REALTIME every ", cfg_.tsc_resync_s, " s");
+      // A packet waits at most one full RX ring at line rate before the burst that reads it; the bound
+      // is stated for the configured ring at the first port's link speed with minimum-size frames.
+      t.error_bound_ns = static_cast<double>(cfg_.rx_descriptors) * 84 * 8 * 1e9 /
+                         std::max(1.0, cfg_.ports.empty() ? 1e10 : cfg_.ports.front().link_bps);
+      break;
+  }
+  return t;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<CaptureBackend>> openDpdk(const DpdkConfig& config) {
+  static bool opened = false;  // the EAL initialises once per process
+  if (opened) return absl::FailedPreconditionError("the DPDK backend can be opened once per process");
+  opened = true;
+  auto b = std::make_unique<DpdkBackend>(config);
+  if (absl::Status s = b->init(); !s.ok()) return s;
+  return std::unique_ptr<CaptureBackend>(std::move(b));
+}
+
+}  // namespace burstscope

@@ -1,0 +1,309 @@
+#include "src/config/run_config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace burstscope {
+
+absl::StatusOr<int64_t> parseDurationNs(const std::string& text) {
+  static constexpr std::pair<const char*, double> kUnits[] = {{"ns", 1}, {"us", 1e3}, {"ms", 1e6}, {"s", 1e9}};
+  std::string t(absl::StripAsciiWhitespace(text));
+  double factor = 1e9;  // bare number: seconds
+  for (const auto& [suffix, f] : kUnits) {
+    const std::string_view sv(suffix);
+    if (t.size() > sv.size() && t.compare(t.size() - sv.size(), sv.size(), sv) == 0) {
+      // "ms" and "us" also end in "s": take the longest matching unit.
+      const std::string_view before(t.data(), t.size() - sv.size());
+      double v;
+      if (absl::SimpleAtod(absl::string_view(before.data(), before.size()), &v)) {
+        factor = f;
+        t = std::string(before);
+        break;
+      }
+    }
+  }
+  double v;
+  if (!absl::SimpleAtod(t, &v) || !(v >= 0)) {
+    return absl::InvalidArgumentError(absl::StrCat("'", text, "' is not a duration (e.g. 100us, 1ms, 1s)"));
+  }
+  return static_cast<int64_t>(v * factor + 0.5);
+}
+
+namespace {
+
+// Walks the document, remembering the dotted key path for error messages.
+class Reader {
+ public:
+  explicit Reader(std::string origin) : origin_(std::move(origin)) {}
+
+  absl::Status error(const YAML::Node& n, const std::string& key, const std::string& what) const {
+    return absl::InvalidArgumentError(absl::StrCat(origin_, ":", n.Mark().line + 1, ": ", key, ": ", what));
+  }
+
+  // The map's keys must all be in `allowed`.
+  absl::Status checkKeys(const YAML::Node& n, const std::string& path, std::set<std::string> allowed) const {
+    if (!n.IsMap()) return error(n, path.empty() ? "(top level)" : path, "must be a mapping");
+    for (auto it = n.begin(); it != n.end(); ++it) {
+      const std::string k = it->first.Scalar();
+      if (!allowed.count(k)) {
+        return error(it->first, path.empty() ? k : absl::StrCat(path, ".", k),
+                     absl::StrCat("unknown key (expected one of: ", absl::StrJoin(allowed, ", "), ")"));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status scalar(const YAML::Node& n, const std::string& key, std::string* out) const {
+    if (!n.IsScalar()) return error(n, key, "must be a single value");
+    *out = n.Scalar();
+    return absl::OkStatus();
+  }
+  template <typename Int>
+  absl::Status integer(const YAML::Node& n, const std::string& key, Int* out, int64_t lo, int64_t hi) const {
+    int64_t v;
+    if (!n.IsScalar() || !absl::SimpleAtoi(n.Scalar(), &v)) return error(n, key, "must be an integer");
+    if (v < lo || v > hi) return error(n, key, absl::StrCat(v, " is not in ", lo, "..", hi));
+    *out = static_cast<Int>(v);
+    return absl::OkStatus();
+  }
+  absl::Status number(const YAML::Node& n, const std::string& key, double* out, double lo, double hi) const {
+    double v;
+    if (!n.IsScalar() || !absl::SimpleAtod(n.Scalar(), &v)) return error(n, key, "must be a number");
+    if (!(v >= lo && v <= hi)) return error(n, key, absl::StrCat(n.Scalar(), " is not in ", lo, "..", hi));
+    *out = v;
+    return absl::OkStatus();
+  }
+  absl::Status boolean(const YAML::Node& n, const std::string& key, bool* out) const {
+    const std::string v = n.IsScalar() ? absl::AsciiStrToLower(n.Scalar()) : "";
+    if (v == "true" || v == "yes" || v == "on") {
+      *out = true;
+    } else if (v == "false" || v == "no" || v == "off") {
+      *out = false;
+    } else {
+      return error(n, key, "must be true or false");
+    }
+    return absl::OkStatus();
+  }
+  absl::Status duration(const YAML::Node& n, const std::string& key, int64_t* out) const {
+    if (!n.IsScalar()) return error(n, key, "must be a duration (e.g. 100us, 1ms, 1s)");
+    absl::StatusOr<int64_t> d = parseDurationNs(n.Scalar());
+    if (!d.ok()) return error(n, key, std::string(d.status().message()));
+    *out = *d;
+    return absl::OkStatus();
+  }
+  absl::Status sequence(const YAML::Node& n, const std::string& key) const {
+    return n.IsSequence() ? absl::OkStatus() : error(n, key, "must be a list");
+  }
+
+ private:
+  std::string origin_;
+};
+
+#define BS_CHECK(expr)                   \
+  do {                                   \
+    if (absl::Status _s = (expr); !_s.ok()) return _s; \
+  } while (0)
+
+// Suricata-style EAL parameters: option name -> value; `true` for a flag, a list to repeat the option.
+absl::Status readEal(const Reader& rd, const YAML::Node& n, std::vector<std::string>* args) {
+  if (!n.IsMap()) return rd.error(n, "dpdk.eal-params", "must be a mapping of EAL option to value");
+  for (auto it = n.begin(); it != n.end(); ++it) {
+    const std::string name = it->first.Scalar();
+    const std::string key = absl::StrCat("dpdk.eal-params.", name);
+    const std::string flag = name.size() == 1 ? absl::StrCat("-", name) : absl::StrCat("--", name);
+    std::vector<YAML::Node> values;
+    if (it->second.IsSequence()) {
+      for (const YAML::Node& v : it->second) values.push_back(v);
+    } else {
+      values.push_back(it->second);
+    }
+    for (const YAML::Node& v : values) {
+      if (!v.IsScalar()) return rd.error(v, key, "must be a value, true, or a list of values");
+      const std::string s = v.Scalar();
+      if (s == "true") {
+        args->push_back(flag);
+      } else if (s != "false") {
+        args->push_back(flag);
+        args->push_back(s);
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status readDpdk(const Reader& rd, const YAML::Node& n, RunConfig* c) {
+  BS_CHECK(rd.checkKeys(n, "dpdk", {"eal-params", "ports", "mbufs", "rx-descriptors", "burst", "timestamps",
+                                    "tsc-resync", "replay-speed"}));
+  DpdkConfig& d = c->dpdk;
+  if (n["eal-params"]) BS_CHECK(readEal(rd, n["eal-params"], &d.eal_args));
+  if (n["ports"]) {
+    BS_CHECK(rd.sequence(n["ports"], "dpdk.ports"));
+    d.ports.clear();
+    for (size_t i = 0; i < n["ports"].size(); ++i) {
+      const YAML::Node p = n["ports"][i];
+      const std::string key = absl::StrCat("dpdk.ports[", i, "]");
+      BS_CHECK(rd.checkKeys(p, key, {"device", "rx-queues", "link-gbps"}));
+      DpdkPortConfig pc;
+      if (!p["device"]) return rd.error(p, key, "device is required");
+      BS_CHECK(rd.scalar(p["device"], key + ".device", &pc.device));
+      if (p["rx-queues"]) BS_CHECK(rd.integer(p["rx-queues"], key + ".rx-queues", &pc.rx_queues, 1, 1024));
+      if (p["link-gbps"]) {
+        double g;
+        BS_CHECK(rd.number(p["link-gbps"], key + ".link-gbps", &g, 1e-6, 10000));
+        pc.link_bps = g * 1e9;
+      }
+      d.ports.push_back(pc);
+    }
+  }
+  if (n["mbufs"]) BS_CHECK(rd.integer(n["mbufs"], "dpdk.mbufs", &d.mbufs_per_port, 511, 16'777'215));
+  if (n["rx-descriptors"]) BS_CHECK(rd.integer(n["rx-descriptors"], "dpdk.rx-descriptors", &d.rx_descriptors, 32, 32768));
+  if (n["burst"]) BS_CHECK(rd.integer(n["burst"], "dpdk.burst", &d.burst, 1, 512));
+  if (n["timestamps"]) {
+    std::string t;
+    BS_CHECK(rd.scalar(n["timestamps"], "dpdk.timestamps", &t));
+    if (t == "auto") {
+      d.timestamps = TimestampMode::kAuto;
+    } else if (t == "nic") {
+      d.timestamps = TimestampMode::kNic;
+    } else if (t == "tsc") {
+      d.timestamps = TimestampMode::kTsc;
+    } else {
+      return rd.error(n["timestamps"], "dpdk.timestamps", absl::StrCat("'", t, "' is not auto, nic or tsc"));
+    }
+  }
+  if (n["tsc-resync"]) {
+    int64_t ns;
+    BS_CHECK(rd.duration(n["tsc-resync"], "dpdk.tsc-resync", &ns));
+    if (ns < 1'000'000) return rd.error(n["tsc-resync"], "dpdk.tsc-resync", "must be at least 1ms");
+    d.tsc_resync_s = static_cast<double>(ns) * 1e-9;
+  }
+  if (n["replay-speed"]) BS_CHECK(rd.number(n["replay-speed"], "dpdk.replay-speed", &d.replay_speed, 0, 1e6));
+  return absl::OkStatus();
+}
+
+absl::Status readMetrics(const Reader& rd, const YAML::Node& n, RunConfig* c) {
+  BS_CHECK(rd.checkKeys(n, "metrics", {"scales", "rates-gbps", "microburst", "exact-max", "top-k", "flow-table",
+                                       "pair-table", "reorder"}));
+  EngineConfig& e = c->live.engine;
+  if (n["scales"]) {
+    BS_CHECK(rd.sequence(n["scales"], "metrics.scales"));
+    e.scales_ns.clear();
+    for (const YAML::Node& s : n["scales"]) {
+      int64_t ns;
+      BS_CHECK(rd.duration(s, "metrics.scales", &ns));
+      e.scales_ns.push_back(ns);
+    }
+    std::sort(e.scales_ns.begin(), e.scales_ns.end());
+  }
+  if (n["rates-gbps"]) {
+    BS_CHECK(rd.sequence(n["rates-gbps"], "metrics.rates-gbps"));
+    e.rates_bps.clear();
+    for (const YAML::Node& r : n["rates-gbps"]) {
+      double g;
+      BS_CHECK(rd.number(r, "metrics.rates-gbps", &g, 1e-6, 10000));
+      e.rates_bps.push_back(g * 1e9);
+    }
+  }
+  if (const YAML::Node m = n["microburst"]) {
+    BS_CHECK(rd.checkKeys(m, "metrics.microburst", {"window", "threshold"}));
+    if (m["window"]) BS_CHECK(rd.duration(m["window"], "metrics.microburst.window", &e.microburst_tau_ns));
+    if (m["threshold"]) {
+      BS_CHECK(rd.number(m["threshold"], "metrics.microburst.threshold", &e.microburst_threshold, 1e-6, 1));
+    }
+  }
+  if (n["exact-max"]) BS_CHECK(rd.duration(n["exact-max"], "metrics.exact-max", &e.exact_max_tau_ns));
+  if (n["top-k"]) {
+    BS_CHECK(rd.integer(n["top-k"], "metrics.top-k", &e.top_k, 1, 1000));
+    e.tracked_streams = std::max(e.tracked_streams, 2 * e.top_k);
+  }
+  if (n["flow-table"]) BS_CHECK(rd.integer(n["flow-table"], "metrics.flow-table", &e.flow_table_capacity, 64, 1LL << 28));
+  if (n["pair-table"]) BS_CHECK(rd.integer(n["pair-table"], "metrics.pair-table", &e.pair_table_capacity, 64, 1LL << 26));
+  if (n["reorder"]) BS_CHECK(rd.duration(n["reorder"], "metrics.reorder", &c->live.reorder_horizon_ns));
+  return absl::OkStatus();
+}
+
+absl::Status readDecoder(const Reader& rd, const YAML::Node& n, RunConfig* c) {
+  BS_CHECK(rd.checkKeys(n, "decoder", {"local-nets", "mirror-vlan-tags", "vxlan-port"}));
+  DecoderConfig& d = c->dpdk.decoder;
+  if (n["local-nets"]) {
+    BS_CHECK(rd.sequence(n["local-nets"], "decoder.local-nets"));
+    for (const YAML::Node& p : n["local-nets"]) {
+      IpPrefix prefix;
+      if (!p.IsScalar() || !parsePrefix(p.Scalar(), &prefix)) {
+        return rd.error(p, "decoder.local-nets", absl::StrCat("'", p.Scalar(), "' is not an address prefix"));
+      }
+      d.local_nets.push_back(prefix);
+    }
+  }
+  if (n["mirror-vlan-tags"]) {
+    BS_CHECK(rd.integer(n["mirror-vlan-tags"], "decoder.mirror-vlan-tags", &d.mirror_vlan_tags, 0,
+                        Decoder::kMaxVlanTags));
+  }
+  if (n["vxlan-port"]) BS_CHECK(rd.integer(n["vxlan-port"], "decoder.vxlan-port", &d.vxlan_port, 1, 65535));
+  return absl::OkStatus();
+}
+
+absl::Status readReport(const Reader& rd, const YAML::Node& n, RunConfig* c) {
+  BS_CHECK(rd.checkKeys(n, "report", {"interval", "baseline", "quiet", "idle-exit", "duration"}));
+  if (n["interval"]) BS_CHECK(rd.duration(n["interval"], "report.interval", &c->live.engine.report_interval_ns));
+  if (n["baseline"]) BS_CHECK(rd.duration(n["baseline"], "report.baseline", &c->live.engine.baseline_ns));
+  if (n["quiet"]) BS_CHECK(rd.boolean(n["quiet"], "report.quiet", &c->live.quiet));
+  int64_t ns;
+  if (n["idle-exit"]) {
+    BS_CHECK(rd.duration(n["idle-exit"], "report.idle-exit", &ns));
+    c->live.idle_exit_s = static_cast<double>(ns) * 1e-9;
+  }
+  if (n["duration"]) {
+    BS_CHECK(rd.duration(n["duration"], "report.duration", &ns));
+    c->live.duration_s = static_cast<double>(ns) * 1e-9;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<RunConfig> parseRunConfig(const std::string& yaml, const std::string& origin) {
+  RunConfig c;
+  c.live.engine.report_interval_ns = 1'000'000'000;
+  c.live.engine.rates_bps.clear();  // the link speed of each port unless configured
+  Reader rd(origin);
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml);
+  } catch (const YAML::Exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat(origin, ":", e.mark.line + 1, ": not valid YAML: ", e.msg));
+  }
+  if (root.IsNull()) return c;  // an empty file: all defaults
+  BS_CHECK(rd.checkKeys(root, "", {"capture", "dpdk", "metrics", "decoder", "report", "ring-size"}));
+  if (root["capture"]) {
+    BS_CHECK(rd.scalar(root["capture"], "capture", &c.capture));
+    if (c.capture != "dpdk") {
+      return rd.error(root["capture"], "capture", absl::StrCat("'", c.capture, "' is not a capture backend (dpdk)"));
+    }
+  }
+  if (root["dpdk"]) BS_CHECK(readDpdk(rd, root["dpdk"], &c));
+  if (root["metrics"]) BS_CHECK(readMetrics(rd, root["metrics"], &c));
+  if (root["decoder"]) BS_CHECK(readDecoder(rd, root["decoder"], &c));
+  if (root["report"]) BS_CHECK(readReport(rd, root["report"], &c));
+  if (root["ring-size"]) BS_CHECK(rd.integer(root["ring-size"], "ring-size", &c.dpdk.ring_capacity, 1024, 1LL << 26));
+  return c;
+}
+
+absl::StatusOr<RunConfig> loadRunConfig(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat("config ", path, ": cannot be read"));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return parseRunConfig(ss.str(), path);
+}
+
+}  // namespace burstscope

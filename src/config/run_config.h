@@ -1,0 +1,27 @@
+// `burstscope run` configuration: a YAML file (see etc/burstscope.yaml, documented in docs/configuration.md)
+// whose keys map onto the modules' plain config structs. Every error names the key, and the line, at fault;
+// an unknown key is an error, never silently ignored.
+#pragma once
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "src/capture/dpdk/dpdk_backend.h"
+#include "src/live/live.h"
+
+namespace burstscope {
+
+struct RunConfig {
+  std::string capture = "dpdk";
+  DpdkConfig dpdk;
+  LiveConfig live;  // live.engine.rates_bps empty: each port's link speed
+};
+
+// Parses YAML text; `origin` (a file name) prefixes error messages.
+absl::StatusOr<RunConfig> parseRunConfig(const std::string& yaml, const std::string& origin);
+absl::StatusOr<RunConfig> loadRunConfig(const std::string& path);
+
+// "100us", "1.5ms", "2s", "250ns", or a bare number of seconds.
+absl::StatusOr<int64_t> parseDurationNs(const std::string& text);
+
+}  // namespace burstscope

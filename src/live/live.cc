@@ -1,0 +1,235 @@
+#include "src/live/live.h"
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <memory>
+#include <ostream>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/time.h"
+#include "burstscope/status.h"
+
+namespace burstscope {
+namespace {
+
+constexpr size_t kBatch = 256;
+
+std::string scaleName(int64_t ns) {
+  if (ns % 1'000'000'000 == 0) return absl::StrCat(ns / 1'000'000'000, "s");
+  if (ns % 1'000'000 == 0) return absl::StrCat(ns / 1'000'000, "ms");
+  return absl::StrCat(ns / 1000, "us");
+}
+
+std::string humanBps(double bps) {
+  if (bps >= 1e9) return absl::StrFormat("%.2f Gb/s", bps / 1e9);
+  if (bps >= 1e6) return absl::StrFormat("%.2f Mb/s", bps / 1e6);
+  return absl::StrFormat("%.0f kb/s", bps / 1e3);
+}
+
+std::string humanBytes(double b) {
+  if (b >= 1e6) return absl::StrFormat("%.2f MB", b / 1e6);
+  if (b >= 1e3) return absl::StrFormat("%.1f kB", b / 1e3);
+  return absl::StrFormat("%.0f B", b);
+}
+
+uint64_t ringDrops(const LivePort& p) {
+  uint64_t n = 0;
+  for (const QueueCounters* c : p.counters) n += c->ring_drops.load(std::memory_order_relaxed);
+  return n;
+}
+
+uint64_t received(const LivePort& p) {
+  uint64_t n = 0;
+  for (const QueueCounters* c : p.counters) n += c->received.load(std::memory_order_relaxed);
+  return n;
+}
+
+// One port's worker state: its queues' watermarks, the merge and the engine.
+struct PortWorker {
+  PortWorker(const LivePort& p, const EngineConfig& ec, int64_t horizon)
+      : port(p), engine(ec), reorder(horizon), horizon_ns(horizon), watermark(p.rings.size(), INT64_MIN) {}
+
+  const LivePort& port;
+  Engine engine;
+  Reorderer reorder;
+  int64_t horizon_ns;
+  std::vector<int64_t> watermark;
+  uint64_t analysed = 0;
+  uint64_t intervals = 0;
+
+  // Takes what the rings hold; returns the number of packet records (not ticks) taken.
+  size_t poll(std::array<PacketRecord, kBatch>& batch) {
+    size_t packets = 0;
+    for (size_t q = 0; q < port.rings.size(); ++q) {
+      const size_t n = port.rings[q]->dequeue(batch);
+      for (size_t i = 0; i < n; ++i) {
+        const PacketRecord& r = batch[i];
+        watermark[q] = std::max(watermark[q], r.ts_ns);
+        if (r.flags & kRecordTick) continue;
+        reorder.hold(r);
+        ++packets;
+      }
+    }
+    const int64_t low = *std::min_element(watermark.begin(), watermark.end());
+    if (low != INT64_MIN) {
+      const int64_t bound = low - horizon_ns;
+      reorder.releaseUpTo(bound, [this](const PacketRecord& r) { feed(r); });
+      engine.advance(bound);
+    }
+    return packets;
+  }
+
+  void feed(const PacketRecord& r) {
+    engine.add(r);
+    ++analysed;
+  }
+};
+
+}  // namespace
+
+std::string intervalSummary(const std::string& port, const IntervalReport& r, const EngineConfig& c,
+                            uint64_t ring_drops, const DeviceStats& dev) {
+  const IntervalStream& s = r.port;
+  std::string line = absl::StrFormat("%s %s%s  %s %7.3f Mpps", absl::FormatTime("%H:%M:%E3S",
+                                     absl::FromUnixNanos(r.start_ns), absl::UTCTimeZone()),
+                                     port, r.partial ? " (partial)" : "", humanBps(s.mean_bps),
+                                     static_cast<double>(s.packets) * 1e3 /
+                                         static_cast<double>(r.end_ns - r.start_ns));
+  absl::StrAppend(&line, "  PtM");
+  for (size_t i = 0; i < c.scales_ns.size(); ++i) {
+    absl::StrAppend(&line, " ", scaleName(c.scales_ns[i]), ":",
+                    s.ptm[i] ? absl::StrFormat("%.1f", *s.ptm[i]) : std::string("-"));
+  }
+  if (!s.backlog_bytes.empty()) {
+    absl::StrAppend(&line, "  Bmax@", humanBps(c.rates_bps.front()), " ", humanBytes(s.backlog_bytes.front()));
+  }
+  absl::StrAppend(&line, "  microbursts ", r.microbursts_total, "  drops ring ", ring_drops);
+  if (dev.imissed) absl::StrAppend(&line, " nic ", *dev.imissed + dev.rx_nombuf.value_or(0));
+  return line;
+}
+
+bool ledgerBalanced(const LivePortResult& p) {
+  const Ledger& l = p.pipeline.ledger;
+  return l.balanced() && (!p.device.ipackets || *p.device.ipackets == l.received);
+}
+
+std::string ledgerText(const LiveResult& r) {
+  std::string out;
+  auto opt = [](const std::optional<uint64_t>& v) {
+    return v ? absl::StrCat(*v) : std::string("not reported by this device");
+  };
+  for (const LivePortResult& p : r.ports) {
+    const Ledger& l = p.pipeline.ledger;
+    const DeviceStats& d = p.device;
+    const uint64_t nic_drops = d.imissed.value_or(0) + d.ierrors.value_or(0) + d.rx_nombuf.value_or(0);
+    absl::StrAppend(&out, "ledger ", p.name, " (", r.backend, ", timestamps: ", r.timestamps.source, ")\n");
+    absl::StrAppend(&out, "  reached the port    ", l.received + nic_drops, "\n");
+    absl::StrAppend(&out, "  dropped by the NIC  missed ", opt(d.imissed), ", errors ", opt(d.ierrors),
+                    ", no mbuf ", opt(d.rx_nombuf), "\n");
+    absl::StrAppend(&out, "  received by RX      ", l.received, "  (device ipackets ", opt(d.ipackets), ")\n");
+    absl::StrAppend(&out, "  dropped, ring full  ", l.ring_drops, "\n");
+    absl::StrAppend(&out, "  analysed            ", l.analysed, "  (decode errors ",
+                    p.pipeline.decode.errorTotal(), ", clamped late ", p.pipeline.clamped, ")\n");
+    absl::StrAppend(&out, "  ", ledgerBalanced(p) ? "balanced" : "NOT BALANCED", ": received ", l.received,
+                    " = analysed ", l.analysed, " + ring drops ", l.ring_drops, "\n");
+  }
+  return out;
+}
+
+absl::StatusOr<LiveResult> runLive(CaptureBackend& backend, const LiveConfig& config,
+                                   const std::atomic<bool>& stop, std::ostream& out) {
+  const std::vector<LivePort>& ports = backend.ports();
+  std::vector<EngineConfig> engine_configs;
+  std::vector<std::unique_ptr<PortWorker>> workers;
+  for (const LivePort& p : ports) {
+    EngineConfig ec = config.engine;
+    if (p.link_bps > 0) ec.link_capacity_bps = p.link_bps;
+    if (absl::Status s = validateConfig(ec); !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("port ", p.name, ": ", s.message()));
+    }
+    engine_configs.push_back(ec);
+  }
+  for (size_t i = 0; i < ports.size(); ++i) {
+    workers.push_back(std::make_unique<PortWorker>(ports[i], engine_configs[i], config.reorder_horizon_ns));
+    PortWorker* w = workers.back().get();
+    const EngineConfig* ec = &engine_configs[i];
+    w->engine.setIntervalSink([&backend, &out, &config, w, ec, i](const IntervalReport& r) {
+      ++w->intervals;
+      if (config.quiet) return;
+      out << intervalSummary(w->port.name, r, *ec, ringDrops(w->port), backend.deviceStats(i)) << std::endl;
+    });
+  }
+
+  BS_RETURN_IF_ERROR(backend.start());
+  LiveResult result;
+  result.backend = backend.name();
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point started = Clock::now();
+  Clock::time_point last_packet = started;
+  std::array<PacketRecord, kBatch> batch;
+  uint64_t empty_polls = 0;
+  uint64_t last_seen = 0;
+  for (;;) {
+    size_t got = 0;
+    for (auto& w : workers) got += w->poll(batch);
+    if (got > 0) {
+      empty_polls = 0;
+      continue;
+    }
+    // Idle: look at the clock and the stop conditions only now, so that a busy worker never pays for it.
+    if (++empty_polls < 64) continue;
+    empty_polls = 0;
+    const Clock::time_point now = Clock::now();
+    uint64_t seen = 0;
+    for (const LivePort& p : ports) seen += received(p);
+    if (seen != last_seen) {
+      last_seen = seen;
+      last_packet = now;
+    }
+    if (stop.load(std::memory_order_relaxed)) {
+      result.stop_reason = "signal";
+      break;
+    }
+    if (config.duration_s > 0 && now - started >= std::chrono::duration<double>(config.duration_s)) {
+      result.stop_reason = "duration";
+      break;
+    }
+    if (config.idle_exit_s > 0 && seen > 0 &&
+        now - last_packet >= std::chrono::duration<double>(config.idle_exit_s)) {
+      result.stop_reason = "idle";
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+
+  // Stop RX (its threads push their last records and a final tick), then drain everything that is left.
+  backend.stop();
+  while (true) {
+    size_t got = 0;
+    for (auto& w : workers) got += w->poll(batch);
+    if (got == 0) break;
+  }
+  result.timestamps = backend.timestampInfo();
+  for (size_t i = 0; i < workers.size(); ++i) {
+    PortWorker& w = *workers[i];
+    w.reorder.flush([&w](const PacketRecord& r) { w.feed(r); });
+    w.engine.finish();
+    LivePortResult pr;
+    pr.name = ports[i].name;
+    pr.pipeline.engine = w.engine.result();
+    pr.pipeline.decode = backend.decodeStats(i);
+    pr.pipeline.ledger = Ledger{received(ports[i]), w.analysed, ringDrops(ports[i])};
+    pr.pipeline.reordered = w.reorder.reordered();
+    pr.pipeline.clamped = w.reorder.clamped();
+    pr.pipeline.max_lateness_ns = w.reorder.maxLatenessNs();
+    pr.device = backend.deviceStats(i);
+    pr.intervals = w.intervals;
+    result.ports.push_back(std::move(pr));
+  }
+  return result;
+}
+
+}  // namespace burstscope

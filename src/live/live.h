@@ -1,0 +1,101 @@
+// Live measurement: capture backends (DPDK now, AF_XDP later) fill one lock-free record ring per RX queue
+// from their poll-mode threads; runLive() is the worker that merges a port's queues back into timestamp
+// order, runs the engine, prints a summary per report interval and, after stop, the ledger.
+//
+// Merge contract: each queue's records are in timestamp order up to the reorder horizon, and every queue
+// sends tick records (kRecordTick) carrying its watermark while idle. The worker releases a record once
+// every queue of its port has a watermark at least `horizon` past it, so a quiet queue never holds the
+// others back and a busy one never runs ahead of a slow one.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <iosfwd>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "burstscope/decode.h"
+#include "burstscope/ring.h"
+#include "burstscope/window.h"
+#include "src/pipeline/pipeline.h"
+
+namespace burstscope {
+
+// Written only by the queue's RX thread (relaxed stores once per burst), read by anyone.
+struct alignas(kCacheLine) QueueCounters {
+  std::atomic<uint64_t> received{0};    // frames taken from the queue (ticks are not frames)
+  std::atomic<uint64_t> ring_drops{0};  // of those, dropped because the record ring was full
+};
+
+// What the device says about a port. A counter the device does not report is nullopt, never 0.
+struct DeviceStats {
+  std::optional<uint64_t> ipackets, ibytes, imissed, ierrors, rx_nombuf;
+  std::vector<std::optional<uint64_t>> queue_ipackets;  // per RX queue
+  std::vector<std::pair<std::string, uint64_t>> xstats;  // the driver's own extended counters
+};
+
+struct LivePort {
+  std::string name;
+  double link_bps = 0;
+  std::vector<SpscRing<PacketRecord>*> rings;  // one per RX queue
+  std::vector<QueueCounters*> counters;        // one per RX queue
+};
+
+// How a backend timestamps packets, in words for the docs, the summary and the info metric.
+struct TimestampInfo {
+  std::string source;       // "nic", "tsc" or "pcap_file"
+  std::string description;  // e.g. "TSC 2.45 GHz per RX burst, re-synchronised to CLOCK_REALTIME every 1 s"
+  double error_bound_ns = 0;  // stated bound on |recorded - true arrival| beyond the source's own sync
+  int64_t max_resync_step_ns = 0;  // largest correction seen at a re-synchronisation (tsc, nic)
+};
+
+class CaptureBackend {
+ public:
+  virtual ~CaptureBackend() = default;
+  virtual std::string name() const = 0;  // "dpdk", "af_xdp"
+  virtual const std::vector<LivePort>& ports() const = 0;
+  virtual absl::Status start() = 0;
+  // Stops RX and returns once every RX thread has pushed its last records and a final tick.
+  virtual void stop() = 0;
+  virtual DeviceStats deviceStats(size_t port) const = 0;
+  virtual DecodeStats decodeStats(size_t port) const = 0;  // valid after stop()
+  virtual TimestampInfo timestampInfo() const = 0;
+};
+
+struct LiveConfig {
+  EngineConfig engine;  // link_capacity_bps is taken from each port
+  int64_t reorder_horizon_ns = 1'000'000;
+  double idle_exit_s = 0;  // stop after this long without a packet on any port (0: never)
+  double duration_s = 0;   // stop after this long (0: until a signal)
+  bool quiet = false;      // no per-interval summary
+};
+
+struct LivePortResult {
+  std::string name;
+  PipelineResult pipeline;  // engine result, decode stats, ledger, reorder counts
+  DeviceStats device;
+  uint64_t intervals = 0;
+};
+
+struct LiveResult {
+  std::vector<LivePortResult> ports;
+  TimestampInfo timestamps;
+  std::string backend;
+  std::string stop_reason;  // "signal", "idle", "duration"
+};
+
+// Runs until `stop` becomes true, the idle timeout or the duration; the summary goes to `out`.
+absl::StatusOr<LiveResult> runLive(CaptureBackend& backend, const LiveConfig& config,
+                                   const std::atomic<bool>& stop, std::ostream& out);
+
+// One line per port per interval: rates, PtM per scale, microbursts, drops.
+std::string intervalSummary(const std::string& port, const IntervalReport& r, const EngineConfig& c,
+                            uint64_t ring_drops, const DeviceStats& dev);
+// The closing ledger: received by the device = analysed + dropped, by stage.
+std::string ledgerText(const LiveResult& r);
+bool ledgerBalanced(const LivePortResult& p);
+
+}  // namespace burstscope

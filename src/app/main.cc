@@ -281,6 +281,10 @@ nlohmann::ordered_json liveJson(const LiveResult& r, const RunConfig& c) {
     for (const auto& [name, value] : p.device.xstats) dev["xstats"][name] = value;
     j["port"] = p.name;
     j["device"] = dev;
+    j["queues"] = nlohmann::ordered_json::array();
+    for (size_t q = 0; q < p.queue_received.size(); ++q) {
+      j["queues"].push_back({{"received", p.queue_received[q]}, {"ring_drops", p.queue_ring_drops[q]}});
+    }
     j["intervals"] = p.intervals;
     j["ledger"]["balanced"] = ledgerBalanced(p);
     out["ports"].push_back(j);
@@ -358,12 +362,22 @@ int main(int argc, char** argv) {
   run->add_flag("-q,--quiet", ro.quiet, "no per-interval summary");
   run->add_flag("--json", ro.json, "print the final report as JSON on stdout (the summary goes to stderr)");
   ro.metrics.add(run, /*live=*/true);
-  run->add_option("eal", ro.eal_args, "EAL arguments, after --");
+  run->footer("EAL arguments follow --, e.g. burstscope run --port 0 -- -l 0-1 -a 0000:3b:00.0\n");
 
   std::signal(SIGINT, onSignal);
   std::signal(SIGTERM, onSignal);
   try {
-    app.parse(argc, argv);
+    // Everything after the first "--" is the EAL's, taken before CLI11 parses (a vector option such as
+    // --vdev right before "--" would otherwise swallow the separator).
+    int ours = argc;
+    for (int i = 1; i < argc; ++i) {
+      if (std::string_view(argv[i]) == "--") {
+        ours = i;
+        ro.eal_args.assign(argv + i + 1, argv + argc);
+        break;
+      }
+    }
+    app.parse(ours, argv);
   } catch (const CLI::ParseError& e) {
     // --help and --version exit 0; every usage error exits 2, whatever CLI11's own code for it.
     return app.exit(e) == 0 ? 0 : 2;

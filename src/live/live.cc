@@ -172,15 +172,16 @@ absl::StatusOr<LiveResult> runLive(CaptureBackend& backend, const LiveConfig& co
   std::array<PacketRecord, kBatch> batch;
   uint64_t empty_polls = 0;
   uint64_t last_seen = 0;
-  for (;;) {
+  for (uint64_t iteration = 0;; ++iteration) {
     size_t got = 0;
     for (auto& w : workers) got += w->poll(batch);
-    if (got > 0) {
+    // The stop conditions are checked when idle, and every 1024 polls when busy: an overloaded worker must
+    // still stop on a signal.
+    if (got > 0 && (iteration & 1023) != 0) {
       empty_polls = 0;
       continue;
     }
-    // Idle: look at the clock and the stop conditions only now, so that a busy worker never pays for it.
-    if (++empty_polls < 64) continue;
+    if (got == 0 && ++empty_polls < 64) continue;
     empty_polls = 0;
     const Clock::time_point now = Clock::now();
     uint64_t seen = 0;
@@ -202,7 +203,7 @@ absl::StatusOr<LiveResult> runLive(CaptureBackend& backend, const LiveConfig& co
       result.stop_reason = "idle";
       break;
     }
-    std::this_thread::sleep_for(std::chrono::microseconds(50));
+    if (got == 0) std::this_thread::sleep_for(std::chrono::microseconds(50));
   }
 
   // Stop RX (its threads push their last records and a final tick), then drain everything that is left.
@@ -227,6 +228,10 @@ absl::StatusOr<LiveResult> runLive(CaptureBackend& backend, const LiveConfig& co
     pr.pipeline.max_lateness_ns = w.reorder.maxLatenessNs();
     pr.device = backend.deviceStats(i);
     pr.intervals = w.intervals;
+    for (const QueueCounters* c : ports[i].counters) {
+      pr.queue_received.push_back(c->received.load());
+      pr.queue_ring_drops.push_back(c->ring_drops.load());
+    }
     result.ports.push_back(std::move(pr));
   }
   return result;

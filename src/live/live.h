@@ -77,6 +77,8 @@ struct LivePortResult {
   std::string name;
   PipelineResult pipeline;  // engine result, decode stats, ledger, reorder counts
   DeviceStats device;
+  std::vector<uint64_t> queue_received;  // per RX queue, as the RX threads counted
+  std::vector<uint64_t> queue_ring_drops;
   uint64_t intervals = 0;
 };
 

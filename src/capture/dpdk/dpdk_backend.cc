@@ -165,15 +165,16 @@ class DpdkBackend final : public CaptureBackend {
 };
 
 absl::Status DpdkBackend::initEal() {
-  std::vector<std::string> args{"burstscope"};
+  // argv[0] names the EAL in getopt's own messages ("eal: unrecognized option ...").
+  std::vector<std::string> args{"eal"};
   bool has_log_level = false, has_telemetry = false;
   for (const std::string& a : cfg_.eal_args) {
     has_log_level |= a.rfind("--log-level", 0) == 0;
     has_telemetry |= a == "--telemetry" || a == "--no-telemetry";
   }
-  args.insert(args.end(), cfg_.eal_args.begin(), cfg_.eal_args.end());
   if (!has_log_level) args.push_back("--log-level=3");  // critical only: our own errors say what failed
   if (!has_telemetry) args.push_back("--no-telemetry");  // no telemetry socket unless asked for
+  args.insert(args.end(), cfg_.eal_args.begin(), cfg_.eal_args.end());
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);

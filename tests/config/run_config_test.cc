@@ -1,0 +1,124 @@
+// The `run` YAML configuration: values land in the modules' structs, and every error names key and line.
+#include <gtest/gtest.h>
+
+#include "src/config/run_config.h"
+
+namespace burstscope {
+namespace {
+
+TEST(DurationTest, UnitsAndBareSeconds) {
+  EXPECT_EQ(*parseDurationNs("100us"), 100'000);
+  EXPECT_EQ(*parseDurationNs("1.5ms"), 1'500'000);
+  EXPECT_EQ(*parseDurationNs("2s"), 2'000'000'000);
+  EXPECT_EQ(*parseDurationNs("250ns"), 250);
+  EXPECT_EQ(*parseDurationNs("0.25"), 250'000'000);
+  EXPECT_FALSE(parseDurationNs("fast").ok());
+  EXPECT_FALSE(parseDurationNs("-1s").ok());
+  EXPECT_FALSE(parseDurationNs("ms").ok());
+}
+
+TEST(RunConfigTest, FullExampleMapsOntoTheStructs) {
+  auto c = parseRunConfig(R"(
+capture: dpdk
+dpdk:
+  eal-params:
+    l: 0-1
+    no-huge: true
+    no-pci: true
+    m: 512
+    telemetry: false
+    vdev: [net_null0, "net_pcap0,rx_pcap=x.pcap"]
+  ports:
+    - device: net_null0
+      rx-queues: 2
+      link-gbps: 25
+    - device: "0000:3b:00.0"
+  mbufs: 4095
+  burst: 64
+  timestamps: tsc
+  tsc-resync: 500ms
+metrics:
+  scales: [1ms, 100us]
+  rates-gbps: [10, 100]
+  microburst: {window: 200us, threshold: 0.8}
+  exact-max: 1ms
+  top-k: 5
+  reorder: 2ms
+decoder:
+  local-nets: [10.0.0.0/8, "fd00::/64"]
+  mirror-vlan-tags: 1
+report:
+  interval: 500ms
+  baseline: 30s
+  quiet: yes
+  idle-exit: 2s
+ring-size: 4096
+)", "t.yaml");
+  ASSERT_TRUE(c.ok()) << c.status();
+  const std::vector<std::string> eal{"-l", "0-1", "--no-huge", "--no-pci", "-m", "512", "--vdev", "net_null0",
+                                     "--vdev", "net_pcap0,rx_pcap=x.pcap"};
+  EXPECT_EQ(c->dpdk.eal_args, eal);
+  ASSERT_EQ(c->dpdk.ports.size(), 2u);
+  EXPECT_EQ(c->dpdk.ports[0].device, "net_null0");
+  EXPECT_EQ(c->dpdk.ports[0].rx_queues, 2);
+  EXPECT_EQ(c->dpdk.ports[0].link_bps, 25e9);
+  EXPECT_EQ(c->dpdk.ports[1].device, "0000:3b:00.0");
+  EXPECT_EQ(c->dpdk.ports[1].rx_queues, 1);
+  EXPECT_EQ(c->dpdk.mbufs_per_port, 4095u);
+  EXPECT_EQ(c->dpdk.burst, 64);
+  EXPECT_EQ(c->dpdk.timestamps, TimestampMode::kTsc);
+  EXPECT_DOUBLE_EQ(c->dpdk.tsc_resync_s, 0.5);
+  EXPECT_EQ(c->dpdk.ring_capacity, 4096u);
+  const EngineConfig& e = c->live.engine;
+  EXPECT_EQ(e.scales_ns, (std::vector<int64_t>{100'000, 1'000'000}));
+  EXPECT_EQ(e.rates_bps, (std::vector<double>{10e9, 100e9}));
+  EXPECT_EQ(e.microburst_tau_ns, 200'000);
+  EXPECT_DOUBLE_EQ(e.microburst_threshold, 0.8);
+  EXPECT_EQ(e.exact_max_tau_ns, 1'000'000);
+  EXPECT_EQ(e.top_k, 5u);
+  EXPECT_EQ(e.report_interval_ns, 500'000'000);
+  EXPECT_EQ(e.baseline_ns, 30'000'000'000);
+  EXPECT_EQ(c->live.reorder_horizon_ns, 2'000'000);
+  EXPECT_TRUE(c->live.quiet);
+  EXPECT_DOUBLE_EQ(c->live.idle_exit_s, 2.0);
+  EXPECT_EQ(c->dpdk.decoder.local_nets.size(), 2u);
+  EXPECT_EQ(c->dpdk.decoder.mirror_vlan_tags, 1);
+}
+
+TEST(RunConfigTest, EmptyFileGivesDefaults) {
+  auto c = parseRunConfig("", "empty.yaml");
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->live.engine.report_interval_ns, 1'000'000'000);
+  EXPECT_TRUE(c->live.engine.rates_bps.empty());  // each port's link speed
+  EXPECT_EQ(c->dpdk.timestamps, TimestampMode::kAuto);
+}
+
+std::string errorOf(const std::string& yaml) {
+  auto c = parseRunConfig(yaml, "f.yaml");
+  return c.ok() ? "(ok)" : std::string(c.status().message());
+}
+
+TEST(RunConfigTest, ErrorsNameTheKeyAndLine) {
+  EXPECT_EQ(errorOf("dpdk:\n  prts: []\n").substr(0, 31), "f.yaml:2: dpdk.prts: unknown ke");
+  EXPECT_NE(errorOf("bogus: 1\n").find("f.yaml:1: bogus: unknown key"), std::string::npos);
+  EXPECT_NE(errorOf("dpdk:\n  ports:\n    - device: x\n      rx-queues: two\n")
+                .find("f.yaml:4: dpdk.ports[0].rx-queues: must be an integer"),
+            std::string::npos);
+  EXPECT_NE(errorOf("dpdk:\n  ports:\n    - rx-queues: 1\n").find("dpdk.ports[0]: device is required"),
+            std::string::npos);
+  EXPECT_NE(errorOf("metrics:\n  scales: [1ms, soon]\n").find("metrics.scales: 'soon' is not a duration"),
+            std::string::npos);
+  EXPECT_NE(errorOf("metrics:\n  microburst: {threshold: 2}\n").find("metrics.microburst.threshold: 2 is not in"),
+            std::string::npos);
+  EXPECT_NE(errorOf("dpdk:\n  timestamps: ptp\n").find("dpdk.timestamps: 'ptp' is not auto, nic or tsc"),
+            std::string::npos);
+  EXPECT_NE(errorOf("decoder:\n  local-nets: [10.0.0.0/33]\n").find("decoder.local-nets: '10.0.0.0/33'"),
+            std::string::npos);
+  EXPECT_NE(errorOf("report:\n  quiet: maybe\n").find("report.quiet: must be true or false"), std::string::npos);
+  EXPECT_NE(errorOf("capture: pcap\n").find("capture: 'pcap' is not a capture backend"), std::string::npos);
+  EXPECT_NE(errorOf("dpdk: [1, 2\n").find("f.yaml:"), std::string::npos);  // not YAML at all
+  EXPECT_NE(errorOf("dpdk:\n  burst: 0\n").find("dpdk.burst: 0 is not in 1..512"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace burstscope

@@ -1,0 +1,154 @@
+#!/usr/bin/env bash
+# End-to-end checks of `burstscope run` through a real DPDK EAL (--no-huge --no-pci, a unique --file-prefix
+# per run) on virtual devices: net_pcap replay, net_null overload, two RX queues of net_af_packet on a veth
+# pair across two network namespaces, and bad input. TAP output for meson. Needs root (namespaces, EAL).
+# usage: dpdk_test.sh BURSTSCOPE WRAP_TRACE SOURCE_ROOT
+set -u
+BS=$1 WRAP=$2 ROOT=$3
+TRACE=$ROOT/data/ddp-gloo-w3-3steps.pcap
+TMP=$(mktemp -d)
+PREFIX=bs_test_$$
+NS_RX=bs_rx_$$ NS_TX=bs_tx_$$
+cleanup() {
+  ip netns del "$NS_RX" 2>/dev/null
+  ip netns del "$NS_TX" 2>/dev/null
+  rm -rf "$TMP" /var/run/dpdk/"$PREFIX"_*
+}
+trap cleanup EXIT
+n=0 failed=0
+ok() { n=$((n + 1)); echo "ok $n - $1"; }
+notok() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $1"; }
+check() { local name=$1; shift; if "$@" >"$TMP/out" 2>&1; then ok "$name"; else notok "$name"; sed 's/^/# /' "$TMP/out"; fi; }
+json() { python3 -c "import json,sys; d=json.load(open('$1')); print($2)"; }
+eal() { echo "-l 0-1 --no-huge -m 512 --no-pci --file-prefix=${PREFIX}_$1"; }
+
+if [ "$(id -u)" != 0 ]; then
+  echo "1..0 # SKIP needs root (DPDK EAL, network namespaces)"
+  exit 0
+fi
+
+# 1. net_pcap replay of the bundled trace, as full-length microsecond frames (what net_pcap can replay
+#    honestly): totals equal the file's, every metric equals `analyze` of the same file.
+"$WRAP" pad-usec "$TRACE" "$TMP/pad.pcap"
+"$BS" analyze --json "$TRACE" >"$TMP/orig.json"
+"$BS" analyze --json "$TMP/pad.pcap" >"$TMP/pad-analyze.json"
+# shellcheck disable=SC2046
+"$BS" run --json --port net_pcap0 --vdev "net_pcap0,rx_pcap=$TMP/pad.pcap" --idle-exit 0.5s --interval 100ms \
+  --baseline 10s --exact-max-us 10000000 --rates-gbps 1,10,25,100 -- $(eal replay) \
+  >"$TMP/replay.json" 2>"$TMP/replay.err"
+rc=$?
+check "net_pcap replay exits 0 after the idle timeout" test "$rc" = 0
+check "replay: packets equal the file's" test "$(json "$TMP/replay.json" "d['ports'][0]['packets']")" = \
+  "$(json "$TMP/orig.json" "d['packets']")"
+check "replay: bytes equal the file's (wire lengths)" test "$(json "$TMP/replay.json" "d['ports'][0]['bytes']")" = \
+  "$(json "$TMP/orig.json" "d['bytes']")"
+check "replay: every burst metric equals analyze of the same file, exactly" python3 - "$TMP/replay.json" \
+  "$TMP/pad-analyze.json" <<'EOF'
+import json, sys
+run = json.load(open(sys.argv[1]))["ports"][0]
+ana = json.load(open(sys.argv[2]))
+keys = ["packets", "bytes", "first_ns", "last_ns", "mean_bps", "scales", "backlog", "microbursts", "exactness",
+        "directions", "pairs", "flows", "non_ip_packets", "decode"]
+bad = [k for k in keys if run.get(k) != ana.get(k)]
+print("differ:", bad)
+sys.exit(1 if bad else 0)
+EOF
+check "replay: ledger balanced, device ipackets = received" test "$(json "$TMP/replay.json" \
+  "(lambda p: p['ledger']['balanced'] and p['device']['ipackets'] == p['ledger']['received'] == p['packets'])(d['ports'][0])")" = True
+check "replay: timestamp source is the file's" test "$(json "$TMP/replay.json" "d['timestamps']['source']")" = pcap_file
+check "replay: the ledger is printed" grep -q "balanced: received" "$TMP/replay.err"
+check "replay: one summary line per 100 ms interval" test "$(grep -c ' net_pcap0 ' "$TMP/replay.err")" -ge 10
+# Paced replay: at 2x the recorded pace the 1.38 s trace takes at least ~0.69 s (a lower bound only).
+start=$(date +%s%N)
+# shellcheck disable=SC2046
+"$BS" run -q --port net_pcap0 --vdev "net_pcap0,rx_pcap=$TMP/pad.pcap" --replay-speed 2 --idle-exit 0.3s \
+  -- $(eal paced) >"$TMP/paced.out" 2>&1
+rc=$?
+elapsed_ms=$((($(date +%s%N) - start) / 1000000))
+check "paced replay exits 0" test "$rc" = 0
+check "paced replay at 2x takes at least half the recorded 1383 ms (took $elapsed_ms ms)" test "$elapsed_ms" -ge 650
+
+# 2. net_null overload: RX outruns a worker given 40 exact scales; drops are counted at the ring, the
+#    ledger balances exactly after SIGTERM, and memory stays flat.
+# shellcheck disable=SC2046
+"$BS" run --json -q --port net_null0 --vdev net_null0 --scales-us "$(seq -s, 100 100 4000)" --exact-max-us 4000 \
+  --baseline 10s -- $(eal null) >"$TMP/null.json" 2>"$TMP/null.err" &
+pid=$!
+rss=()
+for _ in 1 2 3 4 5 6 7 8; do
+  sleep 0.5
+  rss+=("$(awk '/VmRSS/ {print $2}' /proc/$pid/status)")
+done
+kill -TERM $pid
+wait $pid
+rc=$?
+check "overload: exits 0 on SIGTERM" test "$rc" = 0
+check "overload: ring drops counted" test "$(json "$TMP/null.json" "d['ports'][0]['ledger']['dropped']['ring_full'] > 0")" = True
+check "overload: received = analysed + ring drops, = device ipackets" test "$(json "$TMP/null.json" \
+  "(lambda l, p: l['received'] == l['analysed'] + l['dropped']['ring_full'] == p['device']['ipackets'] and l['balanced'])(d['ports'][0]['ledger'], d['ports'][0])")" = True
+check "overload: RSS flat from 1 s to 4 s (${rss[1]} -> ${rss[7]} kB)" test $((rss[7] - rss[1])) -lt 4096
+
+# 3. Two RX queues: net_af_packet (PACKET_FANOUT over 2 sockets) on a veth in its own namespace, fed by
+#    tcpreplay from the peer namespace with 64 flows, enough for any hash seed to use both queues.
+python3 "$ROOT/tests/integration/make_flows.py" "$TMP/flows.pcap" 64 40
+"$BS" analyze --json --top-k 64 "$TMP/flows.pcap" >"$TMP/flows-analyze.json"
+ip netns add "$NS_RX" && ip netns add "$NS_TX"
+V0=bsq0_$$ V1=bsq1_$$
+ip link add "$V0" type veth peer name "$V1"
+ip link set "$V0" netns "$NS_TX" && ip link set "$V1" netns "$NS_RX"
+for ns in "$NS_TX" "$NS_RX"; do
+  ip netns exec "$ns" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1
+done
+ip netns exec "$NS_TX" ip link set "$V0" up
+ip netns exec "$NS_RX" ip link set "$V1" up
+# shellcheck disable=SC2046
+ip netns exec "$NS_RX" "$BS" run --json -q --top-k 64 --port net_af_packet0 --rx-queues 2 \
+  --vdev "net_af_packet0,iface=$V1,qpairs=2,framecnt=4096" --idle-exit 1.5s -- $(eal afp) \
+  >"$TMP/afp.json" 2>"$TMP/afp.err" &
+pid=$!
+sleep 1.5
+ip netns exec "$NS_TX" tcpreplay -q --pps 5000 -i "$V0" "$TMP/flows.pcap" >"$TMP/tcpreplay.out" 2>&1
+wait $pid
+rc=$?
+check "two queues: exits 0" test "$rc" = 0
+check "two queues: packets and bytes equal the file's, each frame measured once" test "$(json "$TMP/afp.json" \
+  "(d['ports'][0]['packets'], d['ports'][0]['bytes'])")" = "$(json "$TMP/flows-analyze.json" "(d['packets'], d['bytes'])")"
+check "two queues: both queues carried traffic and they sum to the total" test "$(json "$TMP/afp.json" \
+  "(lambda p: len(p['queues']) == 2 and all(q['received'] > 0 for q in p['queues']) and sum(q['received'] for q in p['queues']) == p['ledger']['received'])(d['ports'][0])")" = True
+check "two queues: per-flow bytes equal analyze's" test "$(json "$TMP/afp.json" \
+  "sorted((f['key'], f['bytes']) for f in d['ports'][0]['flows']['top'])")" = \
+  "$(json "$TMP/flows-analyze.json" "sorted((f['key'], f['bytes']) for f in d['flows']['top'])")"
+check "two queues: ledger balanced" test "$(json "$TMP/afp.json" "d['ports'][0]['ledger']['balanced']")" = True
+
+# 4. Bad input: one clear error line, a non-zero exit, no core dump.
+bad() {  # NAME EXPECTED_RC PATTERN -- command...
+  local name=$1 want=$2 pattern=$3
+  shift 4
+  "$@" >"$TMP/bad.out" 2>"$TMP/bad.err"
+  local rc=$?
+  if [ "$rc" = "$want" ] && [ "$(grep -c '^burstscope: ' "$TMP/bad.err")" = 1 ] && grep -q -- "$pattern" "$TMP/bad.err"; then
+    ok "$name (exit $rc: $(grep '^burstscope: ' "$TMP/bad.err"))"
+  else
+    notok "$name (exit $rc, want $want and one line matching '$pattern')"
+    sed 's/^/# /' "$TMP/bad.err"
+  fi
+}
+# shellcheck disable=SC2046
+bad "unknown port" 1 "port 'nosuch': no such DPDK port (ports: net_null0)" -- \
+  "$BS" run -q --port nosuch --vdev net_null0 -- $(eal bad1)
+# shellcheck disable=SC2046
+bad "a vdev that fails" 1 "port 'net_pcap0': no such DPDK port" -- \
+  "$BS" run -q --port net_pcap0 --vdev net_pcap0,rx_pcap=/nonexistent.pcap -- $(eal bad2)
+# shellcheck disable=SC2046
+bad "too few lcores" 1 "at least two are needed" -- \
+  "$BS" run -q --port net_null0 --vdev net_null0 -- -l 0 --no-huge -m 512 --no-pci --file-prefix=${PREFIX}_bad3
+printf 'dpdk:\n  prts:\n    - device: net_null0\n' >"$TMP/badkey.yaml"
+bad "malformed config key" 2 "badkey.yaml:2: dpdk.prts: unknown key" -- "$BS" run -c "$TMP/badkey.yaml"
+printf 'dpdk:\n  ports:\n    - device: net_null0\n      rx-queues: many\n' >"$TMP/badval.yaml"
+bad "bad config value" 2 "badval.yaml:4: dpdk.ports\[0\].rx-queues: must be an integer" -- "$BS" run -c "$TMP/badval.yaml"
+# shellcheck disable=SC2046
+bad "a bad EAL argument" 1 "EAL initialisation failed" -- \
+  "$BS" run -q --port net_null0 -- --no-such-eal-option $(eal bad4)
+
+echo "1..$n"
+[ "$failed" = 0 ]

@@ -120,5 +120,13 @@ TEST(RunConfigTest, ErrorsNameTheKeyAndLine) {
   EXPECT_NE(errorOf("dpdk:\n  burst: 0\n").find("dpdk.burst: 0 is not in 1..512"), std::string::npos);
 }
 
+TEST(RunConfigTest, TheShippedExampleParses) {
+  auto c = loadRunConfig(BURSTSCOPE_SOURCE_ROOT "/etc/burstscope.yaml");
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_EQ(c->dpdk.ports.size(), 1u);
+  EXPECT_EQ(c->dpdk.ports[0].rx_queues, 2);
+  EXPECT_TRUE(validateConfig(c->live.engine).ok());
+}
+
 }  // namespace
 }  // namespace burstscope

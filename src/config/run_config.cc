@@ -120,11 +120,13 @@ absl::Status readEal(const Reader& rd, const YAML::Node& n, std::vector<std::str
     const std::string name = it->first.Scalar();
     const std::string key = absl::StrCat("dpdk.eal-params.", name);
     const std::string flag = name.size() == 1 ? absl::StrCat("-", name) : absl::StrCat("--", name);
+    // A copy: `it->second` lives in a proxy that dies with the expression that made it.
+    const YAML::Node value = it->second;
     std::vector<YAML::Node> values;
-    if (it->second.IsSequence()) {
-      for (const YAML::Node& v : it->second) values.push_back(v);
+    if (value.IsSequence()) {
+      for (const YAML::Node& v : value) values.push_back(v);
     } else {
-      values.push_back(it->second);
+      values.push_back(value);
     }
     for (const YAML::Node& v : values) {
       if (!v.IsScalar()) return rd.error(v, key, "must be a value, true, or a list of values");

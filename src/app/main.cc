@@ -242,10 +242,7 @@ absl::StatusOr<RunConfig> buildRunConfig(const RunOptions& o) {
   if (e.report_interval_ns <= 0) return absl::InvalidArgumentError("report.interval: must be positive");
   // Validate once per port as the engine will see it (link speed, and rates defaulting to it).
   for (const DpdkPortConfig& p : d.ports) {
-    EngineConfig pe = e;
-    pe.link_capacity_bps = p.link_bps;
-    if (pe.rates_bps.empty()) pe.rates_bps = {p.link_bps};
-    if (absl::Status s = validateConfig(pe); !s.ok()) {
+    if (absl::Status s = validateConfig(portEngineConfig(e, p.link_bps)); !s.ok()) {
       return absl::InvalidArgumentError(absl::StrCat("invalid configuration: ", s.message()));
     }
   }
@@ -263,9 +260,7 @@ nlohmann::ordered_json liveJson(const LiveResult& r, const RunConfig& c) {
   for (size_t i = 0; i < r.ports.size(); ++i) {
     const LivePortResult& p = r.ports[i];
     PipelineConfig pc;
-    pc.engine = c.live.engine;
-    pc.engine.link_capacity_bps = c.dpdk.ports[i].link_bps;
-    if (pc.engine.rates_bps.empty()) pc.engine.rates_bps = {c.dpdk.ports[i].link_bps};
+    pc.engine = portEngineConfig(c.live.engine, c.dpdk.ports[i].link_bps);
     pc.decoder = c.dpdk.decoder;
     pc.reorder_horizon_ns = c.live.reorder_horizon_ns;
     nlohmann::ordered_json j = reportJson(p.pipeline, ReportContext{{p.name}, &pc});

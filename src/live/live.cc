@@ -111,6 +111,13 @@ std::string intervalSummary(const std::string& port, const IntervalReport& r, co
   return line;
 }
 
+EngineConfig portEngineConfig(const EngineConfig& base, double link_bps) {
+  EngineConfig c = base;
+  if (link_bps > 0) c.link_capacity_bps = link_bps;
+  if (c.rates_bps.empty()) c.rates_bps = {c.link_capacity_bps};
+  return c;
+}
+
 bool ledgerBalanced(const LivePortResult& p) {
   const Ledger& l = p.pipeline.ledger;
   return l.balanced() && (!p.device.ipackets || *p.device.ipackets == l.received);
@@ -145,8 +152,7 @@ absl::StatusOr<LiveResult> runLive(CaptureBackend& backend, const LiveConfig& co
   std::vector<EngineConfig> engine_configs;
   std::vector<std::unique_ptr<PortWorker>> workers;
   for (const LivePort& p : ports) {
-    EngineConfig ec = config.engine;
-    if (p.link_bps > 0) ec.link_capacity_bps = p.link_bps;
+    const EngineConfig ec = portEngineConfig(config.engine, p.link_bps);
     if (absl::Status s = validateConfig(ec); !s.ok()) {
       return absl::InvalidArgumentError(absl::StrCat("port ", p.name, ": ", s.message()));
     }

@@ -66,7 +66,7 @@ class CaptureBackend {
 };
 
 struct LiveConfig {
-  EngineConfig engine;  // link_capacity_bps is taken from each port
+  EngineConfig engine;  // link_capacity_bps is taken from each port; empty rates_bps means its link speed
   int64_t reorder_horizon_ns = 1'000'000;
   double idle_exit_s = 0;  // stop after this long without a packet on any port (0: never)
   double duration_s = 0;   // stop after this long (0: until a signal)
@@ -88,6 +88,10 @@ struct LiveResult {
   std::string backend;
   std::string stop_reason;  // "signal", "idle", "duration"
 };
+
+// The engine configuration one port runs with: the port's link capacity, and its link speed as the one
+// backlog rate unless rates are configured.
+EngineConfig portEngineConfig(const EngineConfig& base, double link_bps);
 
 // Runs until `stop` becomes true, the idle timeout or the duration; the summary goes to `out`.
 absl::StatusOr<LiveResult> runLive(CaptureBackend& backend, const LiveConfig& config,

@@ -118,6 +118,8 @@ check "two queues: both queues carried traffic and they sum to the total" test "
 check "two queues: per-flow bytes equal analyze's" test "$(json "$TMP/afp.json" \
   "sorted((f['key'], f['bytes']) for f in d['ports'][0]['flows']['top'])")" = \
   "$(json "$TMP/flows-analyze.json" "sorted((f['key'], f['bytes']) for f in d['flows']['top'])")"
+check "two queues: backlog at the link speed when no rates are given" test "$(json "$TMP/afp.json" \
+  "[b['rate_gbps'] for b in d['ports'][0]['backlog']]")" = "[10.0]"
 check "two queues: ledger balanced" test "$(json "$TMP/afp.json" "d['ports'][0]['ledger']['balanced']")" = True
 
 # 4. Bad input: one clear error line, a non-zero exit, no core dump.

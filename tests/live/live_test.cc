@@ -101,16 +101,21 @@ EngineConfig liveEngine() {
   return c;
 }
 
-TEST(LiveMergeTest, QueuesMergeIntoTheSameResultAsOneOrderedStream) {
-  std::vector<PacketRecord> all;
-  ThreadBackend backend(makeQueues(3, 60'000, &all), size_t{1} << 20);  // rings big enough: no drops
+// Runs the live worker until the queues have been quiet for 0.3 s.
+absl::StatusOr<LiveResult> runUntilIdle(CaptureBackend& backend) {
   LiveConfig lc;
   lc.engine = liveEngine();
   lc.idle_exit_s = 0.3;
   lc.quiet = true;
   std::atomic<bool> stop{false};
   std::ostringstream out;
-  auto r = runLive(backend, lc, stop, out);
+  return runLive(backend, lc, stop, out);
+}
+
+TEST(LiveMergeTest, QueuesMergeIntoTheSameResultAsOneOrderedStream) {
+  std::vector<PacketRecord> all;
+  ThreadBackend backend(makeQueues(3, 60'000, &all), size_t{1} << 20);  // rings big enough: no drops
+  auto r = runUntilIdle(backend);
   ASSERT_TRUE(r.ok()) << r.status();
   ASSERT_EQ(r->ports.size(), 1u);
   const LivePortResult& p = r->ports[0];
@@ -120,7 +125,7 @@ TEST(LiveMergeTest, QueuesMergeIntoTheSameResultAsOneOrderedStream) {
   EXPECT_TRUE(ledgerBalanced(p));
   EXPECT_EQ(p.pipeline.clamped, 0u);
 
-  EngineConfig direct_cfg = lc.engine;
+  EngineConfig direct_cfg = liveEngine();
   direct_cfg.link_capacity_bps = 10e9;
   Engine direct(direct_cfg);
   uint64_t intervals = 0;
@@ -143,13 +148,7 @@ TEST(LiveMergeTest, QueuesMergeIntoTheSameResultAsOneOrderedStream) {
 TEST(LiveMergeTest, FullRingsDropAndTheLedgerStillBalances) {
   std::vector<PacketRecord> all;
   ThreadBackend backend(makeQueues(2, 200'000, &all), 64);  // tiny rings: the producers outrun the worker
-  LiveConfig lc;
-  lc.engine = liveEngine();
-  lc.idle_exit_s = 0.3;
-  lc.quiet = true;
-  std::atomic<bool> stop{false};
-  std::ostringstream out;
-  auto r = runLive(backend, lc, stop, out);
+  auto r = runUntilIdle(backend);
   ASSERT_TRUE(r.ok()) << r.status();
   const Ledger& l = r->ports[0].pipeline.ledger;
   EXPECT_EQ(l.received, all.size());

@@ -300,12 +300,11 @@ int runLiveCommand(const RunOptions& o) {
     return 1;
   }
   std::ostream& summary = o.json ? std::cerr : std::cout;
+  // Printed even when quiet: it says capture is up (scripts wait for it before sending traffic).
   for (const LivePort& p : (*backend)->ports()) {
-    if (!config->live.quiet) {
-      summary << "burstscope run: " << p.name << " (" << p.rings.size() << " RX queue"
-              << (p.rings.size() > 1 ? "s" : "") << ", link " << p.link_bps / 1e9 << " Gb/s), timestamps: "
-              << (*backend)->timestampInfo().description << std::endl;
-    }
+    summary << "burstscope run: " << p.name << " (" << p.rings.size() << " RX queue"
+            << (p.rings.size() > 1 ? "s" : "") << ", link " << p.link_bps / 1e9 << " Gb/s), timestamps: "
+            << (*backend)->timestampInfo().description << std::endl;
   }
   LiveConfig lc = config->live;
   auto result = runLive(**backend, lc, g_stop, summary);

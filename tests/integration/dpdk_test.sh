@@ -106,7 +106,11 @@ ip netns exec "$NS_RX" "$BS" run --json -q --top-k 64 --port net_af_packet0 --rx
   --vdev "net_af_packet0,iface=$V1,qpairs=2,framecnt=4096" --idle-exit 1.5s -- $(eal afp) \
   >"$TMP/afp.json" 2>"$TMP/afp.err" &
 pid=$!
-sleep 1.5
+# Send only once the port is up (the start line), or frames sent before the socket exists are never seen.
+for _ in $(seq 1 200); do
+  grep -q "burstscope run: net_af_packet0" "$TMP/afp.err" 2>/dev/null && break
+  sleep 0.1
+done
 ip netns exec "$NS_TX" tcpreplay -q --pps 5000 -i "$V0" "$TMP/flows.pcap" >"$TMP/tcpreplay.out" 2>&1
 wait $pid
 rc=$?

@@ -190,7 +190,6 @@ class Reorderer {
   void hold(const PacketRecord& r);
   template <typename Emit>
   void releaseUpTo(int64_t bound, Emit&& emit);
-  size_t held() const { return size_; }
 
   uint64_t reordered() const { return reordered_; }  // put back in order within the horizon
   uint64_t clamped() const { return clamped_; }      // arrived later than the horizon allowed

@@ -24,6 +24,12 @@ namespace burstscope {
 namespace {
 
 std::atomic<bool> g_stop{false};
+
+// The one error line ("burstscope: ..."), then the exit code.
+int fail(const absl::Status& s, int exit_code) {
+  std::cerr << "burstscope: " << s.message() << "\n";
+  return exit_code;
+}
 void onSignal(int) { g_stop.store(true); }
 
 // "100,1000,5000" with a unit factor; names the flag in the error.
@@ -54,7 +60,6 @@ struct MetricFlags {
   double reorder_us = 1000;
   double exact_max_us = -1;
   size_t flow_table = size_t{1} << 16;
-  std::vector<CLI::Option*> given_check;
   CLI::App* app = nullptr;
 
   void add(CLI::App* a, bool live) {
@@ -143,20 +148,11 @@ absl::StatusOr<PipelineConfig> buildConfig(const AnalyzeOptions& o) {
 
 int runAnalyze(const AnalyzeOptions& o) {
   auto config = buildConfig(o);
-  if (!config.ok()) {
-    std::cerr << "burstscope: " << config.status().message() << "\n";
-    return 2;
-  }
+  if (!config.ok()) return fail(config.status(), 2);
   auto source = openPcapFiles(o.files);
-  if (!source.ok()) {
-    std::cerr << "burstscope: " << source.status().message() << "\n";
-    return 1;
-  }
+  if (!source.ok()) return fail(source.status(), 1);
   auto result = runPipeline(**source, *config, g_stop);
-  if (!result.ok()) {
-    std::cerr << "burstscope: " << result.status().message() << "\n";
-    return 1;
-  }
+  if (!result.ok()) return fail(result.status(), 1);
   ReportContext ctx{o.files, &*config};
   if (o.json) {
     std::cout << reportJson(*result, ctx).dump(1) << "\n";
@@ -289,16 +285,10 @@ nlohmann::ordered_json liveJson(const LiveResult& r, const RunConfig& c) {
 
 int runLiveCommand(const RunOptions& o) {
   auto config = buildRunConfig(o);
-  if (!config.ok()) {
-    std::cerr << "burstscope: " << config.status().message() << "\n";
-    return 2;
-  }
+  if (!config.ok()) return fail(config.status(), 2);
 #ifdef BURSTSCOPE_HAVE_DPDK
   auto backend = openDpdk(config->dpdk);
-  if (!backend.ok()) {
-    std::cerr << "burstscope: " << backend.status().message() << "\n";
-    return 1;
-  }
+  if (!backend.ok()) return fail(backend.status(), 1);
   std::ostream& summary = o.json ? std::cerr : std::cout;
   // Printed even when quiet: it says capture is up (scripts wait for it before sending traffic).
   for (const LivePort& p : (*backend)->ports()) {
@@ -308,10 +298,7 @@ int runLiveCommand(const RunOptions& o) {
   }
   LiveConfig lc = config->live;
   auto result = runLive(**backend, lc, g_stop, summary);
-  if (!result.ok()) {
-    std::cerr << "burstscope: " << result.status().message() << "\n";
-    return 1;
-  }
+  if (!result.ok()) return fail(result.status(), 1);
   summary << "stopped (" << result->stop_reason << ")\n" << ledgerText(*result);
   if (o.json) std::cout << liveJson(*result, *config).dump(1) << "\n";
   bool balanced = true;

@@ -93,6 +93,8 @@ struct RxQueue {
   std::unique_ptr<Decoder> decoder;
   int64_t last_ts = INT64_MIN;  // this queue's watermark
   uint64_t last_tick_tsc = 0;
+  uint64_t received = 0;  // the RX lcore's own counts, published to `counters` once per burst
+  uint64_t ring_drops = 0;
   CounterClock nic_clock;  // a copy per queue, so that each RX lcore re-synchronises its own
 };
 
@@ -410,12 +412,10 @@ void DpdkBackend::rxLoop(Lcore& lc) {
   const double speed = cfg_.replay_speed;
   int64_t anchor_ts = INT64_MIN;
   uint64_t anchor_tsc = 0;
-  uint64_t local_received[64] = {}, local_drops[64] = {};  // per queue of this lcore, mirrored to counters
-  const size_t nq = std::min<size_t>(lc.queues.size(), 64);
 
   while (!rx_stop_.load(std::memory_order_acquire)) {
-    for (size_t qi = 0; qi < nq; ++qi) {
-      RxQueue& q = *lc.queues[qi];
+    for (RxQueue* qp : lc.queues) {
+      RxQueue& q = *qp;
       Port& port = ports_[q.port_index];
       const uint16_t n = rte_eth_rx_burst(q.port_id, q.queue_id, mbufs.data(), burst);
       const uint64_t now_tsc = rte_rdtsc();
@@ -452,7 +452,7 @@ void DpdkBackend::rxLoop(Lcore& lc) {
         // Per queue, time never goes backwards (a re-synchronisation step is absorbed here).
         if (port.ts != TsSource::kPcapFile && ts < q.last_ts) ts = q.last_ts;
         r.ts_ns = ts;
-        if (port.ts != TsSource::kPcapFile || ts > q.last_ts) q.last_ts = std::max(q.last_ts, ts);
+        q.last_ts = std::max(q.last_ts, ts);
       }
       rte_pktmbuf_free_bulk(mbufs.data(), n);
       if (speed > 0) {
@@ -470,17 +470,17 @@ void DpdkBackend::rxLoop(Lcore& lc) {
         }
       }
       const size_t done = q.ring->enqueue({recs.data(), n});
-      local_received[qi] += n;
-      local_drops[qi] += n - done;
-      q.counters->received.store(local_received[qi], std::memory_order_relaxed);
-      q.counters->ring_drops.store(local_drops[qi], std::memory_order_relaxed);
+      q.received += n;
+      q.ring_drops += n - done;
+      q.counters->received.store(q.received, std::memory_order_relaxed);
+      q.counters->ring_drops.store(q.ring_drops, std::memory_order_relaxed);
       q.last_tick_tsc = now_tsc;
     }
     if (rte_rdtsc() - tsc.base() >= resync_ticks) resync(lc, tsc);
   }
   // Final watermark: nothing more will come from these queues.
-  for (size_t qi = 0; qi < nq; ++qi) {
-    RxQueue& q = *lc.queues[qi];
+  for (RxQueue* qp : lc.queues) {
+    RxQueue& q = *qp;
     int64_t wm = q.last_ts;
     if (ports_[q.port_index].ts != TsSource::kPcapFile) wm = std::max(wm, tsc.toNs(rte_rdtsc()));
     tick(q, wm);

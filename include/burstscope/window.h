@@ -43,6 +43,8 @@ struct EngineConfig {
   // The trailing window whose mean rate is the PtM baseline; a multiple of the report interval and never
   // shorter than the largest scale.
   int64_t baseline_ns = 60'000'000'000;
+  // Pairs and flows named in each interval report (by cumulative bytes); 0 leaves them out.
+  size_t report_top_k = 0;
 };
 
 // Names the first bad field: "scales_ns: 150000 is not a multiple of base_bin_ns 100000".
@@ -127,6 +129,11 @@ struct IntervalStream {
   std::vector<double> backlog_bytes;     // per rate: max virtual backlog during the interval
   double mean_bps = 0;                   // the interval's own mean rate
   double baseline_bps = 0;               // mean rate over the trailing baseline window
+  // Cumulative since the start, for export as classic histograms (port and direction streams). A scale's
+  // aligned window is observed once it has ended, at or before the interval's end (empty ones included).
+  std::vector<Histogram> utilisation;    // per scale
+  uint64_t microbursts = 0;
+  std::optional<Histogram> microburst_durations_s, microburst_gaps_s, microburst_volumes_bytes;
 };
 
 struct IntervalReport {
@@ -138,6 +145,9 @@ struct IntervalReport {
   IntervalStream port;
   std::vector<std::pair<Direction, IntervalStream>> directions;
   uint64_t microbursts_total = 0;  // port stream, cumulative
+  // The heaviest pairs and flows by cumulative bytes, without window statistics (report_top_k of each).
+  HeavyResult pairs;
+  HeavyResult flows;
 };
 
 struct EngineResult {

@@ -105,7 +105,7 @@ void HeavyTable::finish() {
   for (Slot& s : slots_) s.stream->finish();
 }
 
-HeavyResult HeavyTable::result(size_t top_k) const {
+HeavyResult HeavyTable::result(size_t top_k, bool with_windows) const {
   std::vector<std::pair<FlowKey, const Entry*>> all;
   all.reserve(entries_.size());
   for (const auto& [k, e] : entries_) all.emplace_back(k, &e);
@@ -127,7 +127,7 @@ HeavyResult HeavyTable::result(size_t top_k) const {
     h.bytes = e.bytes;
     h.first_ns = e.first_ns;
     h.last_ns = e.last_ns;
-    if (e.slot >= 0) {
+    if (with_windows && e.slot >= 0) {
       const Slot& s = slots_[e.slot];
       h.windows = s.stream->result();
       h.windows_since_ns = s.since_ns;

@@ -47,7 +47,8 @@ class HeavyTable {
   uint64_t generation() const { return generation_; }
 
   void finish();
-  HeavyResult result(size_t top_k) const;
+  // The top_k keys by bytes; with_windows adds the tracked ones' window statistics (costly: for the end).
+  HeavyResult result(size_t top_k, bool with_windows = true) const;
 
  private:
   struct Slot {

@@ -140,16 +140,20 @@ void Engine::Impl::closeInterval(uint64_t skipped, bool partial) {
   r.end_ns = interval_end;
   r.skipped_intervals = skipped;
   r.baseline_ns = std::min(cfg.baseline_ns, interval_end - monitoring_start);
-  port.closeInterval(interval_end, &r.port);
+  port.closeInterval(interval_end, &r.port, !partial);
   fill(r.port, baseline[0], r.baseline_ns);
   for (int i = 0; i < kDirectionCount; ++i) {
     if (!directions[i]) continue;
     IntervalStream d;
-    directions[i]->closeInterval(interval_end, &d);
+    directions[i]->closeInterval(interval_end, &d, !partial);
     fill(d, baseline[1 + i], r.baseline_ns);
     r.directions.emplace_back(static_cast<Direction>(i), std::move(d));
   }
   r.microbursts_total = port.microburstCount();
+  if (cfg.report_top_k > 0) {
+    r.pairs = pairs.result(cfg.report_top_k, /*with_windows=*/false);
+    r.flows = flows.result(cfg.report_top_k, /*with_windows=*/false);
+  }
   interval_start = interval_end;
   interval_end += cfg.report_interval_ns;
   if (sink) sink(r);

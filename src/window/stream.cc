@@ -60,6 +60,7 @@ void Stream::closeBaseBin() {
       }
       s.aligned = a;
     }
+    s.last_traffic_aligned = a;
     s.aligned_bytes += cur_bin_bytes_;
     s.aligned_packets += cur_bin_packets_;
   }
@@ -76,7 +77,7 @@ void Stream::closeAligned(Scale& s) {
   s.aligned_packets = 0;
 }
 
-void Stream::closeInterval(int64_t next_start, IntervalStream* out) {
+void Stream::closeInterval(int64_t next_start, IntervalStream* out, bool flush_aligned) {
   if (cur_bin_packets_ != 0) closeBaseBin();  // next_start is bin-aligned, so the open bin is complete
   out->packets = packets_ - interval_packets_from_;
   out->bytes = bytes_ - interval_bytes_from_;
@@ -103,9 +104,32 @@ void Stream::closeInterval(int64_t next_start, IntervalStream* out) {
       s.window_sum -= nonempty_[s.first++].bytes;
     }
     s.window_max = s.window_sum;
+    if (s.utilisation && flush_aligned) flushAligned(s, next_start);
   }
   out->backlog_bytes.clear();
   for (VirtualQueue& q : backlog_) out->backlog_bytes.push_back(q.closeInterval(next_start));
+  out->utilisation.clear();
+  for (const Scale& s : scales_) {
+    if (s.utilisation) out->utilisation.push_back(*s.utilisation);
+  }
+  if (exact_ && exact_->microbursts()) {
+    const MicroburstResult& m = *exact_->microbursts();
+    out->microbursts = m.count;
+    out->microburst_durations_s = m.durations_s;
+    out->microburst_gaps_s = m.gaps_s;
+    out->microburst_volumes_bytes = m.volumes_bytes;
+  }
+}
+
+// Observes the aligned windows of `s` that end at or before `t`, so that a live histogram does not wait for
+// the next packet to count an idle stretch. The window holding the last packet stays open until it ends.
+void Stream::flushAligned(Scale& s, int64_t t) {
+  if (s.aligned == INT64_MIN) return;
+  const int64_t first_open = t / s.tau_ns;  // aligned window containing t (t itself is its start or later)
+  if (s.aligned >= first_open) return;
+  closeAligned(s);
+  if (first_open - s.aligned > 1) s.utilisation->observe(0, static_cast<uint64_t>(first_open - s.aligned - 1));
+  s.aligned = first_open;  // open and empty: observed once it ends or the next packet moves past it
 }
 
 void Stream::finish() {
@@ -135,7 +159,7 @@ StreamResult Stream::result() const {
     }
     sr.peak_bin_bytes = s.peak_bytes;
     sr.peak_bin_packets = s.peak_packets;
-    sr.bins_spanned = packets_ ? static_cast<uint64_t>(s.aligned - s.first_aligned + 1) : 0;
+    sr.bins_spanned = packets_ ? static_cast<uint64_t>(s.last_traffic_aligned - s.first_aligned + 1) : 0;
     sr.utilisation = s.utilisation;
     r.scales.push_back(std::move(sr));
   }

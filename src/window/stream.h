@@ -76,8 +76,9 @@ class Stream {
     for (VirtualQueue& q : backlog_) q.add(ts, len);
   }
   void finish();
-  // Ends the report interval that closes at `next_start`; every packet added so far is before it.
-  void closeInterval(int64_t next_start, IntervalStream* out);
+  // Ends the report interval that closes at `next_start`; every packet added so far is before it. Aligned
+  // windows that end by then are observed, unless this is the final (partial) interval after finish().
+  void closeInterval(int64_t next_start, IntervalStream* out, bool flush_aligned);
   StreamResult result() const;
   uint64_t bytes() const { return bytes_; }
   uint64_t microburstCount() const {
@@ -97,6 +98,7 @@ class Stream {
     // Aligned bins of width τ.
     int64_t aligned = INT64_MIN;
     int64_t first_aligned = 0;
+    int64_t last_traffic_aligned = 0;  // the aligned window of the last packet (for bins_spanned)
     uint64_t aligned_bytes = 0;
     uint64_t aligned_packets = 0;
     uint64_t peak_bytes = 0;
@@ -111,6 +113,7 @@ class Stream {
 
   void closeBaseBin();
   void closeAligned(Scale& s);
+  void flushAligned(Scale& s, int64_t t);
 
   int64_t base_bin_ns_;
   uint64_t packets_ = 0;

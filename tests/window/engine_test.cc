@@ -521,6 +521,94 @@ TEST(EngineIntervalTest, IntervalMaximaFoldIntoTheWholeRunResult) {
     EXPECT_EQ(ra.port.backlog[i].max_backlog_bytes, rb.port.backlog[i].max_backlog_bytes);
   }
   EXPECT_EQ(ra.port.microbursts->count, rb.port.microbursts->count);
+  // Windows flushed at interval ends all end before the last packet's, so the histograms agree too.
+  for (size_t i = 0; i < with.scales_ns.size(); ++i) {
+    EXPECT_EQ(ra.port.scales[i].utilisation->counts, rb.port.scales[i].utilisation->counts) << i;
+    EXPECT_EQ(ra.port.scales[i].bins_spanned, rb.port.scales[i].bins_spanned) << i;
+  }
+}
+
+// The live histograms: by each interval's end, every aligned window of every scale that has ended since the
+// first packet's window is counted once, empty ones included, in the bucket of its utilisation.
+TEST(EngineIntervalTest, UtilisationHistogramsCountEveryEndedWindowByTheIntervalEnd) {
+  for (uint32_t seed = 1; seed <= 3; ++seed) {
+    std::vector<Pkt> v = randomTrace(seed, 1500);
+    EngineConfig c = intervalConfig();
+    c.scales_ns = {100'000, 300'000, 1'000'000, 3'000'000};  // 3 ms windows straddle 1 ms intervals
+    c.baseline_ns = 3'000'000;
+    std::vector<IntervalReport> out;
+    Engine e(c);
+    e.setIntervalSink([&](const IntervalReport& r) { out.push_back(r); });
+    for (const Pkt& p : v) e.add(record(p));
+    const int64_t idle_until = v.back().ts + 7'500'000;  // silence after the last packet
+    e.advance(idle_until);
+    ASSERT_FALSE(out.empty());
+    for (const IntervalReport& r : out) {
+      SCOPED_TRACE(testing::Message() << "seed " << seed << " interval end " << r.end_ns);
+      ASSERT_EQ(r.port.utilisation.size(), c.scales_ns.size());
+      for (size_t i = 0; i < c.scales_ns.size(); ++i) {
+        const int64_t w = c.scales_ns[i];
+        std::map<int64_t, uint64_t> bins;
+        for (const Pkt& p : v) bins[p.ts / w] += p.len;
+        const int64_t first = v.front().ts / w;
+        Histogram h(r.port.utilisation[i].bounds);
+        for (int64_t b = first; (b + 1) * w <= r.end_ns; ++b) {
+          h.observe(static_cast<double>(bins.count(b) ? bins[b] : 0) * 8e9 /
+                    (static_cast<double>(w) * c.link_capacity_bps));
+        }
+        EXPECT_EQ(r.port.utilisation[i].counts, h.counts) << "tau " << w;
+        EXPECT_EQ(r.port.utilisation[i].count, h.count) << "tau " << w;
+      }
+    }
+    EXPECT_EQ(out.back().end_ns, idle_until - idle_until % c.report_interval_ns);
+  }
+}
+
+TEST(EngineIntervalTest, ReportsCarryCumulativeMicroburstsAndTopPairsAndFlows) {
+  std::vector<Pkt> v = randomTrace(5, 3000);
+  EngineConfig c = intervalConfig();
+  c.link_capacity_bps = 1e9;  // so that the trains are microbursts
+  c.report_top_k = 3;
+  std::vector<IntervalReport> out;
+  Engine e(c);
+  e.setIntervalSink([&](const IntervalReport& r) { out.push_back(r); });
+  std::map<uint8_t, uint64_t> pair_bytes;
+  auto flowOf = [](size_t i) { return static_cast<uint8_t>(1 + (i * 7) % 5); };  // five pairs, uneven
+  for (size_t i = 0; i < v.size(); ++i) e.add(record(v[i], flowOf(i)));
+  e.finish();
+  const EngineResult whole = e.result();
+  ASSERT_GT(whole.port.microbursts->count, 0u);
+  uint64_t last = 0;
+  for (const IntervalReport& r : out) {
+    EXPECT_GE(r.port.microbursts, last);  // cumulative
+    last = r.port.microbursts;
+    EXPECT_EQ(r.port.microbursts, r.microbursts_total);
+    ASSERT_TRUE(r.port.microburst_durations_s.has_value());
+    EXPECT_EQ(r.port.microburst_durations_s->count, r.port.microbursts);
+    // Top pairs by bytes up to the interval's end, with the rest in "other".
+    pair_bytes.clear();
+    uint64_t total = 0;
+    for (size_t i = 0; i < v.size() && v[i].ts < r.end_ns; ++i) {
+      pair_bytes[flowOf(i)] += v[i].len;
+      total += v[i].len;
+    }
+    std::vector<uint64_t> sorted;
+    for (auto& [k, b] : pair_bytes) sorted.push_back(b);
+    std::sort(sorted.rbegin(), sorted.rend());
+    ASSERT_EQ(r.pairs.top.size(), std::min<size_t>(3, sorted.size()));
+    uint64_t top = 0;
+    for (size_t i = 0; i < r.pairs.top.size(); ++i) {
+      EXPECT_EQ(r.pairs.top[i].bytes, sorted[i]);
+      EXPECT_EQ(r.pairs.top[i].bytes, pair_bytes[r.pairs.top[i].key.src[3]]);
+      EXPECT_FALSE(r.pairs.top[i].windows.has_value());
+      top += sorted[i];
+    }
+    EXPECT_EQ(r.pairs.other_bytes, total - top);
+    EXPECT_EQ(r.flows.top.size(), r.pairs.top.size());  // one flow per pair here
+  }
+  EXPECT_EQ(out.back().port.microbursts, whole.port.microbursts->count);
+  EXPECT_EQ(out.back().port.microburst_volumes_bytes->counts, whole.port.microbursts->volumes_bytes.counts);
+  EXPECT_EQ(out.back().port.microburst_gaps_s->counts, whole.port.microbursts->gaps_s.counts);
 }
 
 TEST(EngineTest, ConfigErrorsNameTheKey) {

@@ -28,7 +28,7 @@ testpmd_pps() {  # VDEV -> median steady Rx-pps
 
 burstscope_pps() {  # VDEV -> "analysed_pps rx_pps" (medians of steady 1 s intervals)
   # shellcheck disable=SC2086
-  "$BS" run --port "${1%%,*}" --vdev "$1" --duration "$SECS" --interval 1s -- $EAL --file-prefix=bsbench_bs \
+  "$BS" run --listen 127.0.0.1:0 --port "${1%%,*}" --vdev "$1" --duration "$SECS" --interval 1s -- $EAL --file-prefix=bsbench_bs \
     >"$TMP/bs.out" 2>&1 || true
   # "... 42.539 Mpps ... drops ring N": analysed in the interval, and the cumulative ring drops.
   awk '/ Mpps / && !/partial/ {

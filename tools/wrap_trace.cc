@@ -2,12 +2,14 @@
 // transparent Ethernet bridging, VXLAN, or a QinQ tag stack. The inner frame is left untouched and both
 // captured and wire length grow by the header bytes added, so `burstscope analyze` of the output must equal
 // analyze of the input. Used by the tests and for checking against the reference oracle.
-// usage: wrap_trace MODE IN.pcap OUT.pcap [--drop-every N]
+// usage: wrap_trace MODE IN.pcap OUT.pcap [--drop-every N | --repeat N]
 //   MODE: erspan1 | erspan2 | erspan3 | erspan3-sub | teb | vxlan | qinq | pad-usec
 //   pad-usec writes no encapsulation: it pads every frame with zero bytes to its wire length and writes a
 //   microsecond pcap (timestamps truncated, as libpcap reads a nanosecond file at microsecond precision).
 //   That is what DPDK's net_pcap can replay honestly: it reports the captured length as the packet length
 //   and reads microseconds, so `analyze` of the output is what `run` on net_pcap of it must measure.
+//   pad-usec --repeat N writes the trace N times, each copy 100 ms after the previous one ends: a longer
+//   replay of the same real traffic (for the exporter tests, which need several scrapes' worth).
 //   --drop-every N leaves out every Nth frame while still advancing the mirror sequence (ERSPAN II/III,
 //   TEB), to simulate mirror loss that burstscope must count as sequence gaps.
 #include <pcap/pcap.h>
@@ -15,6 +17,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstdint>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -99,7 +102,7 @@ struct Wrapper {
 
 int main(int argc, char** argv) {
   if (argc != 4 && argc != 6) {
-    std::fprintf(stderr, "usage: wrap_trace MODE IN.pcap OUT.pcap [--drop-every N]\n");
+    std::fprintf(stderr, "usage: wrap_trace MODE IN.pcap OUT.pcap [--drop-every N | --repeat N]\n");
     return 2;
   }
   Wrapper w{argv[1]};
@@ -109,7 +112,14 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "wrap_trace: unknown mode '%s'\n", argv[1]);
     return 2;
   }
-  long drop_every = argc == 6 ? std::strtol(argv[5], nullptr, 10) : 0;
+  const std::string opt = argc == 6 ? argv[4] : "";
+  const long opt_n = argc == 6 ? std::strtol(argv[5], nullptr, 10) : 0;
+  if (argc == 6 && !((opt == "--drop-every" && w.mode != "pad-usec") || (opt == "--repeat" && w.mode == "pad-usec")) ) {
+    std::fprintf(stderr, "wrap_trace: %s is not an option of mode %s\n", opt.c_str(), w.mode.c_str());
+    return 2;
+  }
+  const long drop_every = opt == "--drop-every" ? opt_n : 0;
+  const long repeat = opt == "--repeat" ? std::max(1L, opt_n) : 1;
   char err[PCAP_ERRBUF_SIZE];
   const bool pad = w.mode == "pad-usec";
   const u_int precision = pad ? PCAP_TSTAMP_PRECISION_MICRO : PCAP_TSTAMP_PRECISION_NANO;
@@ -128,12 +138,33 @@ int main(int argc, char** argv) {
   const u_char* data;
   long n = 0;
   std::vector<uint8_t> padded;
-  while (pad && pcap_next_ex(in, &h, &data) == 1) {
-    padded.assign(data, data + h->caplen);
-    padded.resize(std::max(h->len, h->caplen), 0);
-    pcap_pkthdr oh = *h;
-    oh.caplen = oh.len = static_cast<uint32_t>(padded.size());
-    pcap_dump(reinterpret_cast<u_char*>(out), &oh, padded.data());
+  // Microseconds: the span of the trace, for the shift between repeated copies.
+  int64_t first_us = -1, last_us = 0;
+  for (long copy = 0; pad && copy < repeat; ++copy) {
+    if (copy > 0) {
+      pcap_close(in);
+      in = pcap_open_offline_with_tstamp_precision(argv[2], precision, err);
+      if (!in) {
+        std::fprintf(stderr, "wrap_trace: %s\n", err);
+        return 1;
+      }
+    }
+    const int64_t shift_us = copy * (last_us - first_us + 100'000);
+    while (pcap_next_ex(in, &h, &data) == 1) {
+      const int64_t ts_us = int64_t{h->ts.tv_sec} * 1'000'000 + h->ts.tv_usec;
+      if (copy == 0) {
+        if (first_us < 0) first_us = ts_us;
+        last_us = std::max(last_us, ts_us);
+      }
+      padded.assign(data, data + h->caplen);
+      padded.resize(std::max(h->len, h->caplen), 0);
+      pcap_pkthdr oh = *h;
+      oh.caplen = oh.len = static_cast<uint32_t>(padded.size());
+      const int64_t t = ts_us + shift_us;
+      oh.ts.tv_sec = t / 1'000'000;
+      oh.ts.tv_usec = t % 1'000'000;
+      pcap_dump(reinterpret_cast<u_char*>(out), &oh, padded.data());
+    }
   }
   while (!pad && pcap_next_ex(in, &h, &data) == 1) {
     ++n;

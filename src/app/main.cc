@@ -13,6 +13,7 @@
 #include "burstscope/status.h"
 #include "src/analysis/report.h"
 #include "src/config/run_config.h"
+#include "src/export/metrics.h"
 #include "src/live/live.h"
 #include "src/pipeline/pipeline.h"
 
@@ -177,6 +178,11 @@ struct RunOptions {
   std::string duration = "0";
   bool quiet = false;
   bool json = false;
+  size_t ring_size = 0;
+  std::string listen;
+  std::string sensor;
+  std::vector<std::string> labels;  // name=value
+  double switch_buffer_bytes = 0;
   MetricFlags metrics;
   CLI::App* app = nullptr;
   bool given(const char* flag) const { return app->get_option(flag)->count() > 0; }
@@ -234,6 +240,20 @@ absl::StatusOr<RunConfig> buildRunConfig(const RunOptions& o) {
     }
   }
   if (o.given("--replay-speed")) d.replay_speed = o.replay_speed;
+  if (o.given("--ring-size")) d.ring_capacity = o.ring_size;
+  ExportConfig& x = c.exporter;
+  if (o.given("--listen")) x.listen = o.listen == "none" ? "" : o.listen;
+  if (o.given("--sensor")) x.sensor = o.sensor;
+  for (const std::string& l : o.labels) {
+    const size_t eq = l.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return absl::InvalidArgumentError(absl::StrCat("--label: '", l, "' is not name=value"));
+    }
+    x.labels.emplace_back(l.substr(0, eq), l.substr(eq + 1));
+  }
+  if (o.given("--switch-buffer-bytes")) x.switch_buffer_bytes = o.switch_buffer_bytes;
+  if (absl::Status s = validateExportConfig(x); !s.ok()) return s;
+  e.report_top_k = x.top_k;
   if (o.quiet) c.live.quiet = true;
   if (e.report_interval_ns <= 0) return absl::InvalidArgumentError("report.interval: must be positive");
   // Validate once per port as the engine will see it (link speed, and rates defaulting to it).
@@ -297,6 +317,22 @@ int runLiveCommand(const RunOptions& o) {
             << (*backend)->timestampInfo().description << std::endl;
   }
   LiveConfig lc = config->live;
+  // Prometheus export: the workers publish a snapshot per interval; /metrics reads the latest ones.
+  std::shared_ptr<LiveMetrics> metrics;
+  std::unique_ptr<MetricsServer> server;
+  if (!config->exporter.listen.empty()) {
+    std::vector<ExportPortInfo> infos;
+    for (const LivePort& p : (*backend)->ports()) {
+      const EngineConfig ec = portEngineConfig(lc.engine, p.link_bps);
+      infos.push_back(ExportPortInfo{p.name, ec.link_capacity_bps, ec.scales_ns, ec.rates_bps});
+    }
+    metrics = std::make_shared<LiveMetrics>(config->exporter, std::move(infos), (*backend)->name());
+    auto started = MetricsServer::start(config->exporter, metrics);
+    if (!started.ok()) return fail(started.status(), 1);
+    server = std::move(*started);
+    summary << "burstscope run: metrics at " << server->url() << std::endl;
+    lc.on_interval = [m = metrics.get()](size_t port, const PortSnapshot& s) { m->publish(port, s); };
+  }
   auto result = runLive(**backend, lc, g_stop, summary);
   if (!result.ok()) return fail(result.status(), 1);
   summary << "stopped (" << result->stop_reason << ")\n" << ledgerText(*result);
@@ -308,6 +344,19 @@ int runLiveCommand(const RunOptions& o) {
   std::cerr << "burstscope: this build has no DPDK capture backend (configure with -Ddpdk=enabled)\n";
   return 1;
 #endif
+}
+
+int hashPasswordCommand() {
+  std::string password;
+  std::getline(std::cin, password);
+  if (password.empty()) {
+    std::cerr << "burstscope: hash-password: no password on stdin\n";
+    return 2;
+  }
+  auto h = hashPassword(password);
+  if (!h.ok()) return fail(h.status(), 1);
+  std::cout << *h << "\n";
+  return 0;
 }
 
 }  // namespace
@@ -341,9 +390,19 @@ int main(int argc, char** argv) {
   run->add_option("--idle-exit", ro.idle_exit, "stop after this long without packets (0: never)");
   run->add_option("--duration", ro.duration, "stop after this long (0: on SIGINT/SIGTERM)");
   run->add_flag("-q,--quiet", ro.quiet, "no per-interval summary");
+  run->add_option("--ring-size", ro.ring_size, "records per RX queue ring (a power of two)");
+  run->add_option("--listen", ro.listen,
+                  "serve Prometheus metrics at host:port/metrics (default 127.0.0.1:19464; 'none': off)");
+  run->add_option("--sensor", ro.sensor, "this monitor's name, the sensor label (default: host name)");
+  run->add_option("--label", ro.labels, "name=value on every series, e.g. rack=r3 (repeatable)");
+  run->add_option("--switch-buffer-bytes", ro.switch_buffer_bytes,
+                  "buffer of the mirrored switch port, for the congestion alert");
   run->add_flag("--json", ro.json, "print the final report as JSON on stdout (the summary goes to stderr)");
   ro.metrics.add(run, /*live=*/true);
   run->footer("EAL arguments follow --, e.g. burstscope run --port 0 -- -l 0-1 -a 0000:3b:00.0\n");
+
+  CLI::App* hash = app.add_subcommand("hash-password",
+                                      "Read a password on stdin, print its bcrypt hash for export.basic-auth");
 
   std::signal(SIGINT, onSignal);
   std::signal(SIGTERM, onSignal);
@@ -364,6 +423,7 @@ int main(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : 2;
   }
   if (analyze->parsed()) return runAnalyze(ao);
+  if (hash->parsed()) return hashPasswordCommand();
   if (run->parsed()) return runLiveCommand(ro);
   return 2;
 }

@@ -49,6 +49,11 @@ class Reader {
     return absl::InvalidArgumentError(absl::StrCat(origin_, ":", n.Mark().line + 1, ": ", key, ": ", what));
   }
 
+  // A message that already names its key.
+  absl::Status errorAt(const YAML::Node& n, absl::string_view what) const {
+    return absl::InvalidArgumentError(absl::StrCat(origin_, ":", n.Mark().line + 1, ": ", what));
+  }
+
   // The map's keys must all be in `allowed`.
   absl::Status checkKeys(const YAML::Node& n, const std::string& path, std::set<std::string> allowed) const {
     if (!n.IsMap()) return error(n, path.empty() ? "(top level)" : path, "must be a mapping");
@@ -254,6 +259,57 @@ absl::Status readDecoder(const Reader& rd, const YAML::Node& n, RunConfig* c) {
   return absl::OkStatus();
 }
 
+absl::Status readLabels(const Reader& rd, const YAML::Node& n, const std::string& key, Labels* out) {
+  if (!n.IsMap()) return rd.error(n, key, "must be a mapping of label name to value");
+  for (auto it = n.begin(); it != n.end(); ++it) {
+    const YAML::Node v = it->second;  // a copy, out of the iterator's proxy
+    if (!v.IsScalar()) return rd.error(v, absl::StrCat(key, ".", it->first.Scalar()), "must be a single value");
+    out->emplace_back(it->first.Scalar(), v.Scalar());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status readExport(const Reader& rd, const YAML::Node& n, RunConfig* c) {
+  BS_CHECK(rd.checkKeys(n, "export", {"listen", "sensor", "labels", "top-k", "switch-buffer-bytes", "basic-auth",
+                                      "ports"}));
+  ExportConfig& x = c->exporter;
+  if (n["listen"]) BS_CHECK(rd.scalar(n["listen"], "export.listen", &x.listen));
+  if (x.listen == "none") x.listen.clear();
+  if (n["sensor"]) BS_CHECK(rd.scalar(n["sensor"], "export.sensor", &x.sensor));
+  if (n["labels"]) BS_CHECK(readLabels(rd, n["labels"], "export.labels", &x.labels));
+  if (n["top-k"]) BS_CHECK(rd.integer(n["top-k"], "export.top-k", &x.top_k, 1, 100));
+  if (n["switch-buffer-bytes"]) {
+    double b;
+    BS_CHECK(rd.number(n["switch-buffer-bytes"], "export.switch-buffer-bytes", &b, 1, 1e12));
+    x.switch_buffer_bytes = b;
+  }
+  if (const YAML::Node a = n["basic-auth"]) {
+    BS_CHECK(rd.checkKeys(a, "export.basic-auth", {"username", "password-hash"}));
+    if (a["username"]) BS_CHECK(rd.scalar(a["username"], "export.basic-auth.username", &x.basic_auth_user));
+    if (a["password-hash"]) {
+      BS_CHECK(rd.scalar(a["password-hash"], "export.basic-auth.password-hash", &x.basic_auth_hash));
+    }
+  }
+  if (const YAML::Node ports = n["ports"]) {
+    if (!ports.IsMap()) return rd.error(ports, "export.ports", "must be a mapping of port name to settings");
+    for (auto it = ports.begin(); it != ports.end(); ++it) {
+      const std::string name = it->first.Scalar();
+      const std::string key = absl::StrCat("export.ports.", name);
+      const YAML::Node p = it->second;
+      BS_CHECK(rd.checkKeys(p, key, {"switch-buffer-bytes", "labels"}));
+      ExportPortConfig& pc = x.ports[name];
+      if (p["switch-buffer-bytes"]) {
+        double b;
+        BS_CHECK(rd.number(p["switch-buffer-bytes"], key + ".switch-buffer-bytes", &b, 1, 1e12));
+        pc.switch_buffer_bytes = b;
+      }
+      if (p["labels"]) BS_CHECK(readLabels(rd, p["labels"], key + ".labels", &pc.labels));
+    }
+  }
+  if (absl::Status s = validateExportConfig(x); !s.ok()) return rd.errorAt(n, s.message());
+  return absl::OkStatus();
+}
+
 absl::Status readReport(const Reader& rd, const YAML::Node& n, RunConfig* c) {
   BS_CHECK(rd.checkKeys(n, "report", {"interval", "baseline", "quiet", "idle-exit", "duration"}));
   if (n["interval"]) BS_CHECK(rd.duration(n["interval"], "report.interval", &c->live.engine.report_interval_ns));
@@ -285,7 +341,7 @@ absl::StatusOr<RunConfig> parseRunConfig(const std::string& yaml, const std::str
     return absl::InvalidArgumentError(absl::StrCat(origin, ":", e.mark.line + 1, ": not valid YAML: ", e.msg));
   }
   if (root.IsNull()) return c;  // an empty file: all defaults
-  BS_CHECK(rd.checkKeys(root, "", {"capture", "dpdk", "metrics", "decoder", "report", "ring-size"}));
+  BS_CHECK(rd.checkKeys(root, "", {"capture", "dpdk", "metrics", "decoder", "report", "ring-size", "export"}));
   if (root["capture"]) {
     BS_CHECK(rd.scalar(root["capture"], "capture", &c.capture));
     if (c.capture != "dpdk") {
@@ -296,6 +352,7 @@ absl::StatusOr<RunConfig> parseRunConfig(const std::string& yaml, const std::str
   if (root["metrics"]) BS_CHECK(readMetrics(rd, root["metrics"], &c));
   if (root["decoder"]) BS_CHECK(readDecoder(rd, root["decoder"], &c));
   if (root["report"]) BS_CHECK(readReport(rd, root["report"], &c));
+  if (root["export"]) BS_CHECK(readExport(rd, root["export"], &c));
   if (root["ring-size"]) BS_CHECK(rd.integer(root["ring-size"], "ring-size", &c.dpdk.ring_capacity, 1024, 1LL << 26));
   return c;
 }

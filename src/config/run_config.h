@@ -7,6 +7,7 @@
 
 #include "absl/status/statusor.h"
 #include "src/capture/dpdk/dpdk_backend.h"
+#include "src/export/metrics.h"
 #include "src/live/live.h"
 
 namespace burstscope {
@@ -15,6 +16,7 @@ struct RunConfig {
   std::string capture = "dpdk";
   DpdkConfig dpdk;
   LiveConfig live;  // live.engine.rates_bps empty: each port's link speed
+  ExportConfig exporter;
 };
 
 // Parses YAML text; `origin` (a file name) prefixes error messages.

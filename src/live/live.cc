@@ -111,10 +111,31 @@ std::string intervalSummary(const std::string& port, const IntervalReport& r, co
   return line;
 }
 
+void QueueCounters::publishDecode(const DecodeStats& s) {
+  for (int i = 0; i < kDecodeErrorCount; ++i) decode_errors[i].store(s.errors[i], std::memory_order_relaxed);
+  non_ip.store(s.non_ip, std::memory_order_relaxed);
+  encapsulated.store(s.encapsulated, std::memory_order_relaxed);
+  mirror_seq_gaps.store(s.mirror_seq_gaps, std::memory_order_relaxed);
+  mirror_seq_reorders.store(s.mirror_seq_reorders, std::memory_order_relaxed);
+}
+
+DecodeStats QueueCounters::decode() const {
+  DecodeStats s;
+  for (int i = 0; i < kDecodeErrorCount; ++i) s.errors[i] = decode_errors[i].load(std::memory_order_relaxed);
+  s.non_ip = non_ip.load(std::memory_order_relaxed);
+  s.encapsulated = encapsulated.load(std::memory_order_relaxed);
+  s.mirror_seq_gaps = mirror_seq_gaps.load(std::memory_order_relaxed);
+  s.mirror_seq_reorders = mirror_seq_reorders.load(std::memory_order_relaxed);
+  return s;
+}
+
 EngineConfig portEngineConfig(const EngineConfig& base, double link_bps) {
   EngineConfig c = base;
   if (link_bps > 0) c.link_capacity_bps = link_bps;
-  if (c.rates_bps.empty()) c.rates_bps = {c.link_capacity_bps};
+  // The link's own speed is always among the backlog rates: the congestion alert compares it to the buffer.
+  if (std::find(c.rates_bps.begin(), c.rates_bps.end(), c.link_capacity_bps) == c.rates_bps.end()) {
+    c.rates_bps.push_back(c.link_capacity_bps);
+  }
   return c;
 }
 
@@ -164,6 +185,20 @@ absl::StatusOr<LiveResult> runLive(CaptureBackend& backend, const LiveConfig& co
     const EngineConfig* ec = &engine_configs[i];
     w->engine.setIntervalSink([&backend, &out, &config, w, ec, i](const IntervalReport& r) {
       ++w->intervals;
+      if (config.on_interval) {
+        PortSnapshot s;
+        s.interval = r;
+        s.intervals = w->intervals;
+        s.ledger = Ledger{received(w->port), w->analysed, ringDrops(w->port)};
+        s.reordered = w->reorder.reordered();
+        s.clamped = w->reorder.clamped();
+        s.device = backend.deviceStats(i);
+        s.decode = backend.decodeStats(i);
+        s.timestamps = backend.timestampInfo();
+        config.on_interval(i, s);
+        if (!config.quiet) out << intervalSummary(w->port.name, r, *ec, s.ledger.ring_drops, s.device) << std::endl;
+        return;
+      }
       if (config.quiet) return;
       out << intervalSummary(w->port.name, r, *ec, ringDrops(w->port), backend.deviceStats(i)) << std::endl;
     });

@@ -8,8 +8,10 @@
 // others back and a busy one never runs ahead of a slow one.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <iosfwd>
 #include <optional>
 #include <string>
@@ -28,6 +30,13 @@ namespace burstscope {
 struct alignas(kCacheLine) QueueCounters {
   std::atomic<uint64_t> received{0};    // frames taken from the queue (ticks are not frames)
   std::atomic<uint64_t> ring_drops{0};  // of those, dropped because the record ring was full
+  // The queue's decoder counts, copied by the RX thread now and then (every few bursts, when idle, at
+  // stop), so that the exporter can read them while capture runs without touching the decoder.
+  alignas(kCacheLine) std::array<std::atomic<uint64_t>, kDecodeErrorCount> decode_errors{};
+  std::atomic<uint64_t> non_ip{0}, encapsulated{0}, mirror_seq_gaps{0}, mirror_seq_reorders{0};
+
+  void publishDecode(const DecodeStats& s);
+  DecodeStats decode() const;
 };
 
 // What the device says about a port. A counter the device does not report is nullopt, never 0.
@@ -61,8 +70,22 @@ class CaptureBackend {
   // Stops RX and returns once every RX thread has pushed its last records and a final tick.
   virtual void stop() = 0;
   virtual DeviceStats deviceStats(size_t port) const = 0;
-  virtual DecodeStats decodeStats(size_t port) const = 0;  // valid after stop()
+  // As last published by the RX threads: a little behind while running, exact after stop().
+  virtual DecodeStats decodeStats(size_t port) const = 0;
   virtual TimestampInfo timestampInfo() const = 0;
+};
+
+// What a port's worker publishes at the close of each report interval, all read at that moment, so that an
+// exporter serves self-consistent figures that change only once per interval.
+struct PortSnapshot {
+  IntervalReport interval;
+  uint64_t intervals = 0;  // reported so far, this one included
+  Ledger ledger;           // received, analysed and ring drops when the interval closed
+  uint64_t reordered = 0;
+  uint64_t clamped = 0;
+  DeviceStats device;
+  DecodeStats decode;
+  TimestampInfo timestamps;
 };
 
 struct LiveConfig {
@@ -71,6 +94,8 @@ struct LiveConfig {
   double idle_exit_s = 0;  // stop after this long without a packet on any port (0: never)
   double duration_s = 0;   // stop after this long (0: until a signal)
   bool quiet = false;      // no per-interval summary
+  // Called on the worker thread with each port's snapshot at every interval close (the exporter).
+  std::function<void(size_t port, const PortSnapshot&)> on_interval;
 };
 
 struct LivePortResult {
@@ -89,8 +114,8 @@ struct LiveResult {
   std::string stop_reason;  // "signal", "idle", "duration"
 };
 
-// The engine configuration one port runs with: the port's link capacity, and its link speed as the one
-// backlog rate unless rates are configured.
+// The engine configuration one port runs with: the port's link capacity, and its link speed among the
+// backlog rates (the only one unless rates are configured).
 EngineConfig portEngineConfig(const EngineConfig& base, double link_bps);
 
 // Runs until `stop` becomes true, the idle timeout or the duration; the summary goes to `out`.

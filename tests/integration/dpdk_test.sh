@@ -33,7 +33,7 @@ fi
 "$BS" analyze --json "$TRACE" >"$TMP/orig.json"
 "$BS" analyze --json "$TMP/pad.pcap" >"$TMP/pad-analyze.json"
 # shellcheck disable=SC2046
-"$BS" run --json --port net_pcap0 --vdev "net_pcap0,rx_pcap=$TMP/pad.pcap" --idle-exit 0.5s --interval 100ms \
+"$BS" run --listen 127.0.0.1:0 --json --port net_pcap0 --vdev "net_pcap0,rx_pcap=$TMP/pad.pcap" --idle-exit 0.5s --interval 100ms \
   --baseline 10s --exact-max-us 10000000 --rates-gbps 1,10,25,100 -- $(eal replay) \
   >"$TMP/replay.json" 2>"$TMP/replay.err"
 rc=$?
@@ -61,7 +61,7 @@ check "replay: one summary line per 100 ms interval" test "$(grep -c ' net_pcap0
 # Paced replay: at 2x the recorded pace the 1.38 s trace takes at least ~0.69 s (a lower bound only).
 start=$(date +%s%N)
 # shellcheck disable=SC2046
-"$BS" run -q --port net_pcap0 --vdev "net_pcap0,rx_pcap=$TMP/pad.pcap" --replay-speed 2 --idle-exit 0.3s \
+"$BS" run --listen 127.0.0.1:0 -q --port net_pcap0 --vdev "net_pcap0,rx_pcap=$TMP/pad.pcap" --replay-speed 2 --idle-exit 0.3s \
   -- $(eal paced) >"$TMP/paced.out" 2>&1
 rc=$?
 elapsed_ms=$((($(date +%s%N) - start) / 1000000))
@@ -71,7 +71,7 @@ check "paced replay at 2x takes at least half the recorded 1383 ms (took $elapse
 # 2. net_null overload: RX outruns a worker given 40 exact scales; drops are counted at the ring, the
 #    ledger balances exactly after SIGTERM, and memory stays flat.
 # shellcheck disable=SC2046
-"$BS" run --json -q --port net_null0 --vdev net_null0 --scales-us "$(seq -s, 100 100 4000)" --exact-max-us 4000 \
+"$BS" run --listen 127.0.0.1:0 --json -q --port net_null0 --vdev net_null0 --scales-us "$(seq -s, 100 100 4000)" --exact-max-us 4000 \
   --baseline 10s -- $(eal null) >"$TMP/null.json" 2>"$TMP/null.err" &
 pid=$!
 rss=()
@@ -102,7 +102,7 @@ done
 ip netns exec "$NS_TX" ip link set "$V0" up
 ip netns exec "$NS_RX" ip link set "$V1" up
 # shellcheck disable=SC2046
-ip netns exec "$NS_RX" "$BS" run --json -q --top-k 64 --port net_af_packet0 --rx-queues 2 \
+ip netns exec "$NS_RX" "$BS" run --listen 127.0.0.1:0 --json -q --top-k 64 --port net_af_packet0 --rx-queues 2 \
   --vdev "net_af_packet0,iface=$V1,qpairs=2,framecnt=4096" --idle-exit 1.5s -- $(eal afp) \
   >"$TMP/afp.json" 2>"$TMP/afp.err" &
 pid=$!
@@ -141,20 +141,20 @@ bad() {  # NAME EXPECTED_RC PATTERN -- command...
 }
 # shellcheck disable=SC2046
 bad "unknown port" 1 "port 'nosuch': no such DPDK port (ports: net_null0)" -- \
-  "$BS" run -q --port nosuch --vdev net_null0 -- $(eal bad1)
+  "$BS" run --listen 127.0.0.1:0 -q --port nosuch --vdev net_null0 -- $(eal bad1)
 # shellcheck disable=SC2046
 bad "a vdev that fails" 1 "port 'net_pcap0': no such DPDK port" -- \
-  "$BS" run -q --port net_pcap0 --vdev net_pcap0,rx_pcap=/nonexistent.pcap -- $(eal bad2)
+  "$BS" run --listen 127.0.0.1:0 -q --port net_pcap0 --vdev net_pcap0,rx_pcap=/nonexistent.pcap -- $(eal bad2)
 # shellcheck disable=SC2046
 bad "too few lcores" 1 "at least two are needed" -- \
-  "$BS" run -q --port net_null0 --vdev net_null0 -- -l 0 --no-huge -m 512 --no-pci --file-prefix=${PREFIX}_bad3
+  "$BS" run --listen 127.0.0.1:0 -q --port net_null0 --vdev net_null0 -- -l 0 --no-huge -m 512 --no-pci --file-prefix=${PREFIX}_bad3
 printf 'dpdk:\n  prts:\n    - device: net_null0\n' >"$TMP/badkey.yaml"
-bad "malformed config key" 2 "badkey.yaml:2: dpdk.prts: unknown key" -- "$BS" run -c "$TMP/badkey.yaml"
+bad "malformed config key" 2 "badkey.yaml:2: dpdk.prts: unknown key" -- "$BS" run --listen 127.0.0.1:0 -c "$TMP/badkey.yaml"
 printf 'dpdk:\n  ports:\n    - device: net_null0\n      rx-queues: many\n' >"$TMP/badval.yaml"
-bad "bad config value" 2 "badval.yaml:4: dpdk.ports\[0\].rx-queues: must be an integer" -- "$BS" run -c "$TMP/badval.yaml"
+bad "bad config value" 2 "badval.yaml:4: dpdk.ports\[0\].rx-queues: must be an integer" -- "$BS" run --listen 127.0.0.1:0 -c "$TMP/badval.yaml"
 # shellcheck disable=SC2046
 bad "a bad EAL argument" 1 "EAL initialisation failed" -- \
-  "$BS" run -q --port net_null0 -- --no-such-eal-option $(eal bad4)
+  "$BS" run --listen 127.0.0.1:0 -q --port net_null0 -- --no-such-eal-option $(eal bad4)
 
 echo "1..$n"
 [ "$failed" = 0 ]

@@ -156,14 +156,16 @@ TEST(LiveMergeTest, FullRingsDropAndTheLedgerStillBalances) {
   EXPECT_EQ(r->ports[0].pipeline.engine.port.packets, l.analysed);
 }
 
-TEST(LiveMergeTest, BacklogRatesDefaultToThePortsLinkSpeed) {
+TEST(LiveMergeTest, BacklogRatesAlwaysIncludeThePortsLinkSpeed) {
   EngineConfig base;
   base.rates_bps.clear();
   const EngineConfig c = portEngineConfig(base, 25e9);
   EXPECT_EQ(c.link_capacity_bps, 25e9);
   EXPECT_EQ(c.rates_bps, std::vector<double>{25e9});
   base.rates_bps = {1e9, 100e9};
-  EXPECT_EQ(portEngineConfig(base, 25e9).rates_bps, (std::vector<double>{1e9, 100e9}));
+  // Configured rates come first; the link's own is added for the congestion alert.
+  EXPECT_EQ(portEngineConfig(base, 25e9).rates_bps, (std::vector<double>{1e9, 100e9, 25e9}));
+  EXPECT_EQ(portEngineConfig(base, 100e9).rates_bps, (std::vector<double>{1e9, 100e9}));
 }
 
 TEST(LiveMergeTest, SummaryLineShowsRatesPtmAndDrops) {

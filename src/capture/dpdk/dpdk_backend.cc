@@ -95,6 +95,7 @@ struct RxQueue {
   uint64_t last_tick_tsc = 0;
   uint64_t received = 0;  // the RX lcore's own counts, published to `counters` once per burst
   uint64_t ring_drops = 0;
+  uint64_t bursts = 0;
   CounterClock nic_clock;  // a copy per queue, so that each RX lcore re-synchronises its own
 };
 
@@ -363,6 +364,7 @@ int DpdkBackend::lcoreMain(void* arg) {
 }
 
 void DpdkBackend::tick(RxQueue& q, int64_t now_ns) {
+  q.counters->publishDecode(q.decoder->stats());
   if (now_ns == INT64_MIN) return;
   PacketRecord t;
   t.ts_ns = now_ns;
@@ -474,6 +476,7 @@ void DpdkBackend::rxLoop(Lcore& lc) {
       q.ring_drops += n - done;
       q.counters->received.store(q.received, std::memory_order_relaxed);
       q.counters->ring_drops.store(q.ring_drops, std::memory_order_relaxed);
+      if ((++q.bursts & 63) == 0) q.counters->publishDecode(q.decoder->stats());
       q.last_tick_tsc = now_tsc;
     }
     if (rte_rdtsc() - tsc.base() >= resync_ticks) resync(lc, tsc);
@@ -530,7 +533,7 @@ DeviceStats DpdkBackend::deviceStats(size_t index) const {
 DecodeStats DpdkBackend::decodeStats(size_t index) const {
   DecodeStats s;
   for (const auto& q : queues_) {
-    if (q->port_index == index) s.merge(q->decoder->stats());
+    if (q->port_index == index) s.merge(q->counters->decode());
   }
   return s;
 }

@@ -1,0 +1,446 @@
+#include "src/export/metrics.h"
+
+#include <crypt.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <regex>
+#include <set>
+#include <stdexcept>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_format.h"
+#include "burstscope/status.h"
+#include "prometheus/exposer.h"
+
+namespace burstscope {
+
+namespace {
+
+using prometheus::ClientMetric;
+using prometheus::MetricFamily;
+using prometheus::MetricType;
+using LabelVec = std::vector<ClientMetric::Label>;
+
+// Labels that burstscope itself sets, or that Prometheus sets on every target.
+const std::set<std::string>& reservedLabels() {
+  static const std::set<std::string> r = {"job", "instance", "sensor", "port", "direction", "scale", "le",
+                                          "rate_bps", "stage", "reason", "source", "src", "dst", "src_port",
+                                          "dst_port", "proto", "table", "version", "backend"};
+  return r;
+}
+
+absl::Status checkLabels(const Labels& labels, const std::string& key) {
+  static const std::regex name("[a-zA-Z_][a-zA-Z0-9_]*");
+  for (const auto& [k, v] : labels) {
+    if (!std::regex_match(k, name) || k.rfind("__", 0) == 0) {
+      return absl::InvalidArgumentError(absl::StrCat(key, ".", k, ": not a valid Prometheus label name"));
+    }
+    if (reservedLabels().count(k)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(key, ".", k, ": reserved (burstscope or Prometheus sets this label)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Seconds as a short decimal, the value of the `scale` label: 100 µs is "0.0001", 10 s is "10".
+std::string secondsLabel(int64_t ns) { return absl::StrCat(static_cast<double>(ns) * 1e-9); }
+
+LabelVec with(LabelVec l, std::initializer_list<std::pair<const char*, std::string>> extra) {
+  for (const auto& [k, v] : extra) l.push_back({k, v});
+  return l;
+}
+
+// Families in the order they are first used; a scrape builds them afresh from the snapshots.
+class Families {
+ public:
+  void gauge(const std::string& name, const char* help, LabelVec l, double v) {
+    ClientMetric m;
+    m.label = std::move(l);
+    m.gauge.value = v;
+    family(name, help, MetricType::Gauge).metric.push_back(std::move(m));
+  }
+  void counter(const std::string& name, const char* help, LabelVec l, double v) {
+    ClientMetric m;
+    m.label = std::move(l);
+    m.counter.value = v;
+    family(name, help, MetricType::Counter).metric.push_back(std::move(m));
+  }
+  // The engine's histogram keeps per-bucket counts with the +Inf bucket last; Prometheus wants them
+  // cumulative.
+  void histogram(const std::string& name, const char* help, LabelVec l, const Histogram& h) {
+    ClientMetric m;
+    m.label = std::move(l);
+    m.histogram.sample_count = h.count;
+    m.histogram.sample_sum = h.sum;
+    uint64_t cumulative = 0;
+    for (size_t i = 0; i < h.counts.size(); ++i) {
+      cumulative += h.counts[i];
+      const double le = i < h.bounds.size() ? h.bounds[i] : std::numeric_limits<double>::infinity();
+      m.histogram.bucket.push_back({cumulative, le});
+    }
+    family(name, help, MetricType::Histogram).metric.push_back(std::move(m));
+  }
+  std::vector<MetricFamily> take() { return std::move(families_); }
+
+ private:
+  MetricFamily& family(const std::string& name, const char* help, MetricType type) {
+    auto [it, inserted] = index_.try_emplace(name, families_.size());
+    if (inserted) families_.push_back(MetricFamily{name, help, type, {}});
+    return families_[it->second];
+  }
+  std::vector<MetricFamily> families_;
+  std::map<std::string, size_t> index_;
+};
+
+// Equal strings, in a time that depends only on the expected one's length.
+bool constantTimeEqual(const std::string& got, const std::string& expected) {
+  unsigned diff = got.size() != expected.size() ? 1 : 0;
+  for (size_t i = 0; i < expected.size(); ++i) {
+    diff |= static_cast<unsigned char>(i < got.size() ? got[i] : 0) ^ static_cast<unsigned char>(expected[i]);
+  }
+  return diff == 0;
+}
+
+std::string hostName() {
+  char buf[256] = {};
+  if (gethostname(buf, sizeof(buf) - 1) != 0) return "unknown";
+  return buf;
+}
+
+}  // namespace
+
+absl::Status validateExportConfig(const ExportConfig& c) {
+  if (!c.listen.empty()) {
+    const size_t colon = c.listen.rfind(':');
+    int port = -1;
+    if (colon == std::string::npos || colon == 0 ||
+        !absl::SimpleAtoi(c.listen.substr(colon + 1), &port) || port < 0 || port > 65535) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("export.listen: '", c.listen, "' is not host:port (e.g. 127.0.0.1:19464)"));
+    }
+  }
+  if (c.top_k == 0) return absl::InvalidArgumentError("export.top-k: must be at least 1");
+  BS_RETURN_IF_ERROR(checkLabels(c.labels, "export.labels"));
+  if (c.switch_buffer_bytes && !(*c.switch_buffer_bytes > 0)) {
+    return absl::InvalidArgumentError("export.switch-buffer-bytes: must be > 0");
+  }
+  for (const auto& [name, p] : c.ports) {
+    BS_RETURN_IF_ERROR(checkLabels(p.labels, absl::StrCat("export.ports.", name, ".labels")));
+    if (p.switch_buffer_bytes && !(*p.switch_buffer_bytes > 0)) {
+      return absl::InvalidArgumentError(absl::StrCat("export.ports.", name, ".switch-buffer-bytes: must be > 0"));
+    }
+  }
+  if (c.basic_auth_user.empty() != c.basic_auth_hash.empty()) {
+    return absl::InvalidArgumentError("export.basic-auth: needs both username and password-hash");
+  }
+  if (!c.basic_auth_hash.empty()) {
+    const std::string& h = c.basic_auth_hash;
+    if (h.rfind("$2b$", 0) != 0 && h.rfind("$2y$", 0) != 0 && h.rfind("$y$", 0) != 0 && h.rfind("$6$", 0) != 0) {
+      return absl::InvalidArgumentError(
+          "export.basic-auth.password-hash: not a bcrypt ($2b$), yescrypt ($y$) or sha512crypt ($6$) hash; "
+          "make one with `burstscope hash-password`");
+    }
+  }
+  return absl::OkStatus();
+}
+
+void TopKCounters::update(const HeavyResult& r) {
+  uint64_t total_bytes = r.other_bytes, total_packets = r.other_packets;
+  std::vector<Series> next;
+  for (const HeavyHitter& h : r.top) {
+    total_bytes += h.bytes;
+    total_packets += h.packets;
+    auto it = std::find_if(series_.begin(), series_.end(), [&](const Series& s) { return s.key == h.key; });
+    Series s;
+    if (it != series_.end() && h.bytes >= it->last_total_bytes) {
+      s = *it;
+    } else {  // new in the top K, or evicted from the table and back: its series starts from zero
+      s.key = h.key;
+      s.base_bytes = h.bytes;
+      s.base_packets = h.packets;
+    }
+    s.bytes = h.bytes - s.base_bytes;
+    s.packets = h.packets - s.base_packets;
+    s.last_total_bytes = h.bytes;
+    next.push_back(s);
+  }
+  series_ = std::move(next);
+  uint64_t named_bytes = 0, named_packets = 0;
+  for (const Series& s : series_) {
+    named_bytes += s.bytes;
+    named_packets += s.packets;
+  }
+  other_bytes_ = total_bytes - named_bytes;
+  other_packets_ = total_packets - named_packets;
+}
+
+LiveMetrics::LiveMetrics(const ExportConfig& config, std::vector<ExportPortInfo> ports, std::string backend)
+    : backend_(std::move(backend)) {
+  start_time_s_ = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  identity_.push_back({"sensor", config.sensor.empty() ? hostName() : config.sensor});
+  for (const auto& [k, v] : config.labels) identity_.push_back({k, v});
+  for (ExportPortInfo& info : ports) {
+    PortState p;
+    LabelVec labels = identity_;
+    p.switch_buffer_bytes = config.switch_buffer_bytes;
+    if (auto it = config.ports.find(info.name); it != config.ports.end()) {
+      if (it->second.switch_buffer_bytes) p.switch_buffer_bytes = it->second.switch_buffer_bytes;
+      for (const auto& [k, v] : it->second.labels) {
+        auto same = std::find_if(labels.begin(), labels.end(), [&](const auto& l) { return l.name == k; });
+        if (same != labels.end()) same->value = v;
+        else labels.push_back({k, v});
+      }
+    }
+    labels.push_back({"port", info.name});
+    p.labels = std::move(labels);
+    p.info = std::move(info);
+    ports_.push_back(std::move(p));
+  }
+}
+
+void LiveMetrics::publish(size_t port, const PortSnapshot& s) {
+  if (s.interval.partial) return;  // the final, incomplete interval at shutdown: not a completed one
+  std::lock_guard<std::mutex> lock(mu_);
+  PortState& p = ports_.at(port);
+  auto add = [&p](const std::string& dir, const IntervalStream& st) {
+    StreamTotals& t = p.totals[dir];
+    t.packets += st.packets;
+    t.bytes += st.bytes;
+  };
+  add("all", s.interval.port);
+  for (const auto& [d, st] : s.interval.directions) add(directionName(d), st);
+  p.pairs.update(s.interval.pairs);
+  p.flows.update(s.interval.flows);
+  p.intervals = s.intervals;
+  p.last = s;
+}
+
+std::vector<MetricFamily> LiveMetrics::Collect() const {
+  Families f;
+  std::lock_guard<std::mutex> lock(mu_);
+  f.gauge("burstscope_build_info", "burstscope version and capture backend (always 1)",
+          with(identity_, {{"version", BURSTSCOPE_VERSION}, {"backend", backend_}}), 1);
+  f.gauge("burstscope_start_time_seconds", "when this burstscope process started, seconds since the epoch",
+          identity_, start_time_s_);
+  for (const PortState& p : ports_) {
+    const LabelVec& L = p.labels;
+    f.gauge("burstscope_link_capacity_bytes_per_second",
+            "capacity of the mirrored link (configured link speed), for utilisation and microbursts", L,
+            p.info.link_bps / 8);
+    if (p.switch_buffer_bytes) {
+      f.gauge("burstscope_switch_buffer_bytes", "configured buffer of the mirrored switch port", L,
+              *p.switch_buffer_bytes);
+    }
+    f.counter("burstscope_report_intervals_total", "report intervals completed", L,
+              static_cast<double>(p.intervals));
+    if (!p.last) continue;  // nothing measured yet: no per-interval series
+    const PortSnapshot& s = *p.last;
+    const IntervalReport& r = s.interval;
+    f.gauge("burstscope_last_interval_end_timestamp_seconds",
+            "end of the last completed report interval, in capture time (seconds since the epoch)", L,
+            static_cast<double>(r.end_ns) * 1e-9);
+    f.gauge("burstscope_report_interval_seconds", "length of a report interval", L,
+            static_cast<double>(r.end_ns - r.start_ns) * 1e-9);
+    f.gauge("burstscope_baseline_seconds", "trailing time the peak-to-mean baseline covers", L,
+            static_cast<double>(r.baseline_ns) * 1e-9);
+
+    std::vector<std::pair<std::string, const IntervalStream*>> streams = {{"all", &r.port}};
+    for (const auto& [d, st] : r.directions) streams.emplace_back(directionName(d), &st);
+    for (const auto& [dir, st] : streams) {
+      const LabelVec D = with(L, {{"direction", dir}});
+      const StreamTotals& t = p.totals.at(dir);
+      f.counter("burstscope_packets_total", "packets measured (direction all: the whole port)", D,
+                static_cast<double>(t.packets));
+      f.counter("burstscope_bytes_total", "bytes on the wire measured (Ethernet header, no FCS)", D,
+                static_cast<double>(t.bytes));
+      f.gauge("burstscope_interval_throughput_bytes_per_second", "mean rate over the last report interval", D,
+              st->mean_bps / 8);
+      f.gauge("burstscope_baseline_throughput_bytes_per_second",
+              "mean rate over the trailing baseline (the peak-to-mean denominator)", D, st->baseline_bps / 8);
+      for (size_t i = 0; i < p.info.scales_ns.size() && i < st->envelope_bytes.size(); ++i) {
+        const LabelVec S = with(D, {{"scale", secondsLabel(p.info.scales_ns[i])}});
+        f.gauge("burstscope_envelope_bytes",
+                "E(scale): most bytes in any sliding window of this length during the last interval", S,
+                static_cast<double>(st->envelope_bytes[i]));
+        f.gauge("burstscope_envelope_exact",
+                "1 if E(scale) is packet-exact, 0 if from 100 us bins (at most one bin under)", S,
+                st->exact[i] ? 1 : 0);
+        if (st->ptm[i]) {
+          f.gauge("burstscope_peak_to_mean_ratio",
+                  "E(scale) / (baseline rate x scale) for the last interval; absent while the baseline is shorter",
+                  S, *st->ptm[i]);
+        }
+      }
+      for (size_t i = 0; i < p.info.rates_bps.size() && i < st->backlog_bytes.size(); ++i) {
+        const double rate = p.info.rates_bps[i];
+        f.gauge("burstscope_virtual_backlog_max_bytes",
+                "largest backlog of a server draining at rate_bps, fed by this traffic, in the last interval",
+                with(D, {{"rate_bps", absl::StrFormat("%.0f", rate)}}), st->backlog_bytes[i]);
+        if (rate == p.info.link_bps) {
+          f.gauge("burstscope_link_backlog_max_bytes",
+                  "largest virtual backlog at the link's own speed in the last interval", D, st->backlog_bytes[i]);
+        }
+      }
+      for (size_t i = 0; i < p.info.scales_ns.size() && i < st->utilisation.size(); ++i) {
+        f.histogram("burstscope_window_utilization_ratio",
+                    "utilisation (0-1 of link capacity) of each aligned window of length scale",
+                    with(D, {{"scale", secondsLabel(p.info.scales_ns[i])}}), st->utilisation[i]);
+      }
+      f.counter("burstscope_microbursts_total",
+                "microbursts: stretches where the 100 us window carries at least the threshold share of capacity",
+                D, static_cast<double>(st->microbursts));
+      if (st->microburst_durations_s) {
+        f.histogram("burstscope_microburst_duration_seconds", "duration of each microburst", D,
+                    *st->microburst_durations_s);
+        f.histogram("burstscope_microburst_gap_seconds", "time between the end of a microburst and the next",
+                    D, *st->microburst_gaps_s);
+        f.histogram("burstscope_microburst_size_bytes", "bytes carried by each microburst", D,
+                    *st->microburst_volumes_bytes);
+      }
+    }
+
+    // Accounting (SPEC "Accounting"): received = analysed + dropped at the ring; the NIC's own drops before.
+    f.counter("burstscope_capture_received_packets_total", "frames taken from the capture device", L,
+              static_cast<double>(s.ledger.received));
+    f.counter("burstscope_capture_analysed_packets_total", "frames measured by the engine", L,
+              static_cast<double>(s.ledger.analysed));
+    const char* drop_help = "frames lost before measurement, by the stage that dropped them";
+    f.counter("burstscope_capture_dropped_packets_total", drop_help, with(L, {{"stage", "ring_full"}}),
+              static_cast<double>(s.ledger.ring_drops));
+    const std::pair<const char*, std::optional<uint64_t>> nic[] = {
+        {"nic_missed", s.device.imissed}, {"nic_errors", s.device.ierrors}, {"nic_no_mbuf", s.device.rx_nombuf}};
+    for (const auto& [stage, v] : nic) {
+      if (v) f.counter("burstscope_capture_dropped_packets_total", drop_help, with(L, {{"stage", stage}}),
+                       static_cast<double>(*v));
+    }
+    if (s.device.ipackets) {
+      f.counter("burstscope_device_received_packets_total", "packets the device reports as received", L,
+                static_cast<double>(*s.device.ipackets));
+    }
+    f.counter("burstscope_capture_late_packets_total",
+              "frames older than the reorder horizon allowed, measured at the last released time", L,
+              static_cast<double>(s.clamped));
+    f.counter("burstscope_capture_reordered_packets_total", "frames put back into timestamp order", L,
+              static_cast<double>(s.reordered));
+    for (int i = 1; i < kDecodeErrorCount; ++i) {
+      f.counter("burstscope_decode_errors_total",
+                "frames that did not decode completely, by reason (still measured at their wire length)",
+                with(L, {{"reason", decodeErrorName(static_cast<DecodeError>(i))}}),
+                static_cast<double>(s.decode.errors[i]));
+    }
+    f.counter("burstscope_decode_non_ip_packets_total", "frames decoded fully that are not IPv4/IPv6", L,
+              static_cast<double>(s.decode.non_ip));
+    f.counter("burstscope_decode_encapsulated_packets_total",
+              "frames measured as the inner frame of a mirror encapsulation (ERSPAN, GRE, VXLAN)", L,
+              static_cast<double>(s.decode.encapsulated));
+    f.counter("burstscope_mirror_sequence_gaps_total",
+              "packets the mirror session itself lost, from ERSPAN/GRE sequence numbers", L,
+              static_cast<double>(s.decode.mirror_seq_gaps));
+    f.gauge("burstscope_timestamp_info", "how packets are timestamped (always 1)",
+            with(L, {{"source", s.timestamps.source}}), 1);
+    f.gauge("burstscope_timestamp_error_bound_seconds", "stated bound on the timestamp error of the source", L,
+            s.timestamps.error_bound_ns * 1e-9);
+    f.gauge("burstscope_timestamp_max_resync_step_seconds", "largest clock correction at a re-synchronisation",
+            L, static_cast<double>(s.timestamps.max_resync_step_ns) * 1e-9);
+
+    // Top-K host pairs and flows; everything else in "other", so that the series sum to the IP total.
+    auto heavy = [&](const char* what, const TopKCounters& c, const HeavyResult& h, bool flow) {
+      const std::string bytes_name = absl::StrCat("burstscope_", what, "_bytes_total");
+      const std::string packets_name = absl::StrCat("burstscope_", what, "_packets_total");
+      const char* help_b = flow ? "bytes of the top-K 5-tuple flows (since they entered the top K), and other"
+                                : "bytes of the top-K directed host pairs (since they entered the top K), and other";
+      const char* help_p = flow ? "packets of the top-K 5-tuple flows, and other"
+                                : "packets of the top-K directed host pairs, and other";
+      auto keyLabels = [&](const FlowKey* k) {
+        if (!k) {
+          return flow ? with(L, {{"src", "other"}, {"dst", "other"}, {"src_port", "other"}, {"dst_port", "other"},
+                                 {"proto", "other"}})
+                      : with(L, {{"src", "other"}, {"dst", "other"}});
+        }
+        LabelVec l = with(L, {{"src", addressToString(*k, true)}, {"dst", addressToString(*k, false)}});
+        if (flow) {
+          l = with(l, {{"src_port", absl::StrCat(k->src_port)}, {"dst_port", absl::StrCat(k->dst_port)},
+                       {"proto", absl::StrCat(k->proto)}});
+        }
+        return l;
+      };
+      for (const TopKCounters::Series& sr : c.series()) {
+        f.counter(bytes_name, help_b, keyLabels(&sr.key), static_cast<double>(sr.bytes));
+        f.counter(packets_name, help_p, keyLabels(&sr.key), static_cast<double>(sr.packets));
+      }
+      f.counter(bytes_name, help_b, keyLabels(nullptr), static_cast<double>(c.otherBytes()));
+      f.counter(packets_name, help_p, keyLabels(nullptr), static_cast<double>(c.otherPackets()));
+      f.counter("burstscope_flow_table_evictions_total",
+                "entries evicted to keep a table within its configured size (their bytes go to other)",
+                with(L, {{"table", flow ? "flows" : "pairs"}}), static_cast<double>(h.evictions));
+      f.gauge("burstscope_flow_table_entries", "keys held in the table", with(L, {{"table", flow ? "flows" : "pairs"}}),
+              static_cast<double>(h.entries));
+    };
+    heavy("pair", p.pairs, r.pairs, false);
+    heavy("flow", p.flows, r.flows, true);
+  }
+  return f.take();
+}
+
+struct MetricsServer::Impl {
+  std::unique_ptr<prometheus::Exposer> exposer;
+};
+
+MetricsServer::~MetricsServer() = default;
+
+absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::start(const ExportConfig& config,
+                                                                    std::shared_ptr<LiveMetrics> metrics) {
+  std::unique_ptr<MetricsServer> s(new MetricsServer());
+  s->impl_ = std::make_unique<Impl>();
+  try {
+    // civetweb: no directory listing, no document root, so that /metrics is the only path served.
+    s->impl_->exposer = std::make_unique<prometheus::Exposer>(
+        std::vector<std::string>{"listening_ports", config.listen, "num_threads", "2"});
+  } catch (const std::exception& e) {
+    return absl::UnavailableError(absl::StrCat("cannot serve metrics on ", config.listen, ": ", e.what(),
+                                               " (address in use or not local? set export.listen / --listen)"));
+  }
+  s->impl_->exposer->RegisterCollectable(metrics);
+  if (!config.basic_auth_user.empty()) {
+    const std::string user = config.basic_auth_user, hash = config.basic_auth_hash;
+    s->impl_->exposer->RegisterAuth(
+        [user, hash](const std::string& u, const std::string& p) {
+          // Both checks always run, so that the time taken does not say which one failed.
+          const bool user_ok = constantTimeEqual(u, user);
+          const bool pass_ok = checkPassword(p, hash);
+          return user_ok && pass_ok;
+        },
+        "burstscope");
+  }
+  const std::vector<int> ports = s->impl_->exposer->GetListeningPorts();
+  s->port_ = ports.empty() ? 0 : ports.front();
+  const std::string host = config.listen.substr(0, config.listen.rfind(':'));
+  s->url_ = absl::StrCat("http://", host, ":", s->port_, "/metrics");
+  return s;
+}
+
+absl::StatusOr<std::string> hashPassword(const std::string& password) {
+  char salt[CRYPT_GENSALT_OUTPUT_SIZE];
+  if (crypt_gensalt_rn("$2b$", 10, nullptr, 0, salt, sizeof(salt)) == nullptr) {
+    return errnoStatus(errno, "crypt_gensalt (bcrypt)");
+  }
+  auto data = std::make_unique<crypt_data>();
+  const char* h = crypt_r(password.c_str(), salt, data.get());
+  if (h == nullptr || h[0] == '*') return absl::InternalError("crypt_r failed to hash the password");
+  return std::string(h);
+}
+
+bool checkPassword(const std::string& password, const std::string& hash) {
+  auto data = std::make_unique<crypt_data>();
+  const char* h = crypt_r(password.c_str(), hash.c_str(), data.get());
+  if (h == nullptr || h[0] == '*') return false;
+  return constantTimeEqual(h, hash);
+}
+
+}  // namespace burstscope

@@ -1,0 +1,130 @@
+// Prometheus export of a live run (SPEC "Live reporting semantics"). Port workers publish one snapshot per
+// completed report interval; a scrape turns the latest snapshots into metric families. Nothing on the packet
+// path touches prometheus-cpp: its counters are an atomic CAS and its histograms take a mutex per
+// observation, so the figures are kept by the engine as plain numbers and only copied here once a second.
+//
+// A scrape reads and never writes, so several Prometheus servers may scrape one monitor: gauges hold the
+// last completed interval, counters and histograms are cumulative.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "prometheus/collectable.h"
+#include "prometheus/metric_family.h"
+#include "src/live/live.h"
+
+namespace burstscope {
+
+using Labels = std::vector<std::pair<std::string, std::string>>;
+
+struct ExportPortConfig {
+  std::optional<double> switch_buffer_bytes;  // the mirrored switch port's buffer, for the congestion alert
+  Labels labels;                              // e.g. mirrored_port, training_job (override the sensor's)
+};
+
+struct ExportConfig {
+  // host:port of /metrics. Loopback unless the operator names another address; "" serves nothing.
+  std::string listen = "127.0.0.1:19464";
+  std::string sensor;  // this monitor's name in every series; empty: the host name
+  Labels labels;       // on every series, e.g. rack, cluster
+  size_t top_k = 10;   // host pairs and flows named in series; the rest are folded into "other"
+  std::optional<double> switch_buffer_bytes;  // every port's, unless its own entry in `ports` says otherwise
+  // Optional HTTP basic auth: a crypt(3) hash (bcrypt "$2b$", yescrypt "$y$", sha512crypt "$6$"), never a
+  // clear-text password. `burstscope hash-password` makes one.
+  std::string basic_auth_user;
+  std::string basic_auth_hash;
+  std::map<std::string, ExportPortConfig> ports;  // by capture port name
+};
+
+// Label names must be valid and must not clash with the labels burstscope or Prometheus set.
+absl::Status validateExportConfig(const ExportConfig& c);
+
+// What the exporter needs to know of a port beyond its snapshots.
+struct ExportPortInfo {
+  std::string name;
+  double link_bps = 0;
+  std::vector<int64_t> scales_ns;
+  std::vector<double> rates_bps;
+};
+
+// Series of the K heaviest keys as counters that never go backwards: a key's series counts from the moment
+// it entered the top K, and "other" counts everything else, so that the series always sum to the total and
+// a key moving in or out of the top K moves bytes into "other" and never out of it.
+class TopKCounters {
+ public:
+  struct Series {
+    FlowKey key;
+    uint64_t base_bytes = 0, base_packets = 0;  // the key's totals when it entered
+    uint64_t bytes = 0, packets = 0;            // since it entered
+    uint64_t last_total_bytes = 0;
+  };
+  void update(const HeavyResult& r);
+  const std::vector<Series>& series() const { return series_; }
+  uint64_t otherBytes() const { return other_bytes_; }
+  uint64_t otherPackets() const { return other_packets_; }
+
+ private:
+  std::vector<Series> series_;
+  uint64_t other_bytes_ = 0, other_packets_ = 0;
+};
+
+class LiveMetrics : public prometheus::Collectable {
+ public:
+  LiveMetrics(const ExportConfig& config, std::vector<ExportPortInfo> ports, std::string backend);
+
+  // From a port's worker, at the close of each report interval.
+  void publish(size_t port, const PortSnapshot& s);
+  std::vector<prometheus::MetricFamily> Collect() const override;
+
+ private:
+  struct StreamTotals {
+    uint64_t packets = 0, bytes = 0;
+  };
+  struct PortState {
+    ExportPortInfo info;
+    std::optional<double> switch_buffer_bytes;
+    std::vector<prometheus::ClientMetric::Label> labels;  // identity + port
+    std::optional<PortSnapshot> last;                     // the last snapshot of a completed interval
+    std::map<std::string, StreamTotals> totals;           // "all", "ingress", "egress"
+    TopKCounters pairs, flows;
+    uint64_t intervals = 0;
+  };
+
+  std::vector<prometheus::ClientMetric::Label> identity_;
+  std::string backend_;
+  double start_time_s_;
+  mutable std::mutex mu_;
+  std::vector<PortState> ports_;
+};
+
+// The HTTP side: prometheus-cpp's Exposer serving `metrics` at /metrics only, with basic auth if configured.
+class MetricsServer {
+ public:
+  static absl::StatusOr<std::unique_ptr<MetricsServer>> start(const ExportConfig& config,
+                                                              std::shared_ptr<LiveMetrics> metrics);
+  ~MetricsServer();
+  int port() const { return port_; }
+  std::string url() const { return url_; }
+
+ private:
+  MetricsServer() = default;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  int port_ = 0;
+  std::string url_;
+};
+
+// crypt(3) with a fresh bcrypt salt: what goes into export.basic-auth.password-hash.
+absl::StatusOr<std::string> hashPassword(const std::string& password);
+// Whether `password` matches `hash`, comparing in constant time.
+bool checkPassword(const std::string& password, const std::string& hash);
+
+}  // namespace burstscope

@@ -1,0 +1,342 @@
+// The exporter: families built from real engine interval reports, counters that never go backwards, scrapes
+// that change nothing, configuration errors, and the HTTP side (only /metrics, basic auth) over a socket.
+#include "src/export/metrics.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <map>
+#include <random>
+
+#include "absl/strings/escaping.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "prometheus/text_serializer.h"
+
+namespace burstscope {
+namespace {
+
+using prometheus::ClientMetric;
+using prometheus::MetricFamily;
+
+PacketRecord rec(int64_t ts, uint32_t len, uint8_t src, uint8_t dst, Direction d = Direction::kUnknown) {
+  PacketRecord r;
+  r.ts_ns = ts;
+  r.wire_len = len;
+  r.direction = d;
+  r.key.family = 4;
+  r.key.src = {10, 0, 0, src};
+  r.key.dst = {10, 0, 0, dst};
+  r.key.proto = 17;
+  r.key.src_port = static_cast<uint16_t>(1000 + src);
+  r.key.dst_port = 4791;
+  return r;
+}
+
+EngineConfig liveEngine() {
+  EngineConfig c;
+  c.scales_ns = {100'000, 1'000'000, 5'000'000};
+  c.report_interval_ns = 10'000'000;
+  c.baseline_ns = 20'000'000;
+  c.rates_bps = {1e9, 10e9};
+  c.link_capacity_bps = 10e9;
+  c.report_top_k = 3;
+  return c;
+}
+
+// Bursty random traffic between `hosts` hosts, ingress and egress, every interval of it published.
+struct Fixture {
+  EngineConfig ec = liveEngine();
+  std::shared_ptr<LiveMetrics> metrics;
+  std::vector<IntervalReport> reports;
+  uint64_t packets = 0, bytes = 0;
+
+  explicit Fixture(ExportConfig xc = {}, uint32_t seed = 1, int hosts = 6, size_t n = 20000) {
+    metrics = std::make_shared<LiveMetrics>(
+        xc, std::vector<ExportPortInfo>{{"p0", ec.link_capacity_bps, ec.scales_ns, ec.rates_bps}}, "test");
+    Engine e(ec);
+    uint64_t intervals = 0;
+    e.setIntervalSink([&](const IntervalReport& r) {
+      reports.push_back(r);
+      PortSnapshot s;
+      s.interval = r;
+      s.intervals = ++intervals;
+      s.ledger = Ledger{packets, packets, 0};
+      s.timestamps.source = "tsc";
+      metrics->publish(0, s);
+    });
+    std::mt19937 rng(seed);
+    int64_t t = 1'795'294'232'000'000'000;
+    while (packets < n) {
+      const int burst = 1 + static_cast<int>(rng() % 80);
+      const uint8_t src = static_cast<uint8_t>(1 + rng() % hosts), dst = static_cast<uint8_t>(1 + rng() % hosts);
+      for (int i = 0; i < burst; ++i) {
+        const uint32_t len = 64 + rng() % 1450;
+        e.add(rec(t, len, src, dst, rng() % 2 ? Direction::kIngress : Direction::kEgress));
+        ++packets;
+        bytes += len;
+        t += 1200;
+      }
+      t += static_cast<int64_t>(rng() % 3'000'000);
+    }
+    e.advance(t + 30'000'000);  // close the last intervals in silence
+  }
+};
+
+const MetricFamily* family(const std::vector<MetricFamily>& fs, const std::string& name) {
+  for (const MetricFamily& f : fs) {
+    if (f.name == name) return &f;
+  }
+  return nullptr;
+}
+
+std::string label(const ClientMetric& m, const std::string& name) {
+  for (const auto& l : m.label) {
+    if (l.name == name) return l.value;
+  }
+  return "";
+}
+
+std::vector<const ClientMetric*> select(const std::vector<MetricFamily>& fs, const std::string& name,
+                                        const std::map<std::string, std::string>& match) {
+  std::vector<const ClientMetric*> out;
+  const MetricFamily* f = family(fs, name);
+  if (!f) return out;
+  for (const ClientMetric& m : f->metric) {
+    bool ok = true;
+    for (const auto& [k, v] : match) ok &= label(m, k) == v;
+    if (ok) out.push_back(&m);
+  }
+  return out;
+}
+
+TEST(LiveMetricsTest, FamiliesCarryTheLastCompletedIntervalAndCumulativeTotals) {
+  Fixture fx;
+  const std::vector<MetricFamily> fs = fx.metrics->Collect();
+  const IntervalReport& last = fx.reports.back();
+  auto packets = select(fs, "burstscope_packets_total", {{"direction", "all"}});
+  ASSERT_EQ(packets.size(), 1u);
+  EXPECT_EQ(packets[0]->counter.value, static_cast<double>(fx.packets));
+  auto bytes = select(fs, "burstscope_bytes_total", {{"direction", "all"}});
+  EXPECT_EQ(bytes[0]->counter.value, static_cast<double>(fx.bytes));
+  // Directions sum to the port here (every packet had one).
+  double dir_bytes = 0;
+  for (const char* d : {"ingress", "egress"}) dir_bytes += select(fs, "burstscope_bytes_total", {{"direction", d}})[0]->counter.value;
+  EXPECT_EQ(dir_bytes, static_cast<double>(fx.bytes));
+  for (size_t i = 0; i < fx.ec.scales_ns.size(); ++i) {
+    const std::string scale = i == 0 ? "0.0001" : i == 1 ? "0.001" : "0.005";
+    auto env = select(fs, "burstscope_envelope_bytes", {{"direction", "all"}, {"scale", scale}});
+    ASSERT_EQ(env.size(), 1u) << scale;
+    EXPECT_EQ(env[0]->gauge.value, static_cast<double>(last.port.envelope_bytes[i]));
+    auto ptm = select(fs, "burstscope_peak_to_mean_ratio", {{"direction", "all"}, {"scale", scale}});
+    ASSERT_EQ(ptm.size(), last.port.ptm[i].has_value() ? 1u : 0u);
+    if (!ptm.empty()) {
+      EXPECT_DOUBLE_EQ(ptm[0]->gauge.value, *last.port.ptm[i]);
+    }
+    // Histogram: cumulative buckets ending in +Inf = count.
+    auto util = select(fs, "burstscope_window_utilization_ratio", {{"direction", "all"}, {"scale", scale}});
+    ASSERT_EQ(util.size(), 1u);
+    const auto& h = util[0]->histogram;
+    ASSERT_FALSE(h.bucket.empty());
+    EXPECT_TRUE(std::isinf(h.bucket.back().upper_bound));
+    EXPECT_EQ(h.bucket.back().cumulative_count, h.sample_count);
+    EXPECT_EQ(h.sample_count, last.port.utilisation[i].count);
+    for (size_t b = 1; b < h.bucket.size(); ++b) EXPECT_GE(h.bucket[b].cumulative_count, h.bucket[b - 1].cumulative_count);
+  }
+  // Backlog per rate, and the link-rate one under its own name.
+  auto b10 = select(fs, "burstscope_virtual_backlog_max_bytes", {{"direction", "all"}, {"rate_bps", "10000000000"}});
+  ASSERT_EQ(b10.size(), 1u);
+  EXPECT_EQ(b10[0]->gauge.value, last.port.backlog_bytes[1]);
+  EXPECT_EQ(select(fs, "burstscope_link_backlog_max_bytes", {{"direction", "all"}})[0]->gauge.value,
+            last.port.backlog_bytes[1]);
+  EXPECT_EQ(select(fs, "burstscope_microbursts_total", {{"direction", "all"}})[0]->counter.value,
+            static_cast<double>(last.port.microbursts));
+  // Every decode error reason has a series, so that rate() works from the first scrape.
+  EXPECT_EQ(select(fs, "burstscope_decode_errors_total", {}).size(), static_cast<size_t>(kDecodeErrorCount - 1));
+}
+
+TEST(LiveMetricsTest, AScrapeChangesNothingTheNextOneSees) {
+  Fixture fx;
+  prometheus::TextSerializer text;
+  const std::string a = text.Serialize(fx.metrics->Collect());
+  const std::string b = text.Serialize(fx.metrics->Collect());
+  EXPECT_EQ(a, b);
+  EXPECT_THAT(a, testing::HasSubstr("burstscope_build_info{"));
+}
+
+TEST(LiveMetricsTest, TopKSeriesNeverGoBackwardsAndSumToTheTotalThroughChurn) {
+  // Many hosts, so that the top 3 pairs change from interval to interval; tiny tables, so that they evict.
+  EngineConfig ec = liveEngine();
+  ec.pair_table_capacity = ec.tracked_streams + 8;
+  ec.flow_table_capacity = ec.tracked_streams + 8;
+  Engine e(ec);
+  TopKCounters pairs;
+  std::map<std::string, double> last;  // series -> value
+  double last_other = 0;
+  uint64_t total = 0;
+  int churn = 0;
+  std::vector<FlowKey> previous;
+  e.setIntervalSink([&](const IntervalReport& r) {
+    pairs.update(r.pairs);
+    uint64_t sum = pairs.otherBytes();
+    std::vector<FlowKey> now;
+    for (const auto& s : pairs.series()) {
+      sum += s.bytes;
+      now.push_back(s.key);
+      const std::string k = pairToString(s.key);
+      // A series either continues (never lower) or restarts from zero after leaving.
+      if (last.count(k) && std::find(previous.begin(), previous.end(), s.key) != previous.end()) {
+        EXPECT_GE(static_cast<double>(s.bytes), last[k]) << k;
+      }
+      last[k] = static_cast<double>(s.bytes);
+    }
+    if (now != previous) ++churn;
+    previous = now;
+    EXPECT_GE(static_cast<double>(pairs.otherBytes()), last_other);
+    last_other = static_cast<double>(pairs.otherBytes());
+    EXPECT_EQ(sum, r.pairs.other_bytes + [&] {
+      uint64_t t = 0;
+      for (const auto& h : r.pairs.top) t += h.bytes;
+      return t;
+    }());
+  });
+  std::mt19937 rng(3);
+  int64_t t = 1'795'294'232'000'000'000;
+  for (int i = 0; i < 40000; ++i) {
+    const uint8_t src = static_cast<uint8_t>(1 + rng() % 40), dst = static_cast<uint8_t>(1 + rng() % 40);
+    const uint32_t len = 100 + rng() % 1400;
+    e.add(rec(t, len, src, dst));
+    total += len;
+    t += 1000 + rng() % 20000;
+  }
+  e.advance(t + 20'000'000);
+  EXPECT_GT(churn, 5) << "the test must exercise changes of the top K";
+  uint64_t sum = pairs.otherBytes();
+  for (const auto& s : pairs.series()) sum += s.bytes;
+  EXPECT_EQ(sum, total);
+}
+
+TEST(LiveMetricsTest, IdentityAndPortLabelsAreOnEverySeries) {
+  ExportConfig xc;
+  xc.sensor = "rack3-m1";
+  xc.labels = {{"rack", "r3"}, {"training_job", "default"}};
+  xc.ports["p0"].labels = {{"training_job", "resnet50"}, {"mirrored_port", "leaf3/Eth12"}};
+  xc.ports["p0"].switch_buffer_bytes = 12e6;
+  Fixture fx(xc);
+  for (const MetricFamily& f : fx.metrics->Collect()) {
+    for (const ClientMetric& m : f.metric) {
+      EXPECT_EQ(label(m, "sensor"), "rack3-m1") << f.name;
+      EXPECT_EQ(label(m, "rack"), "r3") << f.name;
+      if (label(m, "port").empty()) continue;  // process-wide series
+      EXPECT_EQ(label(m, "training_job"), "resnet50") << f.name;
+      EXPECT_EQ(label(m, "mirrored_port"), "leaf3/Eth12") << f.name;
+    }
+  }
+  EXPECT_EQ(select(fx.metrics->Collect(), "burstscope_switch_buffer_bytes", {})[0]->gauge.value, 12e6);
+}
+
+TEST(ExportConfigTest, BadSettingsNameTheKey) {
+  ExportConfig c;
+  c.labels = {{"job", "x"}};
+  EXPECT_THAT(std::string(validateExportConfig(c).message()), testing::HasSubstr("export.labels.job: reserved"));
+  c.labels = {{"9rack", "x"}};
+  EXPECT_THAT(std::string(validateExportConfig(c).message()), testing::HasSubstr("not a valid Prometheus label name"));
+  c = ExportConfig{};
+  c.listen = "19464";
+  EXPECT_THAT(std::string(validateExportConfig(c).message()), testing::HasSubstr("export.listen"));
+  c = ExportConfig{};
+  c.basic_auth_user = "prom";
+  c.basic_auth_hash = "secret";
+  EXPECT_THAT(std::string(validateExportConfig(c).message()), testing::HasSubstr("password-hash"));
+  c.basic_auth_hash = "";
+  EXPECT_THAT(std::string(validateExportConfig(c).message()), testing::HasSubstr("needs both"));
+  c = ExportConfig{};
+  c.ports["p0"].labels = {{"port", "x"}};
+  EXPECT_THAT(std::string(validateExportConfig(c).message()), testing::HasSubstr("export.ports.p0.labels.port"));
+}
+
+TEST(PasswordTest, HashesCheckAndRejectTheWrongPassword) {
+  auto h = hashPassword("correct horse");
+  ASSERT_TRUE(h.ok()) << h.status();
+  EXPECT_EQ(h->rfind("$2b$", 0), 0u);
+  EXPECT_TRUE(checkPassword("correct horse", *h));
+  EXPECT_FALSE(checkPassword("correct hors", *h));
+  EXPECT_FALSE(checkPassword("", *h));
+  EXPECT_NE(*hashPassword("correct horse"), *h);  // salted
+}
+
+// One HTTP/1.0 request over a plain socket; returns the status code.
+int httpGet(int port, const std::string& path, const std::string& auth = "", std::string* body = nullptr) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
+    close(fd);
+    return -1;
+  }
+  std::string req = "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n";
+  if (!auth.empty()) req += "Authorization: Basic " + absl::Base64Escape(auth) + "\r\n";
+  req += "\r\n";
+  if (write(fd, req.data(), req.size()) != static_cast<ssize_t>(req.size())) {
+    close(fd);
+    return -1;
+  }
+  std::string resp;
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(fd, buf, sizeof(buf))) > 0) resp.append(buf, static_cast<size_t>(n));
+  close(fd);
+  if (body) *body = resp.substr(std::min(resp.size(), resp.find("\r\n\r\n") + 4));
+  return resp.size() > 12 ? std::stoi(resp.substr(9, 3)) : -1;
+}
+
+TEST(MetricsServerTest, ServesOnlyMetricsOnLoopback) {
+  Fixture fx;
+  ExportConfig xc;
+  xc.listen = "127.0.0.1:0";
+  auto server = MetricsServer::start(xc, fx.metrics);
+  ASSERT_TRUE(server.ok()) << server.status();
+  const int port = (*server)->port();
+  ASSERT_GT(port, 0);
+  std::string body;
+  EXPECT_EQ(httpGet(port, "/metrics", "", &body), 200);
+  EXPECT_THAT(body, testing::HasSubstr("burstscope_bytes_total{"));
+  EXPECT_EQ(httpGet(port, "/", ""), 404);
+  EXPECT_EQ(httpGet(port, "/metrics/../etc/passwd", ""), 404);
+  EXPECT_EQ(httpGet(port, "/favicon.ico", ""), 404);
+}
+
+TEST(MetricsServerTest, BasicAuthAdmitsOnlyTheRightCredentials) {
+  Fixture fx;
+  ExportConfig xc;
+  xc.listen = "127.0.0.1:0";
+  xc.basic_auth_user = "prometheus";
+  xc.basic_auth_hash = *hashPassword("s3cret");
+  auto server = MetricsServer::start(xc, fx.metrics);
+  ASSERT_TRUE(server.ok()) << server.status();
+  const int port = (*server)->port();
+  EXPECT_EQ(httpGet(port, "/metrics"), 401);
+  EXPECT_EQ(httpGet(port, "/metrics", "prometheus:wrong"), 401);
+  EXPECT_EQ(httpGet(port, "/metrics", "someone:s3cret"), 401);
+  EXPECT_EQ(httpGet(port, "/metrics", "prometheus:s3cret"), 200);
+}
+
+TEST(MetricsServerTest, APortInUseIsAClearError) {
+  Fixture fx;
+  ExportConfig xc;
+  xc.listen = "127.0.0.1:0";
+  auto first = MetricsServer::start(xc, fx.metrics);
+  ASSERT_TRUE(first.ok());
+  xc.listen = "127.0.0.1:" + std::to_string((*first)->port());
+  auto second = MetricsServer::start(xc, fx.metrics);
+  ASSERT_FALSE(second.ok());
+  EXPECT_THAT(std::string(second.status().message()), testing::HasSubstr("cannot serve metrics on 127.0.0.1:"));
+}
+
+}  // namespace
+}  // namespace burstscope

@@ -219,6 +219,8 @@ void LiveMetrics::publish(size_t port, const PortSnapshot& s) {
   p.flows.update(s.interval.flows);
   p.intervals = s.intervals;
   p.last = s;
+  p.last_close_s =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 std::vector<MetricFamily> LiveMetrics::Collect() const {
@@ -245,6 +247,9 @@ std::vector<MetricFamily> LiveMetrics::Collect() const {
     f.gauge("burstscope_last_interval_end_timestamp_seconds",
             "end of the last completed report interval, in capture time (seconds since the epoch)", L,
             static_cast<double>(r.end_ns) * 1e-9);
+    f.gauge("burstscope_last_interval_close_time_seconds",
+            "wall-clock time at which the last report interval was closed (stalls if capture stops)", L,
+            p.last_close_s);
     f.gauge("burstscope_report_interval_seconds", "length of a report interval", L,
             static_cast<double>(r.end_ns - r.start_ns) * 1e-9);
     f.gauge("burstscope_baseline_seconds", "trailing time the peak-to-mean baseline covers", L,

@@ -93,6 +93,7 @@ class LiveMetrics : public prometheus::Collectable {
     std::optional<double> switch_buffer_bytes;
     std::vector<prometheus::ClientMetric::Label> labels;  // identity + port
     std::optional<PortSnapshot> last;                     // the last snapshot of a completed interval
+    double last_close_s = 0;                              // wall clock when it was published
     std::map<std::string, StreamTotals> totals;           // "all", "ingress", "egress"
     TopKCounters pairs, flows;
     uint64_t intervals = 0;

@@ -15,7 +15,7 @@ PKGS=(
   prometheus-cpp-dev libabsl-dev libpcap-dev libyaml-cpp-dev nlohmann-json3-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   # tools used by tests and benchmarks
-  tshark tcpdump tcpreplay iproute2 ethtool procps python3-numpy bc curl
+  tshark tcpdump tcpreplay iproute2 ethtool procps python3-numpy python3-yaml bc curl
   # the monitoring stack the exporter, rules and dashboards are tested against
   prometheus prometheus-alertmanager
 )

@@ -1,0 +1,55 @@
+#!/usr/bin/env python3
+"""TAP checks of the Grafana dashboards: the committed JSON is what dashboards/generate.py writes, and every
+dashboard follows the conventions file provisioning and operators rely on."""
+import glob
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+root = sys.argv[1]
+n = 0
+failed = 0
+
+
+def check(ok, what):
+    global n, failed
+    n += 1
+    print(("ok" if ok else "not ok"), n, "-", what)
+    failed += 0 if ok else 1
+
+
+files = sorted(glob.glob(os.path.join(root, "dashboards", "*.json")))
+check(len(files) == 3, "three dashboards: overview, pairs/flows, capture health")
+with tempfile.TemporaryDirectory() as tmp:
+    subprocess.run([sys.executable, os.path.join(root, "dashboards", "generate.py"), tmp], check=True)
+    for f in files:
+        with open(f) as a, open(os.path.join(tmp, os.path.basename(f))) as b:
+            check(a.read() == b.read(), f"{os.path.basename(f)} is up to date with generate.py")
+uids = set()
+for f in files:
+    d = json.load(open(f))
+    name = os.path.basename(f)
+    text = open(f).read()
+    uids.add(d["uid"])
+    check(re.fullmatch(r"burstscope-[a-z-]+", d["uid"]) is not None, f"{name}: stable uid {d['uid']}")
+    names = [v["name"] for v in d["templating"]["list"]]
+    check(names[0] == "datasource" and d["templating"]["list"][0]["type"] == "datasource",
+          f"{name}: a datasource template variable first")
+    check("DS_PROMETHEUS" not in text, f"{name}: no ${{DS_PROMETHEUS}} (breaks file provisioning)")
+    panels = [p for p in d["panels"] if p["type"] != "row"]
+    check(all(p["fieldConfig"]["defaults"].get("unit") for p in panels), f"{name}: a unit on every panel")
+    check(all(p["datasource"]["uid"] == "${datasource}" and all(t["datasource"]["uid"] == "${datasource}"
+                                                               for t in p["targets"]) for p in panels),
+          f"{name}: every panel and query uses the datasource variable")
+    exprs = [t["expr"] for p in panels for t in p["targets"]]
+    ranges = [m for e in exprs for m in re.findall(r"\[([^\]]+)\]", e)]
+    check(all(r in ("$__rate_interval", "$__range") for r in ranges),
+          f"{name}: range selectors use $__rate_interval (or $__range for totals over the view)")
+    check(all(re.search(r"\brate\([^)]*\[\$__rate_interval\]", e) or "rate(" not in e for e in exprs),
+          f"{name}: every rate() over $__rate_interval")
+check(len(uids) == len(files), "uids are unique")
+print(f"1..{n}")
+sys.exit(1 if failed else 0)

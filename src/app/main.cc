@@ -178,6 +178,7 @@ struct RunOptions {
   std::string duration = "0";
   bool quiet = false;
   bool json = false;
+  bool check_config = false;
   size_t ring_size = 0;
   std::string listen;
   std::string sensor;
@@ -306,6 +307,12 @@ nlohmann::ordered_json liveJson(const LiveResult& r, const RunConfig& c) {
 int runLiveCommand(const RunOptions& o) {
   auto config = buildRunConfig(o);
   if (!config.ok()) return fail(config.status(), 2);
+  if (o.check_config) {
+    std::cout << "burstscope run: configuration OK (" << config->dpdk.ports.size() << " port"
+              << (config->dpdk.ports.size() == 1 ? "" : "s") << ", metrics "
+              << (config->exporter.listen.empty() ? "off" : "at " + config->exporter.listen) << ")\n";
+    return 0;
+  }
 #ifdef BURSTSCOPE_HAVE_DPDK
   auto backend = openDpdk(config->dpdk);
   if (!backend.ok()) return fail(backend.status(), 1);
@@ -390,6 +397,7 @@ int main(int argc, char** argv) {
   run->add_option("--idle-exit", ro.idle_exit, "stop after this long without packets (0: never)");
   run->add_option("--duration", ro.duration, "stop after this long (0: on SIGINT/SIGTERM)");
   run->add_flag("-q,--quiet", ro.quiet, "no per-interval summary");
+  run->add_flag("--check-config", ro.check_config, "check the configuration and flags, then exit (0 if valid)");
   run->add_option("--ring-size", ro.ring_size, "records per RX queue ring (a power of two)");
   run->add_option("--listen", ro.listen,
                   "serve Prometheus metrics at host:port/metrics (default 127.0.0.1:19464; 'none': off)");

@@ -120,6 +120,40 @@ TEST(RunConfigTest, ErrorsNameTheKeyAndLine) {
   EXPECT_NE(errorOf("dpdk:\n  burst: 0\n").find("dpdk.burst: 0 is not in 1..512"), std::string::npos);
 }
 
+TEST(RunConfigTest, ExportSectionMapsOntoItsStructAndNamesBadKeys) {
+  auto c = parseRunConfig(R"(
+export:
+  listen: 0.0.0.0:19500
+  sensor: m1
+  labels: {rack: r3, cluster: a}
+  top-k: 5
+  switch-buffer-bytes: 12e6
+  basic-auth: {username: prom, password-hash: "$2b$10$abcdefghijklmnopqrstuu5ZJxC5fKG6.Qzv4f3D9S7aJ0xL6y1Tq"}
+  ports:
+    "0000:3b:00.0": {switch-buffer-bytes: 4e6, labels: {training_job: resnet}}
+)",
+                          "f.yaml");
+  ASSERT_TRUE(c.ok()) << c.status();
+  const ExportConfig& x = c->exporter;
+  EXPECT_EQ(x.listen, "0.0.0.0:19500");
+  EXPECT_EQ(x.sensor, "m1");
+  EXPECT_EQ(x.labels, (Labels{{"rack", "r3"}, {"cluster", "a"}}));
+  EXPECT_EQ(x.top_k, 5u);
+  EXPECT_EQ(*x.switch_buffer_bytes, 12e6);
+  EXPECT_EQ(x.basic_auth_user, "prom");
+  EXPECT_EQ(*x.ports.at("0000:3b:00.0").switch_buffer_bytes, 4e6);
+  EXPECT_EQ(x.ports.at("0000:3b:00.0").labels, (Labels{{"training_job", "resnet"}}));
+  EXPECT_EQ(parseRunConfig("export:\n  listen: none\n", "f.yaml")->exporter.listen, "");
+  EXPECT_EQ(parseRunConfig("", "f.yaml")->exporter.listen, "127.0.0.1:19464");  // loopback by default
+  EXPECT_NE(errorOf("export:\n  labels: {instance: x}\n").find("f.yaml:2: export.labels.instance: reserved"),
+            std::string::npos);
+  EXPECT_NE(errorOf("export:\n  lisen: x\n").find("f.yaml:2: export.lisen: unknown key"), std::string::npos);
+  EXPECT_NE(errorOf("export:\n  basic-auth: {username: a, password-hash: hunter2}\n").find("password-hash"),
+            std::string::npos);
+  EXPECT_NE(errorOf("export:\n  ports:\n    p0: {buffer: 1}\n").find("f.yaml:3: export.ports.p0.buffer"),
+            std::string::npos);
+}
+
 TEST(RunConfigTest, TheShippedExampleParses) {
   auto c = loadRunConfig(BURSTSCOPE_SOURCE_ROOT "/etc/burstscope.yaml");
   ASSERT_TRUE(c.ok()) << c.status();

@@ -7,11 +7,11 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
-#include <regex>
 #include <set>
 #include <stdexcept>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
 #include "burstscope/status.h"
@@ -35,9 +35,13 @@ const std::set<std::string>& reservedLabels() {
 }
 
 absl::Status checkLabels(const Labels& labels, const std::string& key) {
-  static const std::regex name("[a-zA-Z_][a-zA-Z0-9_]*");
+  // [a-zA-Z_][a-zA-Z0-9_]*, not starting with "__" (reserved by Prometheus).
+  auto valid = [](const std::string& k) {
+    if (k.empty() || absl::ascii_isdigit(static_cast<unsigned char>(k[0])) || k.rfind("__", 0) == 0) return false;
+    return std::all_of(k.begin(), k.end(), [](char c) { return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+  };
   for (const auto& [k, v] : labels) {
-    if (!std::regex_match(k, name) || k.rfind("__", 0) == 0) {
+    if (!valid(k)) {
       return absl::InvalidArgumentError(absl::StrCat(key, ".", k, ": not a valid Prometheus label name"));
     }
     if (reservedLabels().count(k)) {

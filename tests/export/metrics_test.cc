@@ -7,7 +7,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cmath>
+#include <thread>
 #include <map>
 #include <random>
 
@@ -236,6 +238,46 @@ TEST(LiveMetricsTest, IdentityAndPortLabelsAreOnEverySeries) {
     }
   }
   EXPECT_EQ(select(fx.metrics->Collect(), "burstscope_switch_buffer_bytes", {})[0]->gauge.value, 12e6);
+}
+
+// The worker publishes while scrapes run (also under ThreadSanitizer in scripts/test.sh): every scrape sees
+// one whole snapshot, and the cumulative counters it sees never go backwards.
+TEST(LiveMetricsTest, ScrapesDuringPublishingSeeWholeSnapshotsAndMonotoneCounters) {
+  Fixture fx;
+  EngineConfig ec = liveEngine();
+  auto metrics = std::make_shared<LiveMetrics>(
+      ExportConfig{}, std::vector<ExportPortInfo>{{"p0", ec.link_capacity_bps, ec.scales_ns, ec.rates_bps}}, "test");
+  std::atomic<bool> done{false};
+  std::thread publisher([&] {
+    uint64_t i = 0;
+    for (const IntervalReport& r : fx.reports) {
+      PortSnapshot s;
+      s.interval = r;
+      s.intervals = ++i;
+      metrics->publish(0, s);
+    }
+    done = true;
+  });
+  double last_packets = 0, last_intervals = 0;
+  int scrapes = 0;
+  while (!done || scrapes < 3) {
+    const auto fs = metrics->Collect();
+    auto p = select(fs, "burstscope_packets_total", {{"direction", "all"}});
+    auto iv = select(fs, "burstscope_report_intervals_total", {});
+    ASSERT_EQ(iv.size(), 1u);
+    if (!p.empty()) {
+      EXPECT_GE(p[0]->counter.value, last_packets);
+      last_packets = p[0]->counter.value;
+    }
+    EXPECT_GE(iv[0]->counter.value, last_intervals);
+    last_intervals = iv[0]->counter.value;
+    ++scrapes;
+  }
+  publisher.join();
+  const double final_packets =
+      select(metrics->Collect(), "burstscope_packets_total", {{"direction", "all"}})[0]->counter.value;
+  EXPECT_GE(final_packets, last_packets);
+  EXPECT_EQ(final_packets, static_cast<double>(fx.packets));
 }
 
 TEST(ExportConfigTest, BadSettingsNameTheKey) {

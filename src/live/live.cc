@@ -185,22 +185,21 @@ absl::StatusOr<LiveResult> runLive(CaptureBackend& backend, const LiveConfig& co
     const EngineConfig* ec = &engine_configs[i];
     w->engine.setIntervalSink([&backend, &out, &config, w, ec, i](const IntervalReport& r) {
       ++w->intervals;
-      if (config.on_interval) {
-        PortSnapshot s;
-        s.interval = r;
-        s.intervals = w->intervals;
-        s.ledger = Ledger{received(w->port), w->analysed, ringDrops(w->port)};
-        s.reordered = w->reorder.reordered();
-        s.clamped = w->reorder.clamped();
-        s.device = backend.deviceStats(i);
-        s.decode = backend.decodeStats(i);
-        s.timestamps = backend.timestampInfo();
-        config.on_interval(i, s);
-        if (!config.quiet) out << intervalSummary(w->port.name, r, *ec, s.ledger.ring_drops, s.device) << std::endl;
-        return;
-      }
-      if (config.quiet) return;
-      out << intervalSummary(w->port.name, r, *ec, ringDrops(w->port), backend.deviceStats(i)) << std::endl;
+      if (config.quiet && !config.on_interval) return;
+      const DeviceStats device = backend.deviceStats(i);
+      const Ledger ledger{received(w->port), w->analysed, ringDrops(w->port)};
+      if (!config.quiet) out << intervalSummary(w->port.name, r, *ec, ledger.ring_drops, device) << std::endl;
+      if (!config.on_interval) return;
+      PortSnapshot s;
+      s.interval = r;
+      s.intervals = w->intervals;
+      s.ledger = ledger;
+      s.reordered = w->reorder.reordered();
+      s.clamped = w->reorder.clamped();
+      s.device = device;
+      s.decode = backend.decodeStats(i);
+      s.timestamps = backend.timestampInfo();
+      config.on_interval(i, s);
     });
   }
 

@@ -102,8 +102,10 @@ EngineConfig liveEngine() {
 }
 
 // Runs the live worker until the queues have been quiet for 0.3 s.
-absl::StatusOr<LiveResult> runUntilIdle(CaptureBackend& backend) {
+absl::StatusOr<LiveResult> runUntilIdle(CaptureBackend& backend,
+                                        std::function<void(size_t, const PortSnapshot&)> on_interval = {}) {
   LiveConfig lc;
+  lc.on_interval = std::move(on_interval);
   lc.engine = liveEngine();
   lc.idle_exit_s = 0.3;
   lc.quiet = true;
@@ -148,9 +150,27 @@ TEST(LiveMergeTest, QueuesMergeIntoTheSameResultAsOneOrderedStream) {
 TEST(LiveMergeTest, FullRingsDropAndTheLedgerStillBalances) {
   std::vector<PacketRecord> all;
   ThreadBackend backend(makeQueues(2, 200'000, &all), 64);  // tiny rings: the producers outrun the worker
-  auto r = runUntilIdle(backend);
+  // The exporter's snapshots: one per interval, in order, each a ledger that balances up to what the worker
+  // had taken when the interval closed (records still in the rings are neither analysed nor dropped yet).
+  std::vector<PortSnapshot> snaps;
+  auto r = runUntilIdle(backend, [&](size_t port, const PortSnapshot& s) {
+    EXPECT_EQ(port, 0u);
+    snaps.push_back(s);
+  });
   ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(snaps.size(), r->ports[0].intervals);
+  uint64_t packets = 0;
+  for (size_t i = 0; i < snaps.size(); ++i) {
+    EXPECT_EQ(snaps[i].intervals, i + 1);
+    EXPECT_LE(snaps[i].ledger.analysed + snaps[i].ledger.ring_drops, snaps[i].ledger.received);
+    if (i > 0) {
+      EXPECT_GE(snaps[i].ledger.ring_drops, snaps[i - 1].ledger.ring_drops);
+    }
+    packets += snaps[i].interval.port.packets;
+  }
+  EXPECT_GT(snaps.back().ledger.ring_drops, 0u);
   const Ledger& l = r->ports[0].pipeline.ledger;
+  EXPECT_EQ(packets, l.analysed);  // every analysed packet is in exactly one interval
   EXPECT_EQ(l.received, all.size());
   EXPECT_EQ(l.received, l.analysed + l.ring_drops);
   EXPECT_EQ(r->ports[0].pipeline.engine.port.packets, l.analysed);

@@ -359,7 +359,8 @@ std::vector<MetricFamily> LiveMetrics::Collect() const {
             L, static_cast<double>(s.timestamps.max_resync_step_ns) * 1e-9);
 
     // Top-K host pairs and flows; everything else in "other", so that the series sum to the IP total.
-    auto heavy = [&](const char* what, const TopKCounters& c, const HeavyResult& h, bool flow) {
+    auto heavy = [&](const TopKCounters& c, const HeavyResult& h, bool flow) {
+      const char* what = flow ? "flow" : "pair";
       const std::string bytes_name = absl::StrCat("burstscope_", what, "_bytes_total");
       const std::string packets_name = absl::StrCat("burstscope_", what, "_packets_total");
       const char* help_b = flow ? "bytes of the top-K 5-tuple flows (since they entered the top K), and other"
@@ -391,8 +392,8 @@ std::vector<MetricFamily> LiveMetrics::Collect() const {
       f.gauge("burstscope_flow_table_entries", "keys held in the table", with(L, {{"table", flow ? "flows" : "pairs"}}),
               static_cast<double>(h.entries));
     };
-    heavy("pair", p.pairs, r.pairs, false);
-    heavy("flow", p.flows, r.flows, true);
+    heavy(p.pairs, r.pairs, /*flow=*/false);
+    heavy(p.flows, r.flows, /*flow=*/true);
   }
   return f.take();
 }

@@ -221,7 +221,6 @@ void LiveMetrics::publish(size_t port, const PortSnapshot& s) {
   for (const auto& [d, st] : s.interval.directions) add(directionName(d), st);
   p.pairs.update(s.interval.pairs);
   p.flows.update(s.interval.flows);
-  p.intervals = s.intervals;
   p.last = s;
   p.last_close_s =
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -244,7 +243,7 @@ std::vector<MetricFamily> LiveMetrics::Collect() const {
               *p.switch_buffer_bytes);
     }
     f.counter("burstscope_report_intervals_total", "report intervals completed", L,
-              static_cast<double>(p.intervals));
+              p.last ? static_cast<double>(p.last->intervals) : 0.0);
     if (!p.last) continue;  // nothing measured yet: no per-interval series
     const PortSnapshot& s = *p.last;
     const IntervalReport& r = s.interval;

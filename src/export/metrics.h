@@ -96,7 +96,6 @@ class LiveMetrics : public prometheus::Collectable {
     double last_close_s = 0;                              // wall clock when it was published
     std::map<std::string, StreamTotals> totals;           // "all", "ingress", "egress"
     TopKCounters pairs, flows;
-    uint64_t intervals = 0;
   };
 
   std::vector<prometheus::ClientMetric::Label> identity_;

@@ -337,13 +337,19 @@ int httpGet(int port, const std::string& path, const std::string& auth = "", std
   return resp.size() > 12 ? std::stoi(resp.substr(9, 3)) : -1;
 }
 
-TEST(MetricsServerTest, ServesOnlyMetricsOnLoopback) {
-  Fixture fx;
-  ExportConfig xc;
+// A server for `fx`'s metrics on a free loopback port (the test fails if it cannot start).
+std::unique_ptr<MetricsServer> serveOnAnyPort(const Fixture& fx, ExportConfig xc = {}) {
   xc.listen = "127.0.0.1:0";
   auto server = MetricsServer::start(xc, fx.metrics);
-  ASSERT_TRUE(server.ok()) << server.status();
-  const int port = (*server)->port();
+  EXPECT_TRUE(server.ok()) << server.status();
+  return server.ok() ? std::move(*server) : nullptr;
+}
+
+TEST(MetricsServerTest, ServesOnlyMetricsOnLoopback) {
+  Fixture fx;
+  auto server = serveOnAnyPort(fx);
+  ASSERT_NE(server, nullptr);
+  const int port = server->port();
   ASSERT_GT(port, 0);
   std::string body;
   EXPECT_EQ(httpGet(port, "/metrics", "", &body), 200);
@@ -356,12 +362,11 @@ TEST(MetricsServerTest, ServesOnlyMetricsOnLoopback) {
 TEST(MetricsServerTest, BasicAuthAdmitsOnlyTheRightCredentials) {
   Fixture fx;
   ExportConfig xc;
-  xc.listen = "127.0.0.1:0";
   xc.basic_auth_user = "prometheus";
   xc.basic_auth_hash = *hashPassword("s3cret");
-  auto server = MetricsServer::start(xc, fx.metrics);
-  ASSERT_TRUE(server.ok()) << server.status();
-  const int port = (*server)->port();
+  auto server = serveOnAnyPort(fx, xc);
+  ASSERT_NE(server, nullptr);
+  const int port = server->port();
   EXPECT_EQ(httpGet(port, "/metrics"), 401);
   EXPECT_EQ(httpGet(port, "/metrics", "prometheus:wrong"), 401);
   EXPECT_EQ(httpGet(port, "/metrics", "someone:s3cret"), 401);
@@ -370,11 +375,10 @@ TEST(MetricsServerTest, BasicAuthAdmitsOnlyTheRightCredentials) {
 
 TEST(MetricsServerTest, APortInUseIsAClearError) {
   Fixture fx;
+  auto first = serveOnAnyPort(fx);
+  ASSERT_NE(first, nullptr);
   ExportConfig xc;
-  xc.listen = "127.0.0.1:0";
-  auto first = MetricsServer::start(xc, fx.metrics);
-  ASSERT_TRUE(first.ok());
-  xc.listen = "127.0.0.1:" + std::to_string((*first)->port());
+  xc.listen = "127.0.0.1:" + std::to_string(first->port());
   auto second = MetricsServer::start(xc, fx.metrics);
   ASSERT_FALSE(second.ok());
   EXPECT_THAT(std::string(second.status().message()), testing::HasSubstr("cannot serve metrics on 127.0.0.1:"));

@@ -169,6 +169,11 @@ struct RunOptions {
   std::vector<std::string> eal_args;  // after "--"
   std::vector<std::string> vdevs;
   std::vector<std::string> ports;
+  std::vector<std::string> xdp_interfaces;
+  std::string xdp_mode = "auto";
+  std::string zero_copy = "auto";
+  uint32_t snaplen = 0;
+  bool ip_only = false;
   uint16_t rx_queues = 1;
   std::string interval = "1s";
   std::string baseline = "60s";
@@ -192,6 +197,10 @@ struct RunOptions {
 absl::StatusOr<RunConfig> buildRunConfig(const RunOptions& o) {
   RunConfig c;
   BS_ASSIGN_OR_RETURN(c, o.config_file.empty() ? parseRunConfig("", "(defaults)") : loadRunConfig(o.config_file));
+  if (!o.xdp_interfaces.empty() && !o.ports.empty()) {
+    return absl::InvalidArgumentError("--xdp and --port: choose one capture backend (AF_XDP or DPDK)");
+  }
+  if (!o.xdp_interfaces.empty()) c.capture = "af_xdp";
   DpdkConfig& d = c.dpdk;
   for (const std::string& v : o.vdevs) {
     d.eal_args.push_back("--vdev");
@@ -207,7 +216,50 @@ absl::StatusOr<RunConfig> buildRunConfig(const RunOptions& o) {
       if (o.metrics.given("--link-gbps")) p.link_bps = o.metrics.link_gbps * 1e9;
     }
   }
-  if (d.ports.empty()) return absl::InvalidArgumentError("no port to capture from: give --port or dpdk.ports");
+  AfXdpConfig& a = c.afxdp;
+  if (!o.xdp_interfaces.empty()) {
+    a.ports.clear();
+    for (const std::string& i : o.xdp_interfaces) {
+      a.ports.push_back(AfXdpPortConfig{i, o.given("--rx-queues") ? o.rx_queues : 0u, o.metrics.link_gbps * 1e9});
+    }
+  } else {
+    for (AfXdpPortConfig& p : a.ports) {
+      if (o.given("--rx-queues")) p.queues = o.rx_queues;
+      if (o.metrics.given("--link-gbps")) p.link_bps = o.metrics.link_gbps * 1e9;
+    }
+  }
+  if (o.given("--xdp-mode")) {
+    if (o.xdp_mode == "auto") {
+      a.mode = XdpMode::kAuto;
+    } else if (o.xdp_mode == "native") {
+      a.mode = XdpMode::kNative;
+    } else if (o.xdp_mode == "skb") {
+      a.mode = XdpMode::kSkb;
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat("--xdp-mode: '", o.xdp_mode, "' is not auto, native or skb"));
+    }
+  }
+  if (o.given("--zero-copy")) {
+    if (o.zero_copy == "auto") {
+      a.zero_copy = ZeroCopy::kAuto;
+    } else if (o.zero_copy == "on") {
+      a.zero_copy = ZeroCopy::kOn;
+    } else if (o.zero_copy == "off") {
+      a.zero_copy = ZeroCopy::kOff;
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat("--zero-copy: '", o.zero_copy, "' is not auto, on or off"));
+    }
+  }
+  if (o.given("--snaplen")) a.snaplen = o.snaplen;
+  if (o.ip_only) a.ip_only = true;
+  if (c.capture == "af_xdp") {
+    if (a.ports.empty()) return absl::InvalidArgumentError("no interface to capture from: give --xdp or af-xdp.ports");
+    if (!o.vdevs.empty() || !o.eal_args.empty()) {
+      return absl::InvalidArgumentError("--vdev and EAL arguments apply to DPDK capture, not AF_XDP");
+    }
+  } else if (d.ports.empty()) {
+    return absl::InvalidArgumentError("no port to capture from: give --port, --xdp, dpdk.ports or af-xdp.ports");
+  }
   EngineConfig& e = c.live.engine;
   BS_RETURN_IF_ERROR(o.metrics.apply(e, d.decoder, &c.live.reorder_horizon_ns, /*only_given=*/true));
   auto duration = [](const char* flag, const std::string& text) -> absl::StatusOr<int64_t> {
@@ -229,7 +281,18 @@ absl::StatusOr<RunConfig> buildRunConfig(const RunOptions& o) {
     BS_ASSIGN_OR_RETURN(int64_t ns, duration("--duration", o.duration));
     c.live.duration_s = static_cast<double>(ns) * 1e-9;
   }
-  if (o.given("--timestamps")) {
+  if (o.given("--timestamps") && c.capture == "af_xdp") {
+    if (o.timestamps == "auto") {
+      a.timestamps = XdpTimestamps::kAuto;
+    } else if (o.timestamps == "nic") {
+      a.timestamps = XdpTimestamps::kNic;
+    } else if (o.timestamps == "kernel") {
+      a.timestamps = XdpTimestamps::kKernel;
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat("--timestamps: '", o.timestamps,
+                                                     "' is not auto, nic or kernel (AF_XDP)"));
+    }
+  } else if (o.given("--timestamps")) {
     if (o.timestamps == "auto") {
       d.timestamps = TimestampMode::kAuto;
     } else if (o.timestamps == "nic") {
@@ -237,7 +300,8 @@ absl::StatusOr<RunConfig> buildRunConfig(const RunOptions& o) {
     } else if (o.timestamps == "tsc") {
       d.timestamps = TimestampMode::kTsc;
     } else {
-      return absl::InvalidArgumentError(absl::StrCat("--timestamps: '", o.timestamps, "' is not auto, nic or tsc"));
+      return absl::InvalidArgumentError(absl::StrCat("--timestamps: '", o.timestamps,
+                                                     "' is not auto, nic or tsc (DPDK)"));
     }
   }
   if (o.given("--replay-speed")) d.replay_speed = o.replay_speed;
@@ -257,9 +321,12 @@ absl::StatusOr<RunConfig> buildRunConfig(const RunOptions& o) {
   e.report_top_k = x.top_k;
   if (o.quiet) c.live.quiet = true;
   if (e.report_interval_ns <= 0) return absl::InvalidArgumentError("report.interval: must be positive");
+  // Both backends decode alike and fill rings of the same size.
+  a.decoder = d.decoder;
+  a.ring_capacity = d.ring_capacity;
   // Validate once per port as the engine will see it (link speed, and rates defaulting to it).
-  for (const DpdkPortConfig& p : d.ports) {
-    if (absl::Status s = validateConfig(portEngineConfig(e, p.link_bps)); !s.ok()) {
+  for (const auto& [name, link_bps] : capturePorts(c)) {
+    if (absl::Status s = validateConfig(portEngineConfig(e, link_bps)); !s.ok()) {
       return absl::InvalidArgumentError(absl::StrCat("invalid configuration: ", s.message()));
     }
   }
@@ -277,7 +344,7 @@ nlohmann::ordered_json liveJson(const LiveResult& r, const RunConfig& c) {
   for (size_t i = 0; i < r.ports.size(); ++i) {
     const LivePortResult& p = r.ports[i];
     PipelineConfig pc;
-    pc.engine = portEngineConfig(c.live.engine, c.dpdk.ports[i].link_bps);
+    pc.engine = portEngineConfig(c.live.engine, capturePorts(c)[i].second);
     pc.decoder = c.dpdk.decoder;
     pc.reorder_horizon_ns = c.live.reorder_horizon_ns;
     nlohmann::ordered_json j = reportJson(p.pipeline, ReportContext{{p.name}, &pc});
@@ -291,6 +358,12 @@ nlohmann::ordered_json liveJson(const LiveResult& r, const RunConfig& c) {
     dev["queue_ipackets"] = nlohmann::ordered_json::array();
     for (const auto& q : p.device.queue_ipackets) dev["queue_ipackets"].push_back(opt(q));
     for (const auto& [name, value] : p.device.xstats) dev["xstats"][name] = value;
+    if (p.device.seen) {
+      dev["seen"] = *p.device.seen;
+      dev["filtered"] = p.device.filtered;
+      dev["drop_stages"] = nlohmann::ordered_json::object();
+      for (const auto& [stage, value] : p.device.drop_stages) dev["drop_stages"][stage] = value;
+    }
     j["port"] = p.name;
     j["device"] = dev;
     j["queues"] = nlohmann::ordered_json::array();
@@ -304,19 +377,37 @@ nlohmann::ordered_json liveJson(const LiveResult& r, const RunConfig& c) {
   return out;
 }
 
+absl::StatusOr<std::unique_ptr<CaptureBackend>> openBackend(const RunConfig& c) {
+  if (c.capture == "af_xdp") {
+#ifdef BURSTSCOPE_HAVE_AFXDP
+    return openAfXdp(c.afxdp);
+#else
+    return absl::UnimplementedError("this build has no AF_XDP capture backend (install libxdp-dev, libbpf-dev, "
+                                    "clang and bpftool, then configure with -Dafxdp=enabled)");
+#endif
+  }
+#ifdef BURSTSCOPE_HAVE_DPDK
+  return openDpdk(c.dpdk);
+#else
+  return absl::UnimplementedError("this build has no DPDK capture backend (configure with -Ddpdk=enabled), "
+                                  "use --xdp IFACE for AF_XDP");
+#endif
+}
+
 int runLiveCommand(const RunOptions& o) {
   auto config = buildRunConfig(o);
   if (!config.ok()) return fail(config.status(), 2);
   if (o.check_config) {
-    std::cout << "burstscope run: configuration OK (" << config->dpdk.ports.size() << " port"
-              << (config->dpdk.ports.size() == 1 ? "" : "s") << ", metrics "
+    const size_t n = capturePorts(*config).size();
+    std::cout << "burstscope run: configuration OK (" << config->capture << ", " << n << " port"
+              << (n == 1 ? "" : "s") << ", metrics "
               << (config->exporter.listen.empty() ? "off" : "at " + config->exporter.listen) << ")\n";
     return 0;
   }
-#ifdef BURSTSCOPE_HAVE_DPDK
-  auto backend = openDpdk(config->dpdk);
+  auto backend = openBackend(*config);
   if (!backend.ok()) return fail(backend.status(), 1);
   std::ostream& summary = o.json ? std::cerr : std::cout;
+  for (const std::string& note : (*backend)->notes()) summary << "burstscope run: " << note << std::endl;
   // Printed even when quiet: it says capture is up (scripts wait for it before sending traffic).
   for (const LivePort& p : (*backend)->ports()) {
     summary << "burstscope run: " << p.name << " (" << p.rings.size() << " RX queue"
@@ -347,10 +438,6 @@ int runLiveCommand(const RunOptions& o) {
   bool balanced = true;
   for (const LivePortResult& p : result->ports) balanced &= ledgerBalanced(p);
   return balanced ? 0 : 3;
-#else
-  std::cerr << "burstscope: this build has no DPDK capture backend (configure with -Ddpdk=enabled)\n";
-  return 1;
-#endif
 }
 
 int hashPasswordCommand() {
@@ -382,17 +469,24 @@ int main(int argc, char** argv) {
   ao.metrics.add(analyze, /*live=*/false);
 
   RunOptions ro;
-  CLI::App* run = app.add_subcommand("run", "Live capture (DPDK): per-interval summary, ledger on SIGINT/SIGTERM. "
-                                            "EAL arguments go after --");
+  CLI::App* run = app.add_subcommand("run", "Live capture (DPDK or AF_XDP): per-interval summary, ledger on "
+                                            "SIGINT/SIGTERM. EAL arguments go after --");
   ro.app = run;
   run->add_option("-c,--config", ro.config_file, "YAML configuration (see etc/burstscope.yaml)")
       ->check(CLI::ExistingFile);
   run->add_option("--port", ro.ports, "DPDK port to capture (ethdev name or id; repeatable)");
-  run->add_option("--rx-queues", ro.rx_queues, "RX queues per port (RSS)")->capture_default_str();
+  run->add_option("--xdp", ro.xdp_interfaces, "capture from this interface through AF_XDP (repeatable)");
+  run->add_option("--xdp-mode", ro.xdp_mode, "AF_XDP: auto, native or skb (generic)")->capture_default_str();
+  run->add_option("--zero-copy", ro.zero_copy, "AF_XDP: auto, on or off")->capture_default_str();
+  run->add_option("--snaplen", ro.snaplen, "AF_XDP: bytes of each frame copied to user space (default 256)");
+  run->add_flag("--ip-only", ro.ip_only, "AF_XDP: leave frames that are not IP to the kernel (counted as filtered)");
+  run->add_option("--rx-queues", ro.rx_queues, "RX queues per port (DPDK: RSS queues; AF_XDP: sockets on queues "
+                                               "0..N-1, default all)")->capture_default_str();
   run->add_option("--vdev", ro.vdevs, "a DPDK virtual device for the EAL (repeatable)");
   run->add_option("--interval", ro.interval, "report interval")->capture_default_str();
   run->add_option("--baseline", ro.baseline, "trailing window of the PtM mean rate")->capture_default_str();
-  run->add_option("--timestamps", ro.timestamps, "auto, nic or tsc")->capture_default_str();
+  run->add_option("--timestamps", ro.timestamps, "DPDK: auto, nic or tsc; AF_XDP: auto, kernel or nic")
+      ->capture_default_str();
   run->add_option("--replay-speed", ro.replay_speed, "net_pcap: replay at this multiple of the recorded pace");
   run->add_option("--idle-exit", ro.idle_exit, "stop after this long without packets (0: never)");
   run->add_option("--duration", ro.duration, "stop after this long (0: on SIGINT/SIGTERM)");

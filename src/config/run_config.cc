@@ -197,6 +197,77 @@ absl::Status readDpdk(const Reader& rd, const YAML::Node& n, RunConfig* c) {
   return absl::OkStatus();
 }
 
+template <typename Enum>
+absl::Status readChoice(const Reader& rd, const YAML::Node& n, const std::string& key,
+                        std::initializer_list<std::pair<const char*, Enum>> choices, Enum* out) {
+  std::string v;
+  BS_CHECK(rd.scalar(n, key, &v));
+  v = absl::AsciiStrToLower(v);
+  std::string names;
+  for (const auto& [name, e] : choices) {
+    if (v == name) {
+      *out = e;
+      return absl::OkStatus();
+    }
+    absl::StrAppend(&names, names.empty() ? "" : ", ", name);
+  }
+  return rd.error(n, key, absl::StrCat("'", n.Scalar(), "' is not one of ", names));
+}
+
+absl::Status readAfXdp(const Reader& rd, const YAML::Node& n, RunConfig* c) {
+  BS_CHECK(rd.checkKeys(n, "af-xdp", {"ports", "mode", "zero-copy", "timestamps", "frames", "frame-size", "rx-ring",
+                                      "batch", "snaplen", "ip-only", "clock-resync"}));
+  AfXdpConfig& a = c->afxdp;
+  if (n["ports"]) {
+    BS_CHECK(rd.sequence(n["ports"], "af-xdp.ports"));
+    a.ports.clear();
+    for (size_t i = 0; i < n["ports"].size(); ++i) {
+      const YAML::Node p = n["ports"][i];
+      const std::string key = absl::StrCat("af-xdp.ports[", i, "]");
+      BS_CHECK(rd.checkKeys(p, key, {"interface", "queues", "link-gbps"}));
+      AfXdpPortConfig pc;
+      if (!p["interface"]) return rd.error(p, key, "interface is required");
+      BS_CHECK(rd.scalar(p["interface"], key + ".interface", &pc.interface));
+      if (p["queues"]) BS_CHECK(rd.integer(p["queues"], key + ".queues", &pc.queues, 0, BS_MAX_QUEUES));
+      if (p["link-gbps"]) {
+        double g;
+        BS_CHECK(rd.number(p["link-gbps"], key + ".link-gbps", &g, 1e-6, 10000));
+        pc.link_bps = g * 1e9;
+      }
+      a.ports.push_back(pc);
+    }
+  }
+  if (n["mode"]) {
+    BS_CHECK(readChoice(rd, n["mode"], "af-xdp.mode",
+                        {{"auto", XdpMode::kAuto}, {"native", XdpMode::kNative}, {"skb", XdpMode::kSkb}}, &a.mode));
+  }
+  if (n["zero-copy"]) {
+    BS_CHECK(readChoice(rd, n["zero-copy"], "af-xdp.zero-copy",
+                        {{"auto", ZeroCopy::kAuto}, {"true", ZeroCopy::kOn}, {"on", ZeroCopy::kOn},
+                         {"false", ZeroCopy::kOff}, {"off", ZeroCopy::kOff}},
+                        &a.zero_copy));
+  }
+  if (n["timestamps"]) {
+    BS_CHECK(readChoice(rd, n["timestamps"], "af-xdp.timestamps",
+                        {{"auto", XdpTimestamps::kAuto}, {"kernel", XdpTimestamps::kKernel},
+                         {"nic", XdpTimestamps::kNic}},
+                        &a.timestamps));
+  }
+  if (n["frames"]) BS_CHECK(rd.integer(n["frames"], "af-xdp.frames", &a.frames, 64, 1 << 20));
+  if (n["frame-size"]) BS_CHECK(rd.integer(n["frame-size"], "af-xdp.frame-size", &a.frame_size, 2048, 4096));
+  if (n["rx-ring"]) BS_CHECK(rd.integer(n["rx-ring"], "af-xdp.rx-ring", &a.rx_ring, 64, 1 << 16));
+  if (n["batch"]) BS_CHECK(rd.integer(n["batch"], "af-xdp.batch", &a.batch, 1, 1024));
+  if (n["snaplen"]) BS_CHECK(rd.integer(n["snaplen"], "af-xdp.snaplen", &a.snaplen, 64, 4096));
+  if (n["ip-only"]) BS_CHECK(rd.boolean(n["ip-only"], "af-xdp.ip-only", &a.ip_only));
+  if (n["clock-resync"]) {
+    int64_t ns;
+    BS_CHECK(rd.duration(n["clock-resync"], "af-xdp.clock-resync", &ns));
+    if (ns < 1'000'000) return rd.error(n["clock-resync"], "af-xdp.clock-resync", "must be at least 1ms");
+    a.resync_s = static_cast<double>(ns) * 1e-9;
+  }
+  return absl::OkStatus();
+}
+
 absl::Status readMetrics(const Reader& rd, const YAML::Node& n, RunConfig* c) {
   BS_CHECK(rd.checkKeys(n, "metrics", {"scales", "rates-gbps", "microburst", "exact-max", "top-k", "flow-table",
                                        "pair-table", "reorder"}));
@@ -341,20 +412,33 @@ absl::StatusOr<RunConfig> parseRunConfig(const std::string& yaml, const std::str
     return absl::InvalidArgumentError(absl::StrCat(origin, ":", e.mark.line + 1, ": not valid YAML: ", e.msg));
   }
   if (root.IsNull()) return c;  // an empty file: all defaults
-  BS_CHECK(rd.checkKeys(root, "", {"capture", "dpdk", "metrics", "decoder", "report", "ring-size", "export"}));
+  BS_CHECK(rd.checkKeys(root, "", {"capture", "dpdk", "af-xdp", "metrics", "decoder", "report", "ring-size",
+                                    "export"}));
   if (root["capture"]) {
     BS_CHECK(rd.scalar(root["capture"], "capture", &c.capture));
-    if (c.capture != "dpdk") {
-      return rd.error(root["capture"], "capture", absl::StrCat("'", c.capture, "' is not a capture backend (dpdk)"));
+    if (c.capture != "dpdk" && c.capture != "af_xdp") {
+      return rd.error(root["capture"], "capture",
+                      absl::StrCat("'", c.capture, "' is not a capture backend (dpdk, af_xdp)"));
     }
   }
   if (root["dpdk"]) BS_CHECK(readDpdk(rd, root["dpdk"], &c));
+  if (root["af-xdp"]) BS_CHECK(readAfXdp(rd, root["af-xdp"], &c));
   if (root["metrics"]) BS_CHECK(readMetrics(rd, root["metrics"], &c));
   if (root["decoder"]) BS_CHECK(readDecoder(rd, root["decoder"], &c));
   if (root["report"]) BS_CHECK(readReport(rd, root["report"], &c));
   if (root["export"]) BS_CHECK(readExport(rd, root["export"], &c));
   if (root["ring-size"]) BS_CHECK(rd.integer(root["ring-size"], "ring-size", &c.dpdk.ring_capacity, 1024, 1LL << 26));
   return c;
+}
+
+std::vector<std::pair<std::string, double>> capturePorts(const RunConfig& c) {
+  std::vector<std::pair<std::string, double>> out;
+  if (c.capture == "af_xdp") {
+    for (const AfXdpPortConfig& p : c.afxdp.ports) out.emplace_back(p.interface, p.link_bps);
+  } else {
+    for (const DpdkPortConfig& p : c.dpdk.ports) out.emplace_back(p.device, p.link_bps);
+  }
+  return out;
 }
 
 absl::StatusOr<RunConfig> loadRunConfig(const std::string& path) {

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "src/capture/afxdp/afxdp_backend.h"
 #include "src/capture/dpdk/dpdk_backend.h"
 #include "src/export/metrics.h"
 #include "src/live/live.h"
@@ -13,8 +14,9 @@
 namespace burstscope {
 
 struct RunConfig {
-  std::string capture = "dpdk";
-  DpdkConfig dpdk;
+  std::string capture = "dpdk";  // or "af_xdp"
+  DpdkConfig dpdk;               // also holds the decoder and ring size both backends use
+  AfXdpConfig afxdp;
   LiveConfig live;  // live.engine.rates_bps empty: each port's link speed
   ExportConfig exporter;
 };
@@ -22,6 +24,9 @@ struct RunConfig {
 // Parses YAML text; `origin` (a file name) prefixes error messages.
 absl::StatusOr<RunConfig> parseRunConfig(const std::string& yaml, const std::string& origin);
 absl::StatusOr<RunConfig> loadRunConfig(const std::string& path);
+
+// The capture ports of the selected backend, as (name, link speed in bit/s).
+std::vector<std::pair<std::string, double>> capturePorts(const RunConfig& c);
 
 // "100us", "1.5ms", "2s", "250ns", or a bare number of seconds.
 absl::StatusOr<int64_t> parseDurationNs(const std::string& text);

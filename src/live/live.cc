@@ -139,9 +139,17 @@ EngineConfig portEngineConfig(const EngineConfig& base, double link_bps) {
   return c;
 }
 
+uint64_t DeviceStats::dropStagesTotal() const {
+  uint64_t n = 0;
+  for (const auto& [stage, v] : drop_stages) n += v;
+  return n;
+}
+
 bool ledgerBalanced(const LivePortResult& p) {
   const Ledger& l = p.pipeline.ledger;
-  return l.balanced() && (!p.device.ipackets || *p.device.ipackets == l.received);
+  const DeviceStats& d = p.device;
+  return l.balanced() && (!d.ipackets || *d.ipackets == l.received) &&
+         (!d.seen || *d.seen == l.received + d.dropStagesTotal() + d.filtered);
 }
 
 std::string ledgerText(const LiveResult& r) {
@@ -154,15 +162,27 @@ std::string ledgerText(const LiveResult& r) {
     const DeviceStats& d = p.device;
     const uint64_t nic_drops = d.imissed.value_or(0) + d.ierrors.value_or(0) + d.rx_nombuf.value_or(0);
     absl::StrAppend(&out, "ledger ", p.name, " (", r.backend, ", timestamps: ", r.timestamps.source, ")\n");
-    absl::StrAppend(&out, "  reached the port    ", l.received + nic_drops, "\n");
+    absl::StrAppend(&out, "  reached the port    ", l.received + nic_drops + d.dropStagesTotal() + d.filtered,
+                    "\n");
     absl::StrAppend(&out, "  dropped by the NIC  missed ", opt(d.imissed), ", errors ", opt(d.ierrors),
                     ", no mbuf ", opt(d.rx_nombuf), "\n");
+    if (d.seen) {
+      absl::StrAppend(&out, "  seen by XDP         ", *d.seen, "  (filtered out ", d.filtered, ")\n");
+    }
+    for (const auto& [stage, v] : d.drop_stages) {
+      absl::StrAppend(&out, "  dropped, ", absl::StrFormat("%-17s", stage), " ", v, "\n");
+    }
     absl::StrAppend(&out, "  received by RX      ", l.received, "  (device ipackets ", opt(d.ipackets), ")\n");
     absl::StrAppend(&out, "  dropped, ring full  ", l.ring_drops, "\n");
     absl::StrAppend(&out, "  analysed            ", l.analysed, "  (decode errors ",
                     p.pipeline.decode.errorTotal(), ", clamped late ", p.pipeline.clamped, ")\n");
     absl::StrAppend(&out, "  ", ledgerBalanced(p) ? "balanced" : "NOT BALANCED", ": received ", l.received,
-                    " = analysed ", l.analysed, " + ring drops ", l.ring_drops, "\n");
+                    " = analysed ", l.analysed, " + ring drops ", l.ring_drops);
+    if (d.seen) {
+      absl::StrAppend(&out, "; seen ", *d.seen, " = received ", l.received, " + dropped before RX ",
+                      d.dropStagesTotal(), " + filtered ", d.filtered);
+    }
+    absl::StrAppend(&out, "\n");
   }
   return out;
 }

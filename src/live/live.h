@@ -44,6 +44,13 @@ struct DeviceStats {
   std::optional<uint64_t> ipackets, ibytes, imissed, ierrors, rx_nombuf;
   std::vector<std::optional<uint64_t>> queue_ipackets;  // per RX queue
   std::vector<std::pair<std::string, uint64_t>> xstats;  // the driver's own extended counters
+  // Backends that see frames before RX (AF_XDP: the XDP program) also say how many they saw, where frames
+  // were lost on the way to RX, by stage ("xsk_rx_ring_full", ...), and how many a filter left out. Then
+  // seen = received + the stages' sum + filtered.
+  std::optional<uint64_t> seen;
+  std::vector<std::pair<std::string, uint64_t>> drop_stages;
+  uint64_t filtered = 0;
+  uint64_t dropStagesTotal() const;
 };
 
 struct LivePort {
@@ -73,6 +80,8 @@ class CaptureBackend {
   // As last published by the RX threads: a little behind while running, exact after stop().
   virtual DecodeStats decodeStats(size_t port) const = 0;
   virtual TimestampInfo timestampInfo() const = 0;
+  // Lines worth telling the operator at start (e.g. the XDP mode taken, a stale program replaced).
+  virtual std::vector<std::string> notes() const { return {}; }
 };
 
 // What a port's worker publishes at the close of each report interval, all read at that moment, so that an

@@ -1,0 +1,134 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * burstscope's XDP capture program. Every frame on the mirror port is counted in one verdict and, where a
+ * socket is bound on its RX queue, redirected to that queue's AF_XDP socket with a timestamp taken here
+ * (long before user space sees it) and its wire length in the metadata area. Frames longer than the snap
+ * length are cut: burstscope measures lengths and headers, so copying payload into user space is waste.
+ *
+ * Two entry points share the code: bs_capture stamps with bpf_ktime_get_ns(); bs_capture_nic first asks
+ * the driver for the NIC's RX timestamp through the XDP metadata kfunc and must be loaded device-bound.
+ */
+#include <linux/bpf.h>
+#include <linux/if_ether.h>
+#include <bpf/bpf_helpers.h>
+
+#include "capture_shared.h"
+
+/* Configuration, fixed at load time by user space (rodata). */
+const volatile __u32 cfg_ip_only = 0;	/* pass frames that are not IPv4/IPv6 (after up to two VLAN tags) */
+const volatile __u32 cfg_snaplen = 0;	/* cut redirected frames to this many bytes; 0: never */
+
+struct {
+	__uint(type, BPF_MAP_TYPE_XSKMAP);
+	__uint(max_entries, BS_MAX_QUEUES);
+	__type(key, __u32);
+	__type(value, __u32);
+} xsks SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, BS_STAT_COUNT);
+	__type(key, __u32);
+	__type(value, __u64);
+} stats SEC(".maps");
+
+extern int bpf_xdp_metadata_rx_timestamp(const struct xdp_md *ctx, __u64 *timestamp) __ksym __weak;
+
+static __always_inline void count(__u32 stat)
+{
+	__u64 *v = bpf_map_lookup_elem(&stats, &stat);
+
+	if (v)
+		*v += 1;
+}
+
+struct vlan_hdr {
+	__be16 tci;
+	__be16 proto;
+};
+
+static __always_inline int is_ip(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data;
+	void *end = (void *)(long)ctx->data_end;
+	struct ethhdr *eth = data;
+	__u16 proto;
+	__u32 off = sizeof(*eth);
+
+	if ((void *)(eth + 1) > end)
+		return 0;
+	proto = eth->h_proto;
+#pragma unroll
+	for (int i = 0; i < 2; i++) {
+		struct vlan_hdr *v = data + off;
+
+		if (proto != __builtin_bswap16(ETH_P_8021Q) && proto != __builtin_bswap16(ETH_P_8021AD))
+			break;
+		if ((void *)(v + 1) > end)
+			return 0;
+		proto = v->proto;
+		off += sizeof(*v);
+	}
+	return proto == __builtin_bswap16(ETH_P_IP) || proto == __builtin_bswap16(ETH_P_IPV6);
+}
+
+static __always_inline int capture(struct xdp_md *ctx, int nic_ts)
+{
+	__u32 wire_len = ctx->data_end - ctx->data;
+	__u64 ts = 0;
+	__u32 flags = BS_META_MAGIC;
+	struct bs_xdp_meta *meta;
+	long act;
+
+	if (cfg_ip_only && !is_ip(ctx)) {
+		count(BS_STAT_FILTERED);
+		return XDP_PASS;
+	}
+	act = bpf_redirect_map(&xsks, ctx->rx_queue_index, XDP_PASS);
+	if (act == XDP_PASS) {
+		count(BS_STAT_NO_SOCKET);
+		return XDP_PASS;
+	}
+	if (act != XDP_REDIRECT) {
+		count(BS_STAT_ABORTED);
+		return XDP_ABORTED;
+	}
+	count(BS_STAT_REDIRECTED);
+	if (nic_ts && bpf_xdp_metadata_rx_timestamp && bpf_xdp_metadata_rx_timestamp(ctx, &ts) == 0 && ts) {
+		flags |= BS_META_NIC_TS;
+		count(BS_STAT_NIC_TIMESTAMP);
+	} else {
+		ts = bpf_ktime_get_ns();
+	}
+	if (cfg_snaplen && wire_len > cfg_snaplen) {
+		if (bpf_xdp_adjust_tail(ctx, (int)cfg_snaplen - (int)wire_len) == 0)
+			count(BS_STAT_TRUNCATED);
+	}
+	if (bpf_xdp_adjust_meta(ctx, -(int)sizeof(*meta)) != 0) {
+		count(BS_STAT_NO_METADATA);
+		return (int)act;
+	}
+	meta = (void *)(long)ctx->data_meta;
+	if ((void *)(meta + 1) > (void *)(long)ctx->data) {
+		count(BS_STAT_NO_METADATA);
+		return (int)act;
+	}
+	meta->ts_ns = ts;
+	meta->wire_len = wire_len;
+	meta->flags = flags;
+	return (int)act;
+}
+
+SEC("xdp")
+int bs_capture(struct xdp_md *ctx)
+{
+	return capture(ctx, 0);
+}
+
+SEC("xdp")
+int bs_capture_nic(struct xdp_md *ctx)
+{
+	return capture(ctx, 1);
+}
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -1,0 +1,508 @@
+#include "src/capture/afxdp/afxdp_backend.h"
+
+#include <bpf/bpf.h>
+#include <dirent.h>
+#include <linux/ethtool.h>
+#include <linux/if_xdp.h>
+#include <linux/sockios.h>
+#include <net/if.h>
+#include <poll.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+#include <xdp/xsk.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <optional>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+
+namespace burstscope {
+namespace {
+
+int64_t clockNs(clockid_t id) {
+  timespec ts;
+  clock_gettime(id, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+// CLOCK_REALTIME - CLOCK_MONOTONIC, from the tightest of a few (monotonic, realtime, monotonic) triples:
+// the XDP program stamps frames with bpf_ktime_get_ns(), which is CLOCK_MONOTONIC.
+int64_t monotonicToRealtime() {
+  int64_t best_width = INT64_MAX, offset = 0;
+  for (int i = 0; i < 5; ++i) {
+    const int64_t a = clockNs(CLOCK_MONOTONIC);
+    const int64_t r = clockNs(CLOCK_REALTIME);
+    const int64_t b = clockNs(CLOCK_MONOTONIC);
+    if (b - a < best_width) {
+      best_width = b - a;
+      offset = r - (a + (b - a) / 2);
+    }
+  }
+  return offset;
+}
+
+// RX queues of an interface, as sysfs lists them.
+uint32_t rxQueueCount(const std::string& ifname) {
+  uint32_t n = 0;
+  if (DIR* d = opendir(absl::StrCat("/sys/class/net/", ifname, "/queues").c_str())) {
+    while (dirent* e = readdir(d)) n += std::strncmp(e->d_name, "rx-", 3) == 0;
+    closedir(d);
+  }
+  return n;
+}
+
+std::optional<uint64_t> sysfsCounter(const std::string& ifname, const char* name) {
+  std::ifstream in(absl::StrCat("/sys/class/net/", ifname, "/statistics/", name));
+  uint64_t v;
+  if (in >> v) return v;
+  return std::nullopt;
+}
+
+// The NIC's RX interrupt moderation: the longest a frame waits before the XDP program sees (and stamps)
+// it, beyond the driver's own latency. nullopt where the driver does not say (veth).
+std::optional<uint32_t> rxCoalesceUs(const std::string& ifname) {
+  const int fd = socket(AF_INET, SOCK_DGRAM, 0);
+  if (fd < 0) return std::nullopt;
+  ethtool_coalesce ec{};
+  ec.cmd = ETHTOOL_GCOALESCE;
+  ifreq ifr{};
+  std::strncpy(ifr.ifr_name, ifname.c_str(), IFNAMSIZ - 1);
+  ifr.ifr_data = reinterpret_cast<char*>(&ec);
+  const int rc = ioctl(fd, SIOCETHTOOL, &ifr);
+  close(fd);
+  if (rc != 0) return std::nullopt;
+  return ec.rx_coalesce_usecs;
+}
+
+struct Socket {
+  size_t port_index = 0;
+  uint32_t queue_id = 0;
+  void* area = nullptr;  // the UMEM
+  size_t area_size = 0;
+  xsk_umem* umem = nullptr;
+  xsk_socket* xsk = nullptr;
+  xsk_ring_prod fill{};
+  xsk_ring_cons comp{};
+  xsk_ring_cons rx{};
+  bool zero_copy = false;
+  std::unique_ptr<SpscRing<PacketRecord>> ring;
+  std::unique_ptr<QueueCounters> counters;
+  std::unique_ptr<Decoder> decoder;
+  std::thread thread;
+  // Frames the program sent without metadata (a driver with no room for it): stamped on arrival here.
+  std::atomic<uint64_t> no_metadata{0};
+
+  ~Socket() {
+    if (xsk) xsk_socket__delete(xsk);
+    if (umem) xsk_umem__delete(umem);
+    if (area) munmap(area, area_size);
+  }
+};
+
+struct Port {
+  AfXdpPortConfig config;
+  std::unique_ptr<XdpProgram> program;
+  std::string replaced;  // a stale program removed at start
+};
+
+// XDP_STATISTICS of one socket; kernels before 5.9 return only the first three fields (checked by size).
+struct XskStats {
+  uint64_t rx_dropped = 0, rx_invalid_descs = 0, tx_invalid_descs = 0;
+  std::optional<uint64_t> rx_ring_full, rx_fill_ring_empty_descs, tx_ring_empty_descs;
+};
+
+XskStats readXskStats(int fd) {
+  xdp_statistics st{};
+  socklen_t len = sizeof(st);
+  XskStats out;
+  if (getsockopt(fd, SOL_XDP, XDP_STATISTICS, &st, &len) != 0) return out;
+  out.rx_dropped = st.rx_dropped;
+  out.rx_invalid_descs = st.rx_invalid_descs;
+  out.tx_invalid_descs = st.tx_invalid_descs;
+  if (len >= sizeof(st)) {
+    out.rx_ring_full = st.rx_ring_full;
+    out.rx_fill_ring_empty_descs = st.rx_fill_ring_empty_descs;
+    out.tx_ring_empty_descs = st.tx_ring_empty_descs;
+  }
+  return out;
+}
+
+class AfXdpBackend final : public CaptureBackend {
+ public:
+  explicit AfXdpBackend(AfXdpConfig c) : cfg_(std::move(c)) {}
+  ~AfXdpBackend() override {
+    stop();
+    sockets_.clear();  // sockets close before their program goes
+  }
+
+  absl::Status init();
+  std::string name() const override { return "af_xdp"; }
+  const std::vector<LivePort>& ports() const override { return live_ports_; }
+  absl::Status start() override;
+  void stop() override;
+  DeviceStats deviceStats(size_t port) const override;
+  DecodeStats decodeStats(size_t port) const override;
+  TimestampInfo timestampInfo() const override;
+  std::vector<std::string> notes() const override;
+
+ private:
+  absl::Status initPort(const AfXdpPortConfig& pc, size_t index);
+  absl::Status openSocket(Port& port, size_t index, uint32_t queue);
+  void rxLoop(Socket& s);
+
+  AfXdpConfig cfg_;
+  std::vector<Port> ports_;
+  std::vector<std::unique_ptr<Socket>> sockets_;
+  std::vector<LivePort> live_ports_;
+  std::atomic<bool> rx_stop_{false};
+  bool running_ = false;
+  bool nic_ts_ = false;
+  std::atomic<int64_t> max_step_ns_{0};
+};
+
+absl::Status AfXdpBackend::openSocket(Port& port, size_t index, uint32_t queue) {
+  auto s = std::make_unique<Socket>();
+  s->port_index = index;
+  s->queue_id = queue;
+  s->area_size = static_cast<size_t>(cfg_.frames) * cfg_.frame_size;
+  void* area = mmap(nullptr, s->area_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (area == MAP_FAILED) {
+    return absl::ResourceExhaustedError(absl::StrCat("interface '", port.config.interface, "' queue ", queue,
+                                                     ": cannot map ", s->area_size, " bytes of UMEM"));
+  }
+  s->area = area;
+  const bool skb = port.program->mode() == XdpMode::kSkb;
+  std::vector<std::pair<uint16_t, bool>> binds;  // bind flags, zero-copy
+  if (!skb && cfg_.zero_copy != ZeroCopy::kOff) binds.emplace_back(XDP_ZEROCOPY | XDP_USE_NEED_WAKEUP, true);
+  if (cfg_.zero_copy != ZeroCopy::kOn) binds.emplace_back(XDP_COPY | XDP_USE_NEED_WAKEUP, false);
+  if (binds.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("interface '", port.config.interface, "': zero-copy needs native "
+                                                   "XDP mode, and the program runs in skb mode"));
+  }
+  std::string failures;
+  for (const auto& [flags, zc] : binds) {
+    xsk_umem_config uc{};
+    uc.fill_size = cfg_.frames;
+    uc.comp_size = XSK_RING_CONS__DEFAULT_NUM_DESCS;
+    uc.frame_size = cfg_.frame_size;
+    uc.frame_headroom = 0;
+    uc.flags = 0;
+    if (int rc = xsk_umem__create(&s->umem, s->area, s->area_size, &s->fill, &s->comp, &uc); rc != 0) {
+      s->umem = nullptr;
+      return absl::ResourceExhaustedError(absl::StrCat("interface '", port.config.interface, "' queue ", queue,
+                                                       ": cannot register the UMEM: ", std::strerror(-rc),
+                                                       -rc == ENOBUFS || -rc == EPERM
+                                                           ? " (raise RLIMIT_MEMLOCK or grant CAP_IPC_LOCK)" : ""));
+    }
+    xsk_socket_config sc{};
+    sc.rx_size = cfg_.rx_ring;
+    sc.tx_size = 0;
+    sc.libxdp_flags = XSK_LIBXDP_FLAGS__INHIBIT_PROG_LOAD;
+    sc.bind_flags = flags;
+    const int rc = xsk_socket__create(&s->xsk, port.config.interface.c_str(), queue, s->umem, &s->rx, nullptr, &sc);
+    if (rc == 0) {
+      s->zero_copy = zc;
+      break;
+    }
+    s->xsk = nullptr;
+    absl::StrAppend(&failures, failures.empty() ? "" : "; ", zc ? "zero-copy" : "copy", ": ", std::strerror(-rc));
+    xsk_umem__delete(s->umem);
+    s->umem = nullptr;
+  }
+  if (s->xsk == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat("interface '", port.config.interface, "' queue ", queue,
+                                                      ": cannot bind an AF_XDP socket (", failures, ")"));
+  }
+  // Hand every frame to the kernel through the fill ring.
+  uint32_t idx = 0;
+  if (xsk_ring_prod__reserve(&s->fill, cfg_.frames, &idx) != cfg_.frames) {
+    return absl::InternalError("the fill ring cannot take every UMEM frame");
+  }
+  for (uint32_t i = 0; i < cfg_.frames; ++i) {
+    *xsk_ring_prod__fill_addr(&s->fill, idx + i) = static_cast<uint64_t>(i) * cfg_.frame_size;
+  }
+  xsk_ring_prod__submit(&s->fill, cfg_.frames);
+  const int fd = xsk_socket__fd(s->xsk);
+  const uint32_t key = queue;
+  if (bpf_map_update_elem(port.program->xskMapFd(), &key, &fd, BPF_ANY) != 0) {
+    return absl::InternalError(absl::StrCat("interface '", port.config.interface, "' queue ", queue,
+                                            ": cannot enter the socket in the XSKMAP: ", std::strerror(errno)));
+  }
+  s->ring = std::make_unique<SpscRing<PacketRecord>>(cfg_.ring_capacity);
+  s->counters = std::make_unique<QueueCounters>();
+  s->decoder = std::make_unique<Decoder>(cfg_.decoder);
+  live_ports_[index].rings.push_back(s->ring.get());
+  live_ports_[index].counters.push_back(s->counters.get());
+  sockets_.push_back(std::move(s));
+  return absl::OkStatus();
+}
+
+absl::Status AfXdpBackend::initPort(const AfXdpPortConfig& pc, size_t index) {
+  const std::string& ifname = pc.interface;
+  if (if_nametoindex(ifname.c_str()) == 0) {
+    return absl::NotFoundError(absl::StrCat("interface '", ifname, "' does not exist (in this network namespace)"));
+  }
+  const uint32_t have = rxQueueCount(ifname);
+  uint32_t queues = pc.queues == 0 ? std::max(1u, have) : pc.queues;
+  if (have > 0 && queues > have) {
+    return absl::InvalidArgumentError(absl::StrCat("interface '", ifname, "': ", queues, " RX queues asked for, "
+                                                   "it has ", have));
+  }
+  if (queues > BS_MAX_QUEUES) {
+    return absl::InvalidArgumentError(absl::StrCat("interface '", ifname, "': at most ", BS_MAX_QUEUES, " queues"));
+  }
+  Port port;
+  port.config = pc;
+  port.config.queues = queues;
+  XdpProgramConfig xc;
+  xc.ip_only = cfg_.ip_only;
+  xc.snaplen = cfg_.snaplen;
+  xc.nic_timestamps = cfg_.timestamps == XdpTimestamps::kNic;
+  auto prog = XdpProgram::attach(xc, ifname, cfg_.mode, &port.replaced);
+  if (!prog.ok()) return prog.status();
+  port.program = std::move(*prog);
+  ports_.push_back(std::move(port));
+  LivePort lp;
+  lp.name = ifname;
+  lp.link_bps = pc.link_bps;
+  live_ports_.push_back(std::move(lp));
+  for (uint32_t q = 0; q < queues; ++q) {
+    if (absl::Status s = openSocket(ports_.back(), index, q); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status AfXdpBackend::init() {
+  if (cfg_.ports.empty()) return absl::InvalidArgumentError("af-xdp.ports: at least one interface is needed");
+  if (cfg_.frame_size != 2048 && cfg_.frame_size != 4096) {
+    return absl::InvalidArgumentError("af-xdp.frame-size: must be 2048 or 4096");
+  }
+  auto pow2 = [](uint32_t v) { return v >= 64 && (v & (v - 1)) == 0; };
+  if (!pow2(cfg_.frames) || !pow2(cfg_.rx_ring)) {
+    return absl::InvalidArgumentError("af-xdp.frames and af-xdp.rx-ring: must be powers of two, at least 64");
+  }
+  if (cfg_.batch == 0 || cfg_.batch > cfg_.rx_ring) {
+    return absl::InvalidArgumentError("af-xdp.batch: must be in 1..rx-ring");
+  }
+  // Room for the frame after the kernel's XDP headroom; longer frames are cut to the snap length first.
+  const uint32_t room = cfg_.frame_size - XDP_PACKET_HEADROOM;
+  if (cfg_.snaplen == 0 || cfg_.snaplen > room) cfg_.snaplen = room;
+  nic_ts_ = cfg_.timestamps == XdpTimestamps::kNic;
+  for (size_t i = 0; i < cfg_.ports.size(); ++i) {
+    if (absl::Status s = initPort(cfg_.ports[i], i); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status AfXdpBackend::start() {
+  rx_stop_.store(false);
+  for (auto& s : sockets_) {
+    Socket* sp = s.get();
+    s->thread = std::thread([this, sp] { rxLoop(*sp); });
+  }
+  running_ = true;
+  return absl::OkStatus();
+}
+
+void AfXdpBackend::stop() {
+  if (!running_) return;
+  // Detach first: once no program runs, nothing more enters the sockets, and the RX threads drain what
+  // did, so that the ledger closes exactly.
+  for (Port& p : ports_) p.program->detach();
+  rx_stop_.store(true, std::memory_order_release);
+  for (auto& s : sockets_) {
+    if (s->thread.joinable()) s->thread.join();
+  }
+  running_ = false;
+}
+
+void AfXdpBackend::rxLoop(Socket& s) {
+  const uint32_t batch = cfg_.batch;
+  std::vector<PacketRecord> recs(batch);
+  int64_t offset = monotonicToRealtime();
+  int64_t next_resync = clockNs(CLOCK_MONOTONIC) + static_cast<int64_t>(cfg_.resync_s * 1e9);
+  int64_t last_ts = INT64_MIN, last_tick = 0;
+  uint64_t received = 0, ring_drops = 0, batches = 0;
+  const int fd = xsk_socket__fd(s.xsk);
+  uint8_t* const area = static_cast<uint8_t*>(s.area);
+  bool drained_once = false;
+  auto tick = [&](int64_t wm) {
+    s.counters->publishDecode(s.decoder->stats());
+    PacketRecord t;
+    t.ts_ns = wm;
+    t.flags = kRecordTick;
+    s.ring->enqueue({&t, 1});
+  };
+  for (;;) {
+    uint32_t idx = 0;
+    const uint32_t n = xsk_ring_cons__peek(&s.rx, batch, &idx);
+    const int64_t mono_now = clockNs(CLOCK_MONOTONIC);
+    if (n == 0) {
+      if (rx_stop_.load(std::memory_order_acquire)) {
+        // The program is detached: what is in the ring now is all there will be. Look twice, a
+        // millisecond apart, for frames a driver was still writing.
+        if (drained_once) break;
+        drained_once = true;
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        continue;
+      }
+      if (mono_now - last_tick >= 100'000) {
+        last_tick = mono_now;
+        tick(std::max(last_ts, mono_now + offset));
+      }
+      if (xsk_ring_prod__needs_wakeup(&s.fill)) recvfrom(fd, nullptr, 0, MSG_DONTWAIT, nullptr, nullptr);
+      pollfd p{fd, POLLIN, 0};
+      poll(&p, 1, 1);
+      continue;
+    }
+    drained_once = false;
+    uint32_t fidx = 0;
+    // The fill ring holds every frame not in user space's hands, so room for these n always exists.
+    while (xsk_ring_prod__reserve(&s.fill, n, &fidx) != n) {
+    }
+    uint64_t no_meta = 0;
+    for (uint32_t i = 0; i < n; ++i) {
+      const xdp_desc* d = xsk_ring_cons__rx_desc(&s.rx, idx + i);
+      uint8_t* pkt = static_cast<uint8_t*>(xsk_umem__get_data(area, d->addr));
+      auto* meta = reinterpret_cast<bs_xdp_meta*>(pkt - sizeof(bs_xdp_meta));
+      PacketRecord& r = recs[i];
+      uint32_t wire_len = d->len;
+      int64_t ts;
+      if ((meta->flags & BS_META_MAGIC_MASK) == BS_META_MAGIC) {
+        wire_len = std::max(wire_len, meta->wire_len);
+        ts = (meta->flags & BS_META_NIC_TS) ? static_cast<int64_t>(meta->ts_ns)
+                                             : static_cast<int64_t>(meta->ts_ns) + offset;
+        meta->flags = 0;  // the frame goes back to the kernel: no stale metadata for its next use
+      } else {
+        ts = mono_now + offset;
+        ++no_meta;
+      }
+      s.decoder->decode({pkt, d->len}, wire_len, &r);
+      r.ts_ns = ts;
+      last_ts = std::max(last_ts, ts);
+      *xsk_ring_prod__fill_addr(&s.fill, fidx + i) = xsk_umem__extract_addr(d->addr);
+    }
+    xsk_ring_prod__submit(&s.fill, n);
+    xsk_ring_cons__release(&s.rx, n);
+    if (no_meta) s.no_metadata.fetch_add(no_meta, std::memory_order_relaxed);
+    const size_t done = s.ring->enqueue({recs.data(), n});
+    received += n;
+    ring_drops += n - done;
+    s.counters->received.store(received, std::memory_order_relaxed);
+    s.counters->ring_drops.store(ring_drops, std::memory_order_relaxed);
+    if ((++batches & 63) == 0) s.counters->publishDecode(s.decoder->stats());
+    if (mono_now >= next_resync) {
+      const int64_t fresh = monotonicToRealtime();
+      const int64_t step = fresh - offset < 0 ? offset - fresh : fresh - offset;
+      int64_t prev = max_step_ns_.load(std::memory_order_relaxed);
+      while (step > prev && !max_step_ns_.compare_exchange_weak(prev, step, std::memory_order_relaxed)) {
+      }
+      offset = fresh;
+      next_resync = mono_now + static_cast<int64_t>(cfg_.resync_s * 1e9);
+    }
+  }
+  tick(std::max(last_ts, clockNs(CLOCK_MONOTONIC) + offset));  // final watermark
+}
+
+DeviceStats AfXdpBackend::deviceStats(size_t index) const {
+  DeviceStats d;
+  const Port& p = ports_[index];
+  const XdpCounters c = p.program->counters();
+  d.seen = c[BS_STAT_REDIRECTED] + c[BS_STAT_NO_SOCKET] + c[BS_STAT_ABORTED] + c[BS_STAT_FILTERED];
+  d.filtered = c[BS_STAT_FILTERED];
+  uint64_t rx_dropped = 0, ring_full = 0, fill_empty = 0, invalid = 0, no_meta = 0;
+  bool have_ring_full = true;
+  for (const auto& s : sockets_) {
+    if (s->port_index != index) continue;
+    const XskStats st = readXskStats(xsk_socket__fd(s->xsk));
+    rx_dropped += st.rx_dropped;
+    invalid += st.rx_invalid_descs;
+    have_ring_full &= st.rx_ring_full.has_value();
+    ring_full += st.rx_ring_full.value_or(0);
+    fill_empty += st.rx_fill_ring_empty_descs.value_or(0);
+    no_meta += s->no_metadata.load(std::memory_order_relaxed);
+  }
+  d.drop_stages = {{"xdp_no_socket", c[BS_STAT_NO_SOCKET]}, {"xdp_aborted", c[BS_STAT_ABORTED]},
+                   {"xsk_rx_dropped", rx_dropped}};
+  if (have_ring_full) d.drop_stages.emplace_back("xsk_rx_ring_full", ring_full);
+  d.xstats = {{"xdp_redirected", c[BS_STAT_REDIRECTED]},
+              {"xdp_truncated", c[BS_STAT_TRUNCATED]},
+              {"xdp_no_metadata", c[BS_STAT_NO_METADATA]},
+              {"xdp_nic_timestamps", c[BS_STAT_NIC_TIMESTAMP]},
+              {"xsk_rx_fill_ring_empty_descs", fill_empty},
+              {"xsk_rx_invalid_descs", invalid},
+              {"rx_frames_without_metadata", no_meta}};
+  // The interface's own drops before XDP runs (NIC ring overruns), where the driver reports them.
+  d.imissed = sysfsCounter(p.config.interface, "rx_missed_errors");
+  d.ierrors = sysfsCounter(p.config.interface, "rx_errors");
+  return d;
+}
+
+DecodeStats AfXdpBackend::decodeStats(size_t index) const {
+  DecodeStats s;
+  for (const auto& sk : sockets_) {
+    if (sk->port_index == index) s.merge(sk->counters->decode());
+  }
+  return s;
+}
+
+TimestampInfo AfXdpBackend::timestampInfo() const {
+  TimestampInfo t;
+  t.max_resync_step_ns = max_step_ns_.load();
+  const std::string ifname = ports_.empty() ? "" : ports_.front().config.interface;
+  const std::optional<uint32_t> coalesce = rxCoalesceUs(ifname);
+  if (nic_ts_) {
+    t.source = "nic";
+    t.description = "the NIC's RX timestamp through the XDP metadata kfunc, taken as CLOCK_REALTIME (keep the "
+                    "NIC clock synchronised, e.g. phc2sys)";
+  } else {
+    t.source = "kernel";
+    t.description = absl::StrCat("bpf_ktime_get_ns() when the XDP program runs, mapped to CLOCK_REALTIME every ",
+                                 cfg_.resync_s, " s; ",
+                                 coalesce ? absl::StrCat("RX interrupt moderation ", *coalesce, " us")
+                                          : std::string("the driver reports no RX interrupt moderation"));
+    // A frame waits at most the interrupt moderation time before the program stamps it.
+    t.error_bound_ns = coalesce ? *coalesce * 1000.0 : 0;
+  }
+  return t;
+}
+
+std::vector<std::string> AfXdpBackend::notes() const {
+  std::vector<std::string> out;
+  for (const Port& p : ports_) {
+    if (!p.replaced.empty()) {
+      out.push_back(absl::StrCat(p.config.interface, ": removed a stale burstscope XDP program left by an earlier "
+                                 "run: ", p.replaced));
+    }
+    size_t zc = 0, n = 0;
+    for (const auto& s : sockets_) {
+      if (&ports_[s->port_index] != &p) continue;
+      ++n;
+      zc += s->zero_copy;
+    }
+    out.push_back(absl::StrCat(p.config.interface, ": XDP ", xdpModeName(p.program->mode()), " mode, ", n,
+                               " AF_XDP socket", n == 1 ? "" : "s", ", ",
+                               zc == n ? "zero-copy" : zc == 0 ? "copy mode" : "partly zero-copy",
+                               ", snap length ", cfg_.snaplen, " bytes", cfg_.ip_only ? ", IP frames only" : ""));
+  }
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<CaptureBackend>> openAfXdp(const AfXdpConfig& config) {
+  auto b = std::make_unique<AfXdpBackend>(config);
+  if (absl::Status s = b->init(); !s.ok()) return s;
+  return std::unique_ptr<CaptureBackend>(std::move(b));
+}
+
+}  // namespace burstscope

@@ -1,0 +1,234 @@
+#include "src/capture/afxdp/xdp_program.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <net/if.h>
+#include <xdp/libxdp.h>
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "bpf/capture.skel.h"
+
+// Linux 6.3 uapi; Debian 12's headers (6.1) predate it.
+#ifndef BPF_F_XDP_DEV_BOUND_ONLY
+#define BPF_F_XDP_DEV_BOUND_ONLY (1U << 6)
+#endif
+
+namespace burstscope {
+namespace {
+
+std::string errnoText(int err) {
+  char buf[128];
+  libxdp_strerror(err < 0 ? err : -err, buf, sizeof(buf));
+  return buf;
+}
+
+// What a failed load or attach most likely means, for the one line the operator reads.
+std::string hint(int err) {
+  err = err < 0 ? -err : err;
+  if (err == EPERM || err == EACCES) {
+    return " (loading and attaching XDP programs needs CAP_BPF, CAP_NET_ADMIN and CAP_PERFMON, or root)";
+  }
+  return "";
+}
+
+// libxdp and libbpf print to stderr by default; their messages are folded into our own errors instead.
+int quietLibxdp(enum libxdp_print_level, const char*, va_list) { return 0; }
+int quietLibbpf(enum libbpf_print_level, const char*, va_list) { return 0; }
+
+void quietLibraries() {
+  static const bool done = [] {
+    libxdp_set_print(quietLibxdp);
+    libbpf_set_print(quietLibbpf);
+    return true;
+  }();
+  (void)done;
+}
+
+absl::StatusOr<capture*> openSkeleton(const XdpProgramConfig& c) {
+  quietLibraries();
+  capture* skel = capture::open();
+  if (skel == nullptr) {
+    return absl::InternalError(absl::StrCat("cannot open the XDP capture program: ", errnoText(errno)));
+  }
+  skel->rodata->cfg_ip_only = c.ip_only ? 1 : 0;
+  skel->rodata->cfg_snaplen = c.snaplen;
+  bpf_program__set_autoload(skel->progs.bs_capture, !c.nic_timestamps);
+  bpf_program__set_autoload(skel->progs.bs_capture_nic, c.nic_timestamps);
+  return skel;
+}
+
+// Removes burstscope programs a previous run left on the interface; refuses to touch anyone else's.
+absl::Status removeStale(int ifindex, const std::string& ifname, std::string* replaced) {
+  xdp_multiprog* mp = xdp_multiprog__get_from_ifindex(ifindex);
+  if (mp == nullptr || libxdp_get_error(mp) != 0) return absl::OkStatus();  // nothing attached
+  std::vector<xdp_program*> ours;
+  std::string others;
+  auto consider = [&](xdp_program* p) {
+    const std::string name = xdp_program__name(p);
+    if (isBurstscopeProgramName(name)) {
+      ours.push_back(p);
+      absl::StrAppend(replaced, replaced->empty() ? "" : ", ", name, " (id ", xdp_program__id(p), ")");
+    } else {
+      absl::StrAppend(&others, others.empty() ? "" : ", ", name, " (id ", xdp_program__id(p), ")");
+    }
+  };
+  const bool legacy = xdp_multiprog__is_legacy(mp);
+  if (legacy) {
+    if (xdp_program* p = xdp_multiprog__main_prog(mp)) consider(p);
+  } else {
+    for (xdp_program* p = xdp_multiprog__next_prog(nullptr, mp); p; p = xdp_multiprog__next_prog(p, mp)) {
+      consider(p);
+    }
+  }
+  absl::Status status;
+  if (legacy && !others.empty()) {
+    status = absl::FailedPreconditionError(absl::StrCat(
+        "interface '", ifname, "' already has XDP program ", others, " attached; burstscope does not replace "
+        "another program (remove it with `ip link set dev ", ifname, " xdp off` if it is not needed)"));
+  } else if (!ours.empty()) {
+    int rc = 0;
+    if (legacy || others.empty()) {
+      rc = xdp_multiprog__detach(mp);
+    } else {
+      for (xdp_program* p : ours) {
+        if (rc == 0) rc = xdp_program__detach(p, ifindex, xdp_multiprog__attach_mode(mp), 0);
+      }
+    }
+    if (rc != 0) {
+      status = absl::FailedPreconditionError(absl::StrCat("interface '", ifname, "': cannot remove the stale "
+                                                          "burstscope XDP program ", *replaced, ": ",
+                                                          errnoText(rc), hint(rc)));
+    }
+  }
+  xdp_multiprog__close(mp);
+  return status;
+}
+
+}  // namespace
+
+const char* xdpModeName(XdpMode m) {
+  switch (m) {
+    case XdpMode::kNative: return "native";
+    case XdpMode::kSkb: return "skb";
+    case XdpMode::kAuto: break;
+  }
+  return "auto";
+}
+
+bool isBurstscopeProgramName(const std::string& name) { return name.rfind("bs_capture", 0) == 0; }
+
+XdpProgram::~XdpProgram() {
+  detach();
+  if (prog_ != nullptr) xdp_program__close(prog_);
+  if (skel_ != nullptr) capture::destroy(skel_);
+}
+
+absl::StatusOr<std::unique_ptr<XdpProgram>> XdpProgram::load(const XdpProgramConfig& config) {
+  if (config.nic_timestamps) {
+    return absl::InvalidArgumentError("the NIC-timestamp variant is device-bound: it loads only when attached");
+  }
+  std::unique_ptr<XdpProgram> p(new XdpProgram());
+  p->config_ = config;
+  auto skel = openSkeleton(config);
+  if (!skel.ok()) return skel.status();
+  p->skel_ = *skel;
+  if (int rc = capture::load(p->skel_); rc != 0) {
+    return absl::PermissionDeniedError(absl::StrCat("cannot load the XDP capture program: ", errnoText(rc),
+                                                    hint(rc)));
+  }
+  return p;
+}
+
+absl::StatusOr<std::unique_ptr<XdpProgram>> XdpProgram::attach(const XdpProgramConfig& config,
+                                                              const std::string& ifname, XdpMode mode,
+                                                              std::string* replaced) {
+  const int ifindex = static_cast<int>(if_nametoindex(ifname.c_str()));
+  if (ifindex == 0) {
+    return absl::NotFoundError(absl::StrCat("interface '", ifname, "' does not exist (in this network namespace)"));
+  }
+  if (absl::Status s = removeStale(ifindex, ifname, replaced); !s.ok()) return s;
+  std::unique_ptr<XdpProgram> p(new XdpProgram());
+  p->config_ = config;
+  p->ifindex_ = ifindex;
+  auto skel = openSkeleton(config);
+  if (!skel.ok()) return skel.status();
+  p->skel_ = *skel;
+
+  xdp_program_opts opts{};  // DECLARE_LIBXDP_OPTS mixes designated and plain initialisers: C only
+  opts.sz = sizeof(opts);
+  if (config.nic_timestamps) {
+    // The metadata kfuncs exist only in programs bound to their device at load time, in native mode;
+    // loaded here, handed to libxdp as a loaded program.
+    if (mode == XdpMode::kSkb) {
+      return absl::InvalidArgumentError("NIC timestamps need native XDP mode: generic (skb) mode runs no driver code");
+    }
+    bpf_program__set_ifindex(p->skel_->progs.bs_capture_nic, static_cast<__u32>(ifindex));
+    bpf_program__set_flags(p->skel_->progs.bs_capture_nic,
+                           bpf_program__flags(p->skel_->progs.bs_capture_nic) | BPF_F_XDP_DEV_BOUND_ONLY);
+    if (int rc = capture::load(p->skel_); rc != 0) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "interface '", ifname, "': NIC timestamps: the kernel or driver refused the device-bound program "
+          "with the XDP RX-timestamp kfunc (", errnoText(rc), ")", hint(rc)));
+    }
+    opts.fd = bpf_program__fd(p->skel_->progs.bs_capture_nic);
+    mode = XdpMode::kNative;
+  } else {
+    opts.obj = p->skel_->obj;
+    opts.prog_name = "bs_capture";
+  }
+  p->prog_ = xdp_program__create(&opts);
+  if (long err = libxdp_get_error(p->prog_); err != 0) {
+    p->prog_ = nullptr;
+    return absl::InternalError(absl::StrCat("cannot prepare the XDP capture program: ",
+                                            errnoText(static_cast<int>(err)), hint(static_cast<int>(err))));
+  }
+  std::vector<XdpMode> tries = mode == XdpMode::kAuto ? std::vector{XdpMode::kNative, XdpMode::kSkb}
+                                                      : std::vector{mode};
+  std::string failures;
+  for (XdpMode m : tries) {
+    const int rc = xdp_program__attach(p->prog_, ifindex,
+                                       m == XdpMode::kNative ? XDP_MODE_NATIVE : XDP_MODE_SKB, 0);
+    if (rc == 0) {
+      p->mode_ = m;
+      p->attached_ = true;
+      return p;
+    }
+    absl::StrAppend(&failures, failures.empty() ? "" : "; ", xdpModeName(m), " mode: ", errnoText(rc), hint(rc));
+    if (-rc == EOPNOTSUPP || rc == -EOPNOTSUPP) {
+      absl::StrAppend(&failures, " (the driver has no XDP support in this mode)");
+    }
+  }
+  return absl::FailedPreconditionError(absl::StrCat("interface '", ifname, "': cannot attach the XDP capture "
+                                                    "program: ", failures));
+}
+
+void XdpProgram::detach() {
+  if (!attached_) return;
+  xdp_program__detach(prog_, ifindex_, mode_ == XdpMode::kNative ? XDP_MODE_NATIVE : XDP_MODE_SKB, 0);
+  attached_ = false;
+}
+
+int XdpProgram::progFd() const {
+  return bpf_program__fd(config_.nic_timestamps ? skel_->progs.bs_capture_nic : skel_->progs.bs_capture);
+}
+
+int XdpProgram::xskMapFd() const { return bpf_map__fd(skel_->maps.xsks); }
+
+XdpCounters XdpProgram::counters() const {
+  XdpCounters out{};
+  const int cpus = libbpf_num_possible_cpus();
+  if (cpus <= 0) return out;
+  std::vector<uint64_t> per_cpu(static_cast<size_t>(cpus));
+  const int fd = bpf_map__fd(skel_->maps.stats);
+  for (uint32_t k = 0; k < BS_STAT_COUNT; ++k) {
+    if (bpf_map_lookup_elem(fd, &k, per_cpu.data()) != 0) continue;
+    for (uint64_t v : per_cpu) out[k] += v;
+  }
+  return out;
+}
+
+}  // namespace burstscope

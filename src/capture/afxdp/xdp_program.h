@@ -1,0 +1,70 @@
+// The XDP capture program (bpf/capture.bpf.c) as user space sees it: configured through rodata before
+// load, attached to one interface through libxdp, its XSKMAP filled with our sockets, its per-CPU verdict
+// counters read back summed. Also finds and removes a program left attached by a run that crashed.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "bpf/capture_shared.h"
+
+struct capture;
+struct xdp_program;
+
+namespace burstscope {
+
+enum class XdpMode { kAuto, kNative, kSkb };  // kAuto: native (driver) mode where offered, else generic
+
+const char* xdpModeName(XdpMode m);
+
+struct XdpProgramConfig {
+  bool ip_only = false;     // pass frames that are not IPv4/IPv6 to the kernel, counted as filtered
+  uint32_t snaplen = 0;     // cut longer redirected frames to this many bytes (0: never)
+  bool nic_timestamps = false;  // the bs_capture_nic variant: device-bound, asks the driver for RX timestamps
+};
+
+using XdpCounters = std::array<uint64_t, BS_STAT_COUNT>;
+
+class XdpProgram {
+ public:
+  ~XdpProgram();
+  XdpProgram(const XdpProgram&) = delete;
+  XdpProgram& operator=(const XdpProgram&) = delete;
+
+  // Opens and loads the program without attaching it (tests run it through bpf_prog_test_run_opts).
+  static absl::StatusOr<std::unique_ptr<XdpProgram>> load(const XdpProgramConfig& config);
+
+  // Opens the program and attaches it to `ifindex` in `mode` (kAuto: native, then generic). A burstscope
+  // program already attached (a crashed run) is removed first and reported in `replaced`; another
+  // program is an error naming it. The nic_timestamps variant is loaded bound to the device.
+  static absl::StatusOr<std::unique_ptr<XdpProgram>> attach(const XdpProgramConfig& config,
+                                                           const std::string& ifname, XdpMode mode,
+                                                           std::string* replaced);
+
+  // Removes the program from the interface; idempotent. Counters stay readable.
+  void detach();
+
+  int progFd() const;
+  int xskMapFd() const;
+  XdpCounters counters() const;  // summed over CPUs
+  XdpMode mode() const { return mode_; }  // as attached
+  const XdpProgramConfig& config() const { return config_; }
+
+ private:
+  XdpProgram() = default;
+
+  capture* skel_ = nullptr;
+  xdp_program* prog_ = nullptr;
+  int ifindex_ = 0;
+  XdpMode mode_ = XdpMode::kAuto;
+  XdpProgramConfig config_;
+  bool attached_ = false;
+};
+
+// Names of programs burstscope attaches; a program by one of these names on an interface is ours.
+bool isBurstscopeProgramName(const std::string& name);
+
+}  // namespace burstscope

@@ -327,6 +327,19 @@ std::vector<MetricFamily> LiveMetrics::Collect() const {
       if (v) f.counter("burstscope_capture_dropped_packets_total", drop_help, with(L, {{"stage", stage}}),
                        static_cast<double>(*v));
     }
+    // Stages before RX a backend reports (AF_XDP: no socket on the queue, XSK ring full, ...).
+    for (const auto& [stage, v] : s.device.drop_stages) {
+      f.counter("burstscope_capture_dropped_packets_total", drop_help, with(L, {{"stage", stage}}),
+                static_cast<double>(v));
+    }
+    if (s.device.seen) {
+      f.counter("burstscope_capture_seen_packets_total",
+                "frames the capture hook saw before any drop stage (AF_XDP: runs of the XDP program)", L,
+                static_cast<double>(*s.device.seen));
+      f.counter("burstscope_capture_filtered_packets_total",
+                "frames the configured capture filter left to the kernel (not lost: not asked for)", L,
+                static_cast<double>(s.device.filtered));
+    }
     if (s.device.ipackets) {
       f.counter("burstscope_device_received_packets_total", "packets the device reports as received", L,
                 static_cast<double>(*s.device.ipackets));

@@ -463,7 +463,8 @@ TimestampInfo AfXdpBackend::timestampInfo() const {
   if (nic_ts_) {
     t.source = "nic";
     t.description = "the NIC's RX timestamp through the XDP metadata kfunc, taken as CLOCK_REALTIME (keep the "
-                    "NIC clock synchronised, e.g. phc2sys)";
+                    "NIC clock synchronised, e.g. phc2sys); frames the driver gives none are stamped by "
+                    "bpf_ktime_get_ns() (xstats xdp_nic_timestamps of xdp_redirected)";
   } else {
     t.source = "kernel";
     t.description = absl::StrCat("bpf_ktime_get_ns() when the XDP program runs, mapped to CLOCK_REALTIME every ",

@@ -198,9 +198,8 @@ absl::StatusOr<std::unique_ptr<XdpProgram>> XdpProgram::attach(const XdpProgramC
       return p;
     }
     absl::StrAppend(&failures, failures.empty() ? "" : "; ", xdpModeName(m), " mode: ", errnoText(rc), hint(rc));
-    if (-rc == EOPNOTSUPP || rc == -EOPNOTSUPP) {
-      absl::StrAppend(&failures, " (the driver has no XDP support in this mode)");
-    }
+    if (rc == -EOPNOTSUPP) absl::StrAppend(&failures, " (the driver has no XDP support in this mode)");
+    if (rc == -EPERM || rc == -EACCES) break;  // no other mode will be allowed either
   }
   return absl::FailedPreconditionError(absl::StrCat("interface '", ifname, "': cannot attach the XDP capture "
                                                     "program: ", failures));

@@ -1,0 +1,228 @@
+#!/usr/bin/env bash
+# End-to-end checks of `burstscope run --xdp`: our XDP program and AF_XDP sockets on a veth pair across two
+# network namespaces made here, fed by tcpreplay from the peer namespace at a bounded rate. The ledger must
+# close exactly against what tcpreplay sent; per-flow bytes must equal `analyze` of the same file; no XDP
+# program may stay on the interface after any exit (idle, SIGTERM); a stale one is replaced, a foreign one
+# is refused. TAP output for meson. Needs root (namespaces, BPF).
+# usage: afxdp_test.sh BURSTSCOPE WRAP_TRACE SOURCE_ROOT
+set -u
+BS=$1 WRAP=$2 ROOT=$3
+TRACE=$ROOT/data/ddp-gloo-w3-3steps.pcap
+TMP=$(mktemp -d)
+NS_RX=bsx_rx_$$ NS_TX=bsx_tx_$$
+V0=bsx0_$$ V1=bsx1_$$
+cleanup() {
+  ip netns del "$NS_RX" 2>/dev/null
+  ip netns del "$NS_TX" 2>/dev/null
+  [ -n "${KEEP_TMP:-}" ] || rm -rf "$TMP"
+}
+trap cleanup EXIT
+trap "exit 1" TERM INT
+n=0 failed=0
+ok() { n=$((n + 1)); echo "ok $n - $1"; }
+notok() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $1"; }
+check() { local name=$1; shift; if "$@" >"$TMP/out" 2>&1; then ok "$name"; else notok "$name"; sed 's/^/# /' "$TMP/out"; fi; }
+json() { python3 -c "import json,sys; d=json.load(open('$1')); print($2)"; }
+rx() { ip netns exec "$NS_RX" "$@"; }
+tx() { ip netns exec "$NS_TX" "$@"; }
+xdp_progs() { rx ip -d link show "$V1" | grep -c "prog/xdp"; }
+
+if [ "$(id -u)" != 0 ]; then
+  echo "1..0 # SKIP needs root (network namespaces, BPF)"
+  exit 0
+fi
+mountpoint -q /sys/fs/bpf || mount -t bpf bpf /sys/fs/bpf
+
+ip netns add "$NS_RX" && ip netns add "$NS_TX"
+# Two queues each way: in native mode veth delivers a frame on the RX queue matching the peer's TX queue.
+ip link add "$V0" numtxqueues 2 numrxqueues 2 type veth peer name "$V1" numtxqueues 2 numrxqueues 2
+ip link set "$V0" netns "$NS_TX" && ip link set "$V1" netns "$NS_RX"
+for ns in "$NS_TX" "$NS_RX"; do
+  ip netns exec "$ns" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1
+done
+tx ip link set "$V0" up
+rx ip link set "$V1" up
+
+# Starts burstscope in the RX namespace (its arguments), waits for its start line; sets $pid.
+start() {
+  local name=$1; shift
+  # Not through rx(): a background function is a subshell, and signals must reach burstscope itself
+  # (ip netns exec execs it, so $! is burstscope's pid).
+  ip netns exec "$NS_RX" "$BS" run --listen none --json -q "$@" >"$TMP/$name.json" 2>"$TMP/$name.err" &
+  pid=$!
+  for _ in $(seq 1 100); do
+    grep -q "burstscope run: $V1 (" "$TMP/$name.err" 2>/dev/null && return 0
+    kill -0 "$pid" 2>/dev/null || return 1
+    sleep 0.1
+  done
+  return 1
+}
+# Replays a file into the peer; prints how many packets tcpreplay says it sent.
+send() {  # tcpreplay options..., the file last
+  tx tcpreplay -i "$V0" "$@" >"$TMP/tcpreplay.out" 2>&1
+  grep -o 'Actual: [0-9]*' "$TMP/tcpreplay.out" | grep -o '[0-9]*'
+}
+ledger_closes() {  # JSON SENT: seen = sent = received + drops before RX + filtered, and the ledger balanced
+  python3 - "$1" "$2" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))["ports"][0]
+d, l, sent = p["device"], p["ledger"], int(sys.argv[2])
+before = sum(d["drop_stages"].values())
+print("sent", sent, "seen", d["seen"], "received", l["received"], "stages", d["drop_stages"], "filtered",
+      d["filtered"], "ring", l["dropped"]["ring_full"], "analysed", l["analysed"])
+ok = d["seen"] == sent == l["received"] + before + d["filtered"] and l["received"] == l["analysed"] + \
+     l["dropped"]["ring_full"] and l["balanced"]
+sys.exit(0 if ok else 1)
+PY
+}
+
+# 1. The bundled DDP trace, frames padded to their wire length, at 20 kpps into queue 0 and 1, native mode.
+"$WRAP" pad-usec "$TRACE" "$TMP/pad.pcap"
+"$BS" analyze --json --top-k 100 "$TMP/pad.pcap" >"$TMP/pad-analyze.json"
+start trace --xdp "$V1" --top-k 100 --idle-exit 1.5s
+check "trace: burstscope starts (native mode, copy)" grep -q "XDP native mode, 2 AF_XDP sockets, copy mode" "$TMP/trace.err"
+check "trace: the program is attached while it runs" test "$(xdp_progs)" = 1
+sent=$(send --pps 20000 "$TMP/pad.pcap")
+wait $pid
+rc=$?
+check "trace: exits 0 after the idle timeout" test "$rc" = 0
+check "trace: tcpreplay sent every frame of the file" test "$sent" = "$(json "$TMP/pad-analyze.json" "d['packets']")"
+check "trace: ledger closes exactly: seen = sent = received + dropped before RX + filtered" \
+  ledger_closes "$TMP/trace.json" "$sent"
+check "trace: packets and bytes (wire lengths) equal analyze of the file" test "$(json "$TMP/trace.json" \
+  "(d['ports'][0]['packets'], d['ports'][0]['bytes'])")" = "$(json "$TMP/pad-analyze.json" "(d['packets'], d['bytes'])")"
+check "trace: long frames were cut to the snap length in the kernel" test "$(json "$TMP/trace.json" \
+  "d['ports'][0]['device']['xstats']['xdp_truncated'] > 0")" = True
+check "trace: per-flow bytes equal analyze's" test "$(json "$TMP/trace.json" \
+  "sorted((f['key'], f['packets'], f['bytes']) for f in d['ports'][0]['flows']['top'])")" = \
+  "$(json "$TMP/pad-analyze.json" "sorted((f['key'], f['packets'], f['bytes']) for f in d['flows']['top'])")"
+check "trace: per-pair bytes equal analyze's" test "$(json "$TMP/trace.json" \
+  "sorted((f['key'], f['bytes']) for f in d['ports'][0]['pairs']['top'])")" = \
+  "$(json "$TMP/pad-analyze.json" "sorted((f['key'], f['bytes']) for f in d['pairs']['top'])")"
+check "trace: timestamps from the kernel clock at XDP time" test "$(json "$TMP/trace.json" "d['timestamps']['source']")" = kernel
+check "trace: no XDP program left on the interface" test "$(xdp_progs)" = 0
+
+# 2. Two queues: 64 flows spread over both RX queues (native mode), each frame measured once.
+python3 "$ROOT/tests/integration/make_flows.py" "$TMP/flows.pcap" 64 40
+"$BS" analyze --json --top-k 64 "$TMP/flows.pcap" >"$TMP/flows-analyze.json"
+start flows --xdp "$V1" --top-k 64 --idle-exit 1.5s
+sent=$(send --pps 5000 "$TMP/flows.pcap")
+wait $pid
+check "two queues: exits 0" test $? = 0
+check "two queues: both sockets carried traffic and they sum to the total" test "$(json "$TMP/flows.json" \
+  "(lambda p: len(p['queues']) == 2 and all(q['received'] > 0 for q in p['queues']) and sum(q['received'] for q in p['queues']) == p['ledger']['received'])(d['ports'][0])")" = True
+check "two queues: ledger closes exactly" ledger_closes "$TMP/flows.json" "$sent"
+check "two queues: per-flow bytes equal analyze's" test "$(json "$TMP/flows.json" \
+  "sorted((f['key'], f['bytes']) for f in d['ports'][0]['flows']['top'])")" = \
+  "$(json "$TMP/flows-analyze.json" "sorted((f['key'], f['bytes']) for f in d['flows']['top'])")"
+
+# 3. Generic (skb) mode, IP-only filter: ARP frames left to the kernel and counted as filtered.
+python3 - "$TMP/flows.pcap" "$TMP/mixed.pcap" <<'PY'
+import struct, sys
+data = open(sys.argv[1], "rb").read()
+out, off, i = [data[:24]], 24, 0
+arp = bytes.fromhex("ffffffffffff020000000001" "0806" "0001080006040001" "020000000001" "0a000001" "000000000000" "0a000002")
+arp += bytes(60 - len(arp))
+while off < len(data):
+    ts_s, ts_u, cap, orig = struct.unpack("<IIII", data[off:off + 16])
+    out.append(data[off:off + 16 + cap]); off += 16 + cap; i += 1
+    if i % 10 == 0:
+        out.append(struct.pack("<IIII", ts_s, ts_u, len(arp), len(arp)) + arp)
+open(sys.argv[2], "wb").write(b"".join(out))
+PY
+start skb --xdp "$V1" --xdp-mode skb --ip-only --idle-exit 1.5s
+check "skb mode: started in generic mode" grep -q "XDP skb mode" "$TMP/skb.err"
+sent=$(send --pps 5000 "$TMP/mixed.pcap")
+wait $pid
+check "skb mode: exits 0" test $? = 0
+check "skb mode: ledger closes exactly with the filtered frames" ledger_closes "$TMP/skb.json" "$sent"
+check "skb mode: every ARP frame filtered, every IP frame received" test "$(json "$TMP/skb.json" \
+  "(d['ports'][0]['device']['filtered'], d['ports'][0]['ledger']['received'])")" = "(256, 2560)"
+check "skb mode: no XDP program left" test "$(xdp_progs)" = 0
+
+# 4. Overload: tcpreplay at full speed into tiny rings. Drops happen and are counted at their stage; the
+#    ledger still closes exactly.
+cat >"$TMP/tiny.yaml" <<YAML
+capture: af_xdp
+af-xdp:
+  ports: [{interface: $V1, queues: 1}]
+  frames: 64
+  rx-ring: 64
+  batch: 8
+ring-size: 1024
+YAML
+# veth in native mode would put half of the flows on queue 1, which has no socket here: that is a counted
+# stage too (xdp_no_socket), so this run checks it as well.
+start tiny -c "$TMP/tiny.yaml" --idle-exit 1.5s
+sent=$(send --topspeed --loop 3 "$TMP/flows.pcap")
+wait $pid
+check "overload: exits 0" test $? = 0
+check "overload: ledger closes exactly" ledger_closes "$TMP/tiny.json" "$sent"
+check "overload: frames on the queue without a socket counted as xdp_no_socket" test "$(json "$TMP/tiny.json" \
+  "d['ports'][0]['device']['drop_stages']['xdp_no_socket'] > 0")" = True
+check "overload: drops counted before or at the ring" test "$(json "$TMP/tiny.json" \
+  "(lambda p: p['device']['drop_stages']['xsk_rx_ring_full'] + p['device']['drop_stages']['xsk_rx_dropped'] + p['ledger']['dropped']['ring_full'] > 0)(d['ports'][0])")" = True
+
+# 5. SIGTERM mid-replay: the summary and ledger are written, the program detached, exit 0.
+start term --xdp "$V1" --interval 100ms
+tx tcpreplay --pps 5000 -i "$V0" "$TMP/flows.pcap" >/dev/null 2>&1 &
+txpid=$!
+sleep 0.3
+kill -TERM "$pid"
+wait $pid
+rc=$?
+wait $txpid
+check "SIGTERM: exits 0" test "$rc" = 0
+check "SIGTERM: ledger balanced" test "$(json "$TMP/term.json" "d['ports'][0]['ledger']['balanced'] and d['stop_reason'] == 'signal'")" = True
+check "SIGTERM: no XDP program left" test "$(xdp_progs)" = 0
+
+# 6. A crashed run (SIGKILL) leaves its program; the next run removes it, says so, and leaves nothing.
+start crash --xdp "$V1"
+kill -KILL "$pid"
+wait $pid 2>/dev/null
+check "crash: the killed run's program is still attached" test "$(xdp_progs)" = 1
+start stale --xdp "$V1" --duration 1s
+wait $pid
+check "stale: the next run replaces it and says so" grep -q "removed a stale burstscope XDP program" "$TMP/stale.err"
+check "stale: no XDP program left" test "$(xdp_progs)" = 0
+
+# 7. Bad input: one clear error line, exit 1, nothing left attached.
+bad() {  # NAME PATTERN -- command...
+  local name=$1 pattern=$2
+  shift 3
+  "$@" >"$TMP/bad.out" 2>"$TMP/bad.err"
+  local rc=$?
+  if [ "$rc" = 1 ] && [ "$(grep -c '^burstscope: ' "$TMP/bad.err")" = 1 ] && grep -q -- "$pattern" "$TMP/bad.err"; then
+    ok "$name (exit $rc: $(grep '^burstscope: ' "$TMP/bad.err"))"
+  else
+    notok "$name (exit $rc, want 1 and one line matching '$pattern')"
+    sed 's/^/# /' "$TMP/bad.err"
+  fi
+}
+bad "missing interface" "interface 'nosuch0' does not exist" -- rx "$BS" run --listen none --xdp nosuch0
+rx ip link set lo up
+bad "driver without native XDP names the mode tried" "native mode: .*no XDP support in this mode" -- \
+  rx "$BS" run --listen none --xdp lo --xdp-mode native
+cat >"$TMP/other.c" <<'C'
+#include <linux/bpf.h>
+__attribute__((section("xdp"), used)) int other_prog(struct xdp_md *ctx) { return XDP_PASS; }
+char LICENSE[] __attribute__((section("license"), used)) = "GPL";
+C
+if clang -O2 -target bpf -I/usr/include/"$(gcc -print-multiarch)" -c "$TMP/other.c" -o "$TMP/other.o" 2>"$TMP/clang.err"; then
+  rx ip link set dev "$V1" xdpgeneric obj "$TMP/other.o" sec xdp
+  bad "another program on the interface is refused, named" "already has XDP program other_prog" -- \
+    rx "$BS" run --listen none --xdp "$V1"
+  check "the other program is left in place" test "$(rx ip -d link show "$V1" | grep -c 'name other_prog')" = 1
+  rx ip link set dev "$V1" xdpgeneric off
+else
+  notok "compile a foreign XDP program"; sed 's/^/# /' "$TMP/clang.err"
+fi
+if id nobody >/dev/null 2>&1; then
+  bad "without BPF permission: says which capabilities" "needs CAP_BPF" -- \
+    rx setpriv --reuid=nobody --regid=nogroup --clear-groups --inh-caps=-all --bounding-set=-all \
+    "$BS" run --listen none --xdp "$V1"
+fi
+check "after the errors no XDP program is left" test "$(xdp_progs)" = 0
+
+echo "1..$n"
+[ "$failed" = 0 ]

@@ -28,13 +28,13 @@ ninja -C build-asan -j "$JOBS"
 # The DPDK suite runs in the release build only: the EAL's own allocations at exit are not ours to fix.
 meson test -C build-asan --print-errorlogs --num-processes "$JOBS" --no-suite dpdk
 
-step "ThreadSanitizer build: ring, pipeline, live merge and exporter tests"
+step "ThreadSanitizer build: ring, pipeline, live merge, exporter and AF_XDP capture tests"
 if [ ! -d build-tsan/meson-info ]; then
   meson setup build-tsan -Dbuildtype=debugoptimized -Db_sanitize=thread -Db_lundef=false \
     -Dbenchmarks=disabled >/dev/null
 fi
 ninja -C build-tsan -j "$JOBS" tests/ring_test tests/live_test tests/export_test burstscope tools/wrap_trace
-TSAN_OPTIONS=halt_on_error=1 meson test -C build-tsan --print-errorlogs --no-rebuild ring live export analyze
+TSAN_OPTIONS=halt_on_error=1 meson test -C build-tsan --print-errorlogs --no-rebuild ring live export analyze afxdp
 
 SHARED=$ROOT/../shared
 if [ -f "$SHARED/reference/burst_oracle.py" ] && [ -d "$SHARED/traces" ]; then

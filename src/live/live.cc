@@ -232,11 +232,15 @@ absl::StatusOr<LiveResult> runLive(CaptureBackend& backend, const LiveConfig& co
   std::array<PacketRecord, kBatch> batch;
   uint64_t empty_polls = 0;
   uint64_t last_seen = 0;
+  // Idle backoff: 100 us after the first empty round, doubling to 1 ms while the rings stay empty, so that
+  // a quiet mirror port costs little CPU; data resets it. The rings hold far more than 1 ms of records.
+  std::chrono::microseconds idle_sleep{100};
   for (uint64_t iteration = 0;; ++iteration) {
     size_t got = 0;
     for (auto& w : workers) got += w->poll(batch);
     // The stop conditions are checked when idle, and every 1024 polls when busy: an overloaded worker must
     // still stop on a signal.
+    if (got > 0) idle_sleep = std::chrono::microseconds(100);
     if (got > 0 && (iteration & 1023) != 0) {
       empty_polls = 0;
       continue;
@@ -263,7 +267,10 @@ absl::StatusOr<LiveResult> runLive(CaptureBackend& backend, const LiveConfig& co
       result.stop_reason = "idle";
       break;
     }
-    if (got == 0) std::this_thread::sleep_for(std::chrono::microseconds(50));
+    if (got == 0) {
+      std::this_thread::sleep_for(idle_sleep);
+      idle_sleep = std::min(idle_sleep * 2, std::chrono::microseconds(1000));
+    }
   }
 
   // Stop RX (its threads push their last records and a final tick), then drain everything that is left.

@@ -34,10 +34,14 @@ struct AfXdpConfig {
   // timestamp through the XDP metadata kfunc (native mode; the NIC clock must be synchronised to
   // CLOCK_REALTIME, e.g. by phc2sys). kAuto: kernel (NIC clocks are not assumed synchronised).
   XdpTimestamps timestamps = XdpTimestamps::kAuto;
-  uint32_t frames = 4096;      // UMEM frames per socket
-  uint32_t frame_size = 4096;  // bytes per UMEM frame (2048 or 4096)
-  uint32_t rx_ring = 2048;     // descriptors in each socket's RX ring (fill ring: `frames`)
+  // UMEM: 8192 frames of 2 KiB (16 MiB) per socket; frames are cut to the snap length before they land,
+  // so 2 KiB frames suffice unless the snap length is raised past 1792 bytes.
+  uint32_t frames = 8192;      // UMEM frames per socket
+  uint32_t frame_size = 2048;  // bytes per UMEM frame (2048 or 4096)
+  uint32_t rx_ring = 4096;     // descriptors in each socket's RX ring (fill ring: `frames`)
   uint32_t batch = 64;
+  // After a partial batch (the ring drained), the RX thread waits this long for frames to gather; 0: never.
+  uint32_t coalesce_us = 500;
   uint32_t snaplen = 256;      // bytes of each frame copied to user space (0: all that fits a frame)
   bool ip_only = false;
   double resync_s = 1.0;       // re-map CLOCK_MONOTONIC to CLOCK_REALTIME this often

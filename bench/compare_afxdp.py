@@ -1,0 +1,132 @@
+#!/usr/bin/env python3
+"""burstscope over AF_XDP against `tcpdump -w /dev/null` (AF_PACKET, TPACKET_V3) on the same veth load.
+
+A veth pair across two network namespaces made here; tcpreplay in one sends the same 64-flow file at each
+offered rate (packets/s; 0 = --topspeed), and in the other either capture runs for the same wall time
+(start, 0.5 s, replay, 1 s, SIGTERM). For each: CPU seconds (user + system, from wait4's rusage, so every
+thread counts: burstscope's RX thread and its analysing worker) per million packets sent, and loss = sent -
+captured (burstscope: frames its engine analysed; tcpdump: its "packets captured"). Both measure only the
+capturing process: the softirq work before it (the XDP program, AF_PACKET's copy) runs in the sender's
+context on a veth and is charged to tcpreplay for both alike. Prints a table, then the ratios.
+Needs root. Standard library only.
+usage: compare_afxdp.py BUILD_DIR [RATES=50000,200000,0] [PACKETS=500000]
+"""
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+BUILD = sys.argv[1]
+RATES = [int(r) for r in (sys.argv[2] if len(sys.argv) > 2 else "50000,200000,0").split(",")]
+PACKETS = int(sys.argv[3]) if len(sys.argv) > 3 else 500_000
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+NS_RX, NS_TX = f"bsb_rx_{os.getpid()}", f"bsb_tx_{os.getpid()}"
+V0, V1 = f"bsb0_{os.getpid()}", f"bsb1_{os.getpid()}"
+
+
+def sh(*args, **kw):
+    return subprocess.run(args, check=True, **kw)
+
+
+def setup():
+    sh("ip", "netns", "add", NS_RX)
+    sh("ip", "netns", "add", NS_TX)
+    sh("ip", "link", "add", V0, "type", "veth", "peer", "name", V1)
+    sh("ip", "link", "set", V0, "netns", NS_TX)
+    sh("ip", "link", "set", V1, "netns", NS_RX)
+    for ns in (NS_RX, NS_TX):
+        sh("ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1")
+    sh("ip", "-n", NS_TX, "link", "set", V0, "up")
+    sh("ip", "-n", NS_RX, "link", "set", V1, "up")
+
+
+def teardown():
+    for ns in (NS_RX, NS_TX):
+        subprocess.run(["ip", "netns", "del", ns], stderr=subprocess.DEVNULL)
+
+
+def replay(pcap, rate, loops):
+    speed = ["--topspeed"] if rate == 0 else ["--pps", str(rate)]
+    out = subprocess.run(["ip", "netns", "exec", NS_TX, "tcpreplay", "-i", V0, *speed, "--loop", str(loops), pcap],
+                         capture_output=True, text=True).stdout
+    return int(re.search(r"Actual: (\d+) packets", out).group(1))
+
+
+def thread_cpu(pid):
+    """CPU seconds so far of each thread of pid, by thread name (schedstat: nanoseconds, not clock ticks)."""
+    out = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            name = open(f"/proc/{pid}/task/{tid}/comm").read().strip()
+            ns = int(open(f"/proc/{pid}/task/{tid}/schedstat").read().split()[0])
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        out[name] = out.get(name, 0) + ns / 1e9
+    return out
+
+
+def measure(cmd, pcap, rate, loops):
+    """Runs cmd in the RX namespace around one replay; returns (sent, cpu_s, stdout, stderr, per-thread CPU)."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        p = subprocess.Popen(["ip", "netns", "exec", NS_RX, *cmd], stdout=out, stderr=err)
+        time.sleep(0.5)
+        sent = replay(pcap, rate, loops)
+        time.sleep(1.0)
+        threads = thread_cpu(p.pid)
+        os.kill(p.pid, signal.SIGTERM)
+        _, _, ru = os.wait4(p.pid, 0)
+        p.returncode = 0
+        out.seek(0)
+        err.seek(0)
+        return sent, ru.ru_utime + ru.ru_stime, out.read().decode(), err.read().decode(), threads
+
+
+def main():
+    tmp = tempfile.mkdtemp()
+    pcap = os.path.join(tmp, "flows.pcap")
+    sh(sys.executable, os.path.join(ROOT, "tests/integration/make_flows.py"), pcap, "64", "40")
+    loops = max(1, PACKETS // 2560)
+    bs = os.path.join(BUILD, "burstscope")
+    rows, losses = [], []
+    setup()
+    try:
+        for rate in RATES:
+            sent, cpu, out, _, threads = measure([bs, "run", "--xdp", V1, "--listen", "none", "-q", "--json"], pcap,
+                                                 rate, loops)
+            port = json.loads(out)["ports"][0]
+            got = port["ledger"]["analysed"]
+            rows.append(("burstscope af_xdp", rate, sent, cpu, sent - got))
+            # The capture path alone (the AF_XDP RX threads: ring, decode, timestamp, record ring) is the
+            # like-for-like comparison with tcpdump, which analyses nothing.
+            rx = sum(v for k, v in threads.items() if k.startswith("bs-xsk-"))
+            rows.append(("  of which RX threads", rate, sent, rx, sent - port["ledger"]["received"]))
+            stages = {k: v for k, v in port["device"]["drop_stages"].items() if v}
+            if port["ledger"]["dropped"]["ring_full"]:
+                stages["ring_full"] = port["ledger"]["dropped"]["ring_full"]
+            losses.append(f"offered {rate or 'topspeed'}: burstscope losses by stage {stages or 'none'}")
+            for snap in (None, 256):
+                cmd = ["tcpdump", "-i", V1, "-n", "-w", "/dev/null"] + (["-s", str(snap)] if snap else [])
+                sent, cpu, _, err, _ = measure(cmd, pcap, rate, loops)
+                got = int(re.search(r"(\d+) packets? captured", err).group(1))
+                rows.append((f"tcpdump -w /dev/null{' -s %d' % snap if snap else ''}", rate, sent, cpu, sent - got))
+    finally:
+        teardown()
+    print(f"{'capture':28} {'offered':>10} {'sent':>9} {'CPU s':>7} {'CPU s/Mpkt':>11} {'lost':>8}")
+    for name, rate, sent, cpu, lost in rows:
+        print(f"{name:28} {rate or 'topspeed':>10} {sent:>9} {cpu:7.3f} {cpu / sent * 1e6:11.3f} {lost:>8}")
+    print()
+    print(*losses, sep="\n")
+    for rate in RATES:
+        r = {name: (cpu / sent, lost) for name, rr, sent, cpu, lost in rows if rr == rate}
+        for ours in ("burstscope af_xdp", "  of which RX threads"):
+            for other in ("tcpdump -w /dev/null", "tcpdump -w /dev/null -s 256"):
+                print(f"offered {rate or 'topspeed'}: CPU per packet {ours.strip()} / {other} = "
+                      f"{r[ours][0] / r[other][0]:.2f}  (lost: burstscope {r[ours][1]}, tcpdump {r[other][1]})")
+
+
+if __name__ == "__main__":
+    main()

@@ -43,12 +43,17 @@ done
 tx ip link set "$V0" up
 rx ip link set "$V1" up
 
-# Starts burstscope in the RX namespace (its arguments), waits for its start line; sets $pid.
+# Starts burstscope in the RX namespace (its arguments, or a whole setpriv command line), waits for its start
+# line; sets $pid.
 start() {
   local name=$1; shift
   # Not through rx(): a background function is a subshell, and signals must reach burstscope itself
   # (ip netns exec execs it, so $! is burstscope's pid).
-  ip netns exec "$NS_RX" "$BS" run --listen none --json -q "$@" >"$TMP/$name.json" 2>"$TMP/$name.err" &
+  if [ "$1" = setpriv ]; then
+    ip netns exec "$NS_RX" "$@" >"$TMP/$name.json" 2>"$TMP/$name.err" &
+  else
+    ip netns exec "$NS_RX" "$BS" run --listen none --json -q "$@" >"$TMP/$name.json" 2>"$TMP/$name.err" &
+  fi
   pid=$!
   for _ in $(seq 1 100); do
     grep -q "burstscope run: $V1 (" "$TMP/$name.err" 2>/dev/null && return 0
@@ -175,6 +180,19 @@ wait $txpid
 check "SIGTERM: exits 0" test "$rc" = 0
 check "SIGTERM: ledger balanced" test "$(json "$TMP/term.json" "d['ports'][0]['ledger']['balanced'] and d['stop_reason'] == 'signal'")" = True
 check "SIGTERM: no XDP program left" test "$(xdp_progs)" = 0
+
+# 5b. Least privilege: an unprivileged user with only CAP_BPF, CAP_PERFMON, CAP_NET_ADMIN, CAP_NET_RAW and
+#     CAP_IPC_LOCK (docs/af-xdp.md) captures, closes its ledger and detaches.
+CAPS=+bpf,+perfmon,+net_admin,+net_raw,+ipc_lock
+if id nobody >/dev/null 2>&1; then
+  start nonroot setpriv --reuid=nobody --regid=nogroup --clear-groups --inh-caps=-all,$CAPS \
+    --ambient-caps=-all,$CAPS --bounding-set=-all,$CAPS -- "$BS" run --listen none --json -q --xdp "$V1" --idle-exit 1s
+  sent=$(send --pps 5000 "$TMP/flows.pcap")
+  wait $pid
+  check "non-root with five capabilities: exits 0" test $? = 0
+  check "non-root: ledger closes exactly" ledger_closes "$TMP/nonroot.json" "$sent"
+  check "non-root: no XDP program left" test "$(xdp_progs)" = 0
+fi
 
 # 6. A crashed run (SIGKILL) leaves its program; the next run removes it, says so, and leaves nothing.
 start crash --xdp "$V1"

@@ -201,8 +201,8 @@ absl::Status AfXdpBackend::openSocket(Port& port, size_t index, uint32_t queue) 
       s->umem = nullptr;
       return absl::ResourceExhaustedError(absl::StrCat("interface '", port.config.interface, "' queue ", queue,
                                                        ": cannot register the UMEM: ", std::strerror(-rc),
-                                                       -rc == ENOBUFS || -rc == EPERM
-                                                           ? " (raise RLIMIT_MEMLOCK or grant CAP_IPC_LOCK)" : ""));
+                                                       -rc == ENOBUFS ? " (raise RLIMIT_MEMLOCK or grant CAP_IPC_LOCK)"
+                                                       : -rc == EPERM ? " (AF_XDP sockets need CAP_NET_RAW)" : ""));
     }
     xsk_socket_config sc{};
     sc.rx_size = cfg_.rx_ring;

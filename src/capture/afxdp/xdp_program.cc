@@ -2,6 +2,7 @@
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include <linux/if_link.h>
 #include <net/if.h>
 #include <xdp/libxdp.h>
 
@@ -64,7 +65,18 @@ absl::StatusOr<capture*> openSkeleton(const XdpProgramConfig& c) {
 // Removes burstscope programs a previous run left on the interface; refuses to touch anyone else's.
 absl::Status removeStale(int ifindex, const std::string& ifname, std::string* replaced) {
   xdp_multiprog* mp = xdp_multiprog__get_from_ifindex(ifindex);
-  if (mp == nullptr || libxdp_get_error(mp) != 0) return absl::OkStatus();  // nothing attached
+  if (mp == nullptr || libxdp_get_error(mp) != 0) {
+    // libxdp reads attached programs by id, which needs CAP_SYS_ADMIN. Without it, the netlink query (which
+    // needs only CAP_NET_ADMIN) still says whether a program is there, though not whose.
+    LIBBPF_OPTS(bpf_xdp_query_opts, q);
+    if (bpf_xdp_query(ifindex, 0, &q) == 0 && q.prog_id != 0) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "interface '", ifname, "' already has XDP program id ", q.prog_id, " attached, which this process "
+          "cannot identify without CAP_SYS_ADMIN; if it is a burstscope program left by a crashed run, remove it "
+          "with `ip link set dev ", ifname, " xdp off`"));
+    }
+    return absl::OkStatus();  // nothing attached
+  }
   std::vector<xdp_program*> ours;
   std::string others;
   auto consider = [&](xdp_program* p) {
@@ -146,6 +158,7 @@ absl::StatusOr<std::unique_ptr<XdpProgram>> XdpProgram::load(const XdpProgramCon
 absl::StatusOr<std::unique_ptr<XdpProgram>> XdpProgram::attach(const XdpProgramConfig& config,
                                                               const std::string& ifname, XdpMode mode,
                                                               std::string* replaced) {
+  quietLibraries();
   const int ifindex = static_cast<int>(if_nametoindex(ifname.c_str()));
   if (ifindex == 0) {
     return absl::NotFoundError(absl::StrCat("interface '", ifname, "' does not exist (in this network namespace)"));
@@ -207,7 +220,14 @@ absl::StatusOr<std::unique_ptr<XdpProgram>> XdpProgram::attach(const XdpProgramC
 
 void XdpProgram::detach() {
   if (!attached_) return;
-  xdp_program__detach(prog_, ifindex_, mode_ == XdpMode::kNative ? XDP_MODE_NATIVE : XDP_MODE_SKB, 0);
+  // Detach by netlink, naming our program (XDP_FLAGS_REPLACE): that needs only CAP_NET_ADMIN, where libxdp's
+  // detach first reads the attached program by id (CAP_SYS_ADMIN). If libxdp put ours behind its
+  // dispatcher, the attached program is not ours, and libxdp's detach is the way.
+  LIBBPF_OPTS(bpf_xdp_attach_opts, opts, .old_prog_fd = xdp_program__fd(prog_));
+  const uint32_t mode = mode_ == XdpMode::kNative ? XDP_FLAGS_DRV_MODE : XDP_FLAGS_SKB_MODE;
+  if (bpf_xdp_detach(ifindex_, mode | XDP_FLAGS_REPLACE, &opts) != 0) {
+    xdp_program__detach(prog_, ifindex_, mode_ == XdpMode::kNative ? XDP_MODE_NATIVE : XDP_MODE_SKB, 0);
+  }
   attached_ = false;
 }
 

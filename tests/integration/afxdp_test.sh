@@ -121,6 +121,19 @@ check "two queues: per-flow bytes equal analyze's" test "$(json "$TMP/flows.json
   "sorted((f['key'], f['bytes']) for f in d['ports'][0]['flows']['top'])")" = \
   "$(json "$TMP/flows-analyze.json" "sorted((f['key'], f['bytes']) for f in d['flows']['top'])")"
 
+# 2b. NIC timestamps: the device-bound program with the XDP RX-timestamp kfunc loads on veth in native mode;
+#     veth has no hardware clock, so every frame falls back to the kernel clock, counted.
+start nic --xdp "$V1" --timestamps nic --idle-exit 1s
+check "NIC timestamps: the device-bound kfunc program is attached" \
+  test "$(rx ip -d link show "$V1" | grep -c 'name bs_capture_nic')" = 1
+sent=$(send --pps 5000 "$TMP/flows.pcap")
+wait $pid
+check "NIC timestamps: exits 0, ledger closes exactly" ledger_closes "$TMP/nic.json" "$sent"
+check "NIC timestamps: source nic, and veth gave none (all stamped by the kernel clock, counted)" \
+  test "$(json "$TMP/nic.json" "(d['timestamps']['source'], d['ports'][0]['device']['xstats']['xdp_nic_timestamps'], d['ports'][0]['device']['xstats']['xdp_redirected'] == $sent)")" = "('nic', 0, True)"
+check "NIC timestamps in skb mode: refused with the reason" sh -c \
+  "ip netns exec '$NS_RX' '$BS' run --listen none --xdp '$V1' --xdp-mode skb --timestamps nic 2>&1 | grep -q 'NIC timestamps need native XDP mode'"
+
 # 3. Generic (skb) mode, IP-only filter: ARP frames left to the kernel and counted as filtered.
 python3 - "$TMP/flows.pcap" "$TMP/mixed.pcap" <<'PY'
 import struct, sys

@@ -194,6 +194,22 @@ struct RunOptions {
   bool given(const char* flag) const { return app->get_option(flag)->count() > 0; }
 };
 
+// A flag's word among a few: sets *out, or names the flag and the words it takes.
+template <typename Enum>
+absl::Status chooseFlag(const char* flag, const std::string& word,
+                        std::initializer_list<std::pair<const char*, Enum>> choices, Enum* out,
+                        const char* context = "") {
+  std::string names;
+  for (const auto& [name, e] : choices) {
+    if (word == name) {
+      *out = e;
+      return absl::OkStatus();
+    }
+    absl::StrAppend(&names, names.empty() ? "" : ", ", name);
+  }
+  return absl::InvalidArgumentError(absl::StrCat(flag, ": '", word, "' is not one of ", names, context));
+}
+
 absl::StatusOr<RunConfig> buildRunConfig(const RunOptions& o) {
   RunConfig c;
   BS_ASSIGN_OR_RETURN(c, o.config_file.empty() ? parseRunConfig("", "(defaults)") : loadRunConfig(o.config_file));
@@ -229,26 +245,14 @@ absl::StatusOr<RunConfig> buildRunConfig(const RunOptions& o) {
     }
   }
   if (o.given("--xdp-mode")) {
-    if (o.xdp_mode == "auto") {
-      a.mode = XdpMode::kAuto;
-    } else if (o.xdp_mode == "native") {
-      a.mode = XdpMode::kNative;
-    } else if (o.xdp_mode == "skb") {
-      a.mode = XdpMode::kSkb;
-    } else {
-      return absl::InvalidArgumentError(absl::StrCat("--xdp-mode: '", o.xdp_mode, "' is not auto, native or skb"));
-    }
+    BS_RETURN_IF_ERROR(chooseFlag("--xdp-mode", o.xdp_mode,
+                                  {{"auto", XdpMode::kAuto}, {"native", XdpMode::kNative}, {"skb", XdpMode::kSkb}},
+                                  &a.mode));
   }
   if (o.given("--zero-copy")) {
-    if (o.zero_copy == "auto") {
-      a.zero_copy = ZeroCopy::kAuto;
-    } else if (o.zero_copy == "on") {
-      a.zero_copy = ZeroCopy::kOn;
-    } else if (o.zero_copy == "off") {
-      a.zero_copy = ZeroCopy::kOff;
-    } else {
-      return absl::InvalidArgumentError(absl::StrCat("--zero-copy: '", o.zero_copy, "' is not auto, on or off"));
-    }
+    BS_RETURN_IF_ERROR(chooseFlag("--zero-copy", o.zero_copy,
+                                  {{"auto", ZeroCopy::kAuto}, {"on", ZeroCopy::kOn}, {"off", ZeroCopy::kOff}},
+                                  &a.zero_copy));
   }
   if (o.given("--snaplen")) a.snaplen = o.snaplen;
   if (o.ip_only) a.ip_only = true;
@@ -282,27 +286,15 @@ absl::StatusOr<RunConfig> buildRunConfig(const RunOptions& o) {
     c.live.duration_s = static_cast<double>(ns) * 1e-9;
   }
   if (o.given("--timestamps") && c.capture == "af_xdp") {
-    if (o.timestamps == "auto") {
-      a.timestamps = XdpTimestamps::kAuto;
-    } else if (o.timestamps == "nic") {
-      a.timestamps = XdpTimestamps::kNic;
-    } else if (o.timestamps == "kernel") {
-      a.timestamps = XdpTimestamps::kKernel;
-    } else {
-      return absl::InvalidArgumentError(absl::StrCat("--timestamps: '", o.timestamps,
-                                                     "' is not auto, nic or kernel (AF_XDP)"));
-    }
+    BS_RETURN_IF_ERROR(chooseFlag("--timestamps", o.timestamps,
+                                  {{"auto", XdpTimestamps::kAuto}, {"kernel", XdpTimestamps::kKernel},
+                                   {"nic", XdpTimestamps::kNic}},
+                                  &a.timestamps, " (AF_XDP)"));
   } else if (o.given("--timestamps")) {
-    if (o.timestamps == "auto") {
-      d.timestamps = TimestampMode::kAuto;
-    } else if (o.timestamps == "nic") {
-      d.timestamps = TimestampMode::kNic;
-    } else if (o.timestamps == "tsc") {
-      d.timestamps = TimestampMode::kTsc;
-    } else {
-      return absl::InvalidArgumentError(absl::StrCat("--timestamps: '", o.timestamps,
-                                                     "' is not auto, nic or tsc (DPDK)"));
-    }
+    BS_RETURN_IF_ERROR(chooseFlag("--timestamps", o.timestamps,
+                                  {{"auto", TimestampMode::kAuto}, {"nic", TimestampMode::kNic},
+                                   {"tsc", TimestampMode::kTsc}},
+                                  &d.timestamps, " (DPDK)"));
   }
   if (o.given("--replay-speed")) d.replay_speed = o.replay_speed;
   if (o.given("--ring-size")) d.ring_capacity = o.ring_size;

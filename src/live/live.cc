@@ -129,6 +129,12 @@ DecodeStats QueueCounters::decode() const {
   return s;
 }
 
+DecodeStats portDecodeStats(const LivePort& port) {
+  DecodeStats s;
+  for (const QueueCounters* q : port.counters) s.merge(q->decode());
+  return s;
+}
+
 EngineConfig portEngineConfig(const EngineConfig& base, double link_bps) {
   EngineConfig c = base;
   if (link_bps > 0) c.link_capacity_bps = link_bps;

@@ -123,6 +123,9 @@ struct LiveResult {
   std::string stop_reason;  // "signal", "idle", "duration"
 };
 
+// A port's decoder counts: its queues' last published figures, summed (backends' decodeStats()).
+DecodeStats portDecodeStats(const LivePort& port);
+
 // The engine configuration one port runs with: the port's link capacity, and its link speed among the
 // backlog rates (the only one unless rates are configured).
 EngineConfig portEngineConfig(const EngineConfig& base, double link_bps);

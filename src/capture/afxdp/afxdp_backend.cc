@@ -459,13 +459,7 @@ DeviceStats AfXdpBackend::deviceStats(size_t index) const {
   return d;
 }
 
-DecodeStats AfXdpBackend::decodeStats(size_t index) const {
-  DecodeStats s;
-  for (const auto& sk : sockets_) {
-    if (sk->port_index == index) s.merge(sk->counters->decode());
-  }
-  return s;
-}
+DecodeStats AfXdpBackend::decodeStats(size_t index) const { return portDecodeStats(live_ports_[index]); }
 
 TimestampInfo AfXdpBackend::timestampInfo() const {
   TimestampInfo t;

@@ -530,13 +530,7 @@ DeviceStats DpdkBackend::deviceStats(size_t index) const {
   return d;
 }
 
-DecodeStats DpdkBackend::decodeStats(size_t index) const {
-  DecodeStats s;
-  for (const auto& q : queues_) {
-    if (q->port_index == index) s.merge(q->counters->decode());
-  }
-  return s;
-}
+DecodeStats DpdkBackend::decodeStats(size_t index) const { return portDecodeStats(live_ports_[index]); }
 
 TimestampInfo DpdkBackend::timestampInfo() const {
   TimestampInfo t;

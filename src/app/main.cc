@@ -194,20 +194,14 @@ struct RunOptions {
   bool given(const char* flag) const { return app->get_option(flag)->count() > 0; }
 };
 
-// A flag's word among a few: sets *out, or names the flag and the words it takes.
+// A flag's word among a few, the error naming the flag.
 template <typename Enum>
 absl::Status chooseFlag(const char* flag, const std::string& word,
                         std::initializer_list<std::pair<const char*, Enum>> choices, Enum* out,
                         const char* context = "") {
-  std::string names;
-  for (const auto& [name, e] : choices) {
-    if (word == name) {
-      *out = e;
-      return absl::OkStatus();
-    }
-    absl::StrAppend(&names, names.empty() ? "" : ", ", name);
-  }
-  return absl::InvalidArgumentError(absl::StrCat(flag, ": '", word, "' is not one of ", names, context));
+  absl::Status s = pickChoice(word, choices, out);
+  if (s.ok()) return s;
+  return absl::InvalidArgumentError(absl::StrCat(flag, ": ", s.message(), context));
 }
 
 absl::StatusOr<RunConfig> buildRunConfig(const RunOptions& o) {

@@ -147,6 +147,17 @@ absl::Status readEal(const Reader& rd, const YAML::Node& n, std::vector<std::str
   return absl::OkStatus();
 }
 
+template <typename Enum>
+absl::Status readChoice(const Reader& rd, const YAML::Node& n, const std::string& key,
+                        std::initializer_list<std::pair<const char*, Enum>> choices, Enum* out) {
+  std::string v;
+  BS_CHECK(rd.scalar(n, key, &v));
+  if (absl::Status s = pickChoice(absl::AsciiStrToLower(v), choices, out); !s.ok()) {
+    return rd.error(n, key, std::string(s.message()));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status readDpdk(const Reader& rd, const YAML::Node& n, RunConfig* c) {
   BS_CHECK(rd.checkKeys(n, "dpdk", {"eal-params", "ports", "mbufs", "rx-descriptors", "burst", "timestamps",
                                     "tsc-resync", "replay-speed"}));
@@ -175,17 +186,9 @@ absl::Status readDpdk(const Reader& rd, const YAML::Node& n, RunConfig* c) {
   if (n["rx-descriptors"]) BS_CHECK(rd.integer(n["rx-descriptors"], "dpdk.rx-descriptors", &d.rx_descriptors, 32, 32768));
   if (n["burst"]) BS_CHECK(rd.integer(n["burst"], "dpdk.burst", &d.burst, 1, 512));
   if (n["timestamps"]) {
-    std::string t;
-    BS_CHECK(rd.scalar(n["timestamps"], "dpdk.timestamps", &t));
-    if (t == "auto") {
-      d.timestamps = TimestampMode::kAuto;
-    } else if (t == "nic") {
-      d.timestamps = TimestampMode::kNic;
-    } else if (t == "tsc") {
-      d.timestamps = TimestampMode::kTsc;
-    } else {
-      return rd.error(n["timestamps"], "dpdk.timestamps", absl::StrCat("'", t, "' is not auto, nic or tsc"));
-    }
+    BS_CHECK(readChoice(rd, n["timestamps"], "dpdk.timestamps",
+                        {{"auto", TimestampMode::kAuto}, {"nic", TimestampMode::kNic}, {"tsc", TimestampMode::kTsc}},
+                        &d.timestamps));
   }
   if (n["tsc-resync"]) {
     int64_t ns;
@@ -195,23 +198,6 @@ absl::Status readDpdk(const Reader& rd, const YAML::Node& n, RunConfig* c) {
   }
   if (n["replay-speed"]) BS_CHECK(rd.number(n["replay-speed"], "dpdk.replay-speed", &d.replay_speed, 0, 1e6));
   return absl::OkStatus();
-}
-
-template <typename Enum>
-absl::Status readChoice(const Reader& rd, const YAML::Node& n, const std::string& key,
-                        std::initializer_list<std::pair<const char*, Enum>> choices, Enum* out) {
-  std::string v;
-  BS_CHECK(rd.scalar(n, key, &v));
-  v = absl::AsciiStrToLower(v);
-  std::string names;
-  for (const auto& [name, e] : choices) {
-    if (v == name) {
-      *out = e;
-      return absl::OkStatus();
-    }
-    absl::StrAppend(&names, names.empty() ? "" : ", ", name);
-  }
-  return rd.error(n, key, absl::StrCat("'", n.Scalar(), "' is not one of ", names));
 }
 
 absl::Status readAfXdp(const Reader& rd, const YAML::Node& n, RunConfig* c) {

@@ -3,7 +3,10 @@
 // an unknown key is an error, never silently ignored.
 #pragma once
 
+#include <initializer_list>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "src/capture/afxdp/afxdp_backend.h"
@@ -24,6 +27,24 @@ struct RunConfig {
 // Parses YAML text; `origin` (a file name) prefixes error messages.
 absl::StatusOr<RunConfig> parseRunConfig(const std::string& yaml, const std::string& origin);
 absl::StatusOr<RunConfig> loadRunConfig(const std::string& path);
+
+// `word` among `choices` into *out, else an error "'word' is not a, b or c" (callers prefix the key or flag).
+template <typename Enum>
+absl::Status pickChoice(const std::string& word, std::initializer_list<std::pair<const char*, Enum>> choices,
+                        Enum* out) {
+  std::string names;
+  size_t i = 0;
+  for (const auto& [name, e] : choices) {
+    if (word == name) {
+      *out = e;
+      return absl::OkStatus();
+    }
+    if (i > 0) names += i + 1 == choices.size() ? " or " : ", ";
+    names += name;
+    ++i;
+  }
+  return absl::InvalidArgumentError("'" + word + "' is not " + names);
+}
 
 // The capture ports of the selected backend, as (name, link speed in bit/s).
 std::vector<std::pair<std::string, double>> capturePorts(const RunConfig& c);

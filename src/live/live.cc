@@ -129,9 +129,9 @@ DecodeStats QueueCounters::decode() const {
   return s;
 }
 
-DecodeStats portDecodeStats(const LivePort& port) {
+DecodeStats CaptureBackend::decodeStats(size_t port) const {
   DecodeStats s;
-  for (const QueueCounters* q : port.counters) s.merge(q->decode());
+  for (const QueueCounters* q : ports()[port].counters) s.merge(q->decode());
   return s;
 }
 

@@ -77,8 +77,9 @@ class CaptureBackend {
   // Stops RX and returns once every RX thread has pushed its last records and a final tick.
   virtual void stop() = 0;
   virtual DeviceStats deviceStats(size_t port) const = 0;
-  // As last published by the RX threads: a little behind while running, exact after stop().
-  virtual DecodeStats decodeStats(size_t port) const = 0;
+  // As last published by the RX threads: a little behind while running, exact after stop(). The port's
+  // queue counters, summed, unless a backend knows better.
+  virtual DecodeStats decodeStats(size_t port) const;
   virtual TimestampInfo timestampInfo() const = 0;
   // Lines worth telling the operator at start (e.g. the XDP mode taken, a stale program replaced).
   virtual std::vector<std::string> notes() const { return {}; }
@@ -122,9 +123,6 @@ struct LiveResult {
   std::string backend;
   std::string stop_reason;  // "signal", "idle", "duration"
 };
-
-// A port's decoder counts: its queues' last published figures, summed (backends' decodeStats()).
-DecodeStats portDecodeStats(const LivePort& port);
 
 // The engine configuration one port runs with: the port's link capacity, and its link speed among the
 // backlog rates (the only one unless rates are configured).

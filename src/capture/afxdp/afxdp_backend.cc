@@ -19,6 +19,8 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <optional>
@@ -151,7 +153,6 @@ class AfXdpBackend final : public CaptureBackend {
   absl::Status start() override;
   void stop() override;
   DeviceStats deviceStats(size_t port) const override;
-  DecodeStats decodeStats(size_t port) const override;
   TimestampInfo timestampInfo() const override;
   std::vector<std::string> notes() const override;
 
@@ -166,7 +167,7 @@ class AfXdpBackend final : public CaptureBackend {
   std::vector<LivePort> live_ports_;
   std::atomic<bool> rx_stop_{false};
   bool running_ = false;
-  bool nic_ts_ = false;
+  std::optional<uint32_t> rx_coalesce_us_;  // the first port's, read once at start (an ioctl)
   std::atomic<int64_t> max_step_ns_{0};
 };
 
@@ -297,10 +298,10 @@ absl::Status AfXdpBackend::init() {
   // Room for the frame after the kernel's XDP headroom; longer frames are cut to the snap length first.
   const uint32_t room = cfg_.frame_size - XDP_PACKET_HEADROOM;
   if (cfg_.snaplen == 0 || cfg_.snaplen > room) cfg_.snaplen = room;
-  nic_ts_ = cfg_.timestamps == XdpTimestamps::kNic;
   for (size_t i = 0; i < cfg_.ports.size(); ++i) {
     if (absl::Status s = initPort(cfg_.ports[i], i); !s.ok()) return s;
   }
+  rx_coalesce_us_ = rxCoalesceUs(cfg_.ports.front().interface);
   return absl::OkStatus();
 }
 
@@ -374,8 +375,10 @@ void AfXdpBackend::rxLoop(Socket& s) {
     drained_once = false;
     idle_polls = 0;
     uint32_t fidx = 0;
-    // The fill ring holds every frame not in user space's hands, so room for these n always exists.
-    while (xsk_ring_prod__reserve(&s.fill, n, &fidx) != n) {
+    // The fill ring can hold every UMEM frame, and these n are out of it, so room for them always exists.
+    if (xsk_ring_prod__reserve(&s.fill, n, &fidx) != n) {
+      std::fprintf(stderr, "burstscope: internal error: AF_XDP fill ring has no room for %u frames\n", n);
+      std::abort();
     }
     uint64_t no_meta = 0;
     for (uint32_t i = 0; i < n; ++i) {
@@ -459,14 +462,11 @@ DeviceStats AfXdpBackend::deviceStats(size_t index) const {
   return d;
 }
 
-DecodeStats AfXdpBackend::decodeStats(size_t index) const { return portDecodeStats(live_ports_[index]); }
-
 TimestampInfo AfXdpBackend::timestampInfo() const {
   TimestampInfo t;
   t.max_resync_step_ns = max_step_ns_.load();
-  const std::string ifname = ports_.empty() ? "" : ports_.front().config.interface;
-  const std::optional<uint32_t> coalesce = rxCoalesceUs(ifname);
-  if (nic_ts_) {
+  const std::optional<uint32_t>& coalesce = rx_coalesce_us_;
+  if (cfg_.timestamps == XdpTimestamps::kNic) {
     t.source = "nic";
     t.description = "the NIC's RX timestamp through the XDP metadata kfunc, taken as CLOCK_REALTIME (keep the "
                     "NIC clock synchronised, e.g. phc2sys); frames the driver gives none are stamped by "

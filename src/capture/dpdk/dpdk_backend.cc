@@ -141,7 +141,6 @@ class DpdkBackend final : public CaptureBackend {
   absl::Status start() override;
   void stop() override;
   DeviceStats deviceStats(size_t port) const override;
-  DecodeStats decodeStats(size_t port) const override;
   TimestampInfo timestampInfo() const override;
 
  private:
@@ -529,8 +528,6 @@ DeviceStats DpdkBackend::deviceStats(size_t index) const {
   }
   return d;
 }
-
-DecodeStats DpdkBackend::decodeStats(size_t index) const { return portDecodeStats(live_ports_[index]); }
 
 TimestampInfo DpdkBackend::timestampInfo() const {
   TimestampInfo t;

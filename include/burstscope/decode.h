@@ -23,8 +23,10 @@ enum class DecodeError : uint8_t {
   kTruncatedIpv4,
   kBadIpv4Version,
   kBadIpv4HeaderLength,  // IHL < 5, or total length shorter than the header
+  kIpv4LengthExceedsFrame,  // total length runs past the frame's wire length
   kTruncatedIpv6,
   kBadIpv6Version,
+  kIpv6LengthExceedsFrame,  // payload length runs past the frame's wire length
   kTruncatedIpv6ExtHeader,
   kIpv6ExtChainTooLong,
   kTruncatedL4,
@@ -92,6 +94,7 @@ class Decoder {
   DecodeError decodeEthernet(Cursor& c, PacketRecord* out, int depth);
   DecodeError decodeIpv4(Cursor& c, PacketRecord* out, int depth);
   DecodeError decodeIpv6(Cursor& c, PacketRecord* out, int depth);
+  DecodeError decodeIpv6Chain(Cursor& c, uint8_t next, PacketRecord* out, int depth);  // extension headers, L4
   DecodeError decodeL4(Cursor& c, uint8_t proto, PacketRecord* out, int depth);
   DecodeError decodeGre(Cursor& c, PacketRecord* out, int depth);
   DecodeError decodeInnerEthernet(Cursor& c, PacketRecord* out, int depth);

@@ -28,6 +28,7 @@ class FrameSink {
 // What a source itself counted, beside the frames it delivered.
 struct SourceStats {
   uint64_t truncated_records = 0;  // e.g. a file cut off mid-record: that record is lost, and counted here
+  uint64_t bad_timestamps = 0;     // sub-second field of a second or more (carried), or out of range
   std::string warning;             // the source's own words about a non-fatal read problem, if any
 };
 

@@ -228,6 +228,7 @@ Json reportJson(const PipelineResult& r, const ReportContext& ctx) {
   j["non_ip_packets"] = r.engine.non_ip_packets;
   j["decode"] = decodeJson(r.decode);
   j["timestamps"] = Json{{"reordered", r.reordered}, {"clamped", r.clamped},
+                         {"bad_timestamps", r.source.bad_timestamps},
                          {"max_lateness_ns", r.max_lateness_ns},
                          {"reorder_horizon_ns", ctx.config->reorder_horizon_ns}};
   j["ledger"] = Json{{"received", r.ledger.received}, {"analysed", r.ledger.analysed},

@@ -53,8 +53,10 @@ const char* decodeErrorName(DecodeError e) {
     case DecodeError::kTruncatedIpv4: return "truncated_ipv4";
     case DecodeError::kBadIpv4Version: return "bad_ipv4_version";
     case DecodeError::kBadIpv4HeaderLength: return "bad_ipv4_header_length";
+    case DecodeError::kIpv4LengthExceedsFrame: return "ipv4_length_exceeds_frame";
     case DecodeError::kTruncatedIpv6: return "truncated_ipv6";
     case DecodeError::kBadIpv6Version: return "bad_ipv6_version";
+    case DecodeError::kIpv6LengthExceedsFrame: return "ipv6_length_exceeds_frame";
     case DecodeError::kTruncatedIpv6ExtHeader: return "truncated_ipv6_ext_header";
     case DecodeError::kIpv6ExtChainTooLong: return "ipv6_ext_chain_too_long";
     case DecodeError::kTruncatedL4: return "truncated_l4";
@@ -172,9 +174,13 @@ DecodeError Decoder::decodeIpv4(Cursor& c, PacketRecord* out, int depth) {
   bool more_fragments = frag & 0x2000;
   uint16_t frag_offset = frag & 0x1FFF;
   if (more_fragments || frag_offset != 0) out->flags |= kRecordFragment;
+  // The header is intact but claims more bytes than the wire carried: measure the frame as it was (its
+  // wire length), decode on, and count the lie unless something deeper went wrong first.
+  const bool too_long = c.off + be16(h + 2) > c.outer_wire_len;
   c.off += ihl;
-  if (frag_offset != 0) return DecodeError::kNone;  // ports only in the first fragment
-  return decodeL4(c, k.proto, out, depth);
+  DecodeError e = frag_offset != 0 ? DecodeError::kNone  // ports only in the first fragment
+                                   : decodeL4(c, k.proto, out, depth);
+  return e == DecodeError::kNone && too_long ? DecodeError::kIpv4LengthExceedsFrame : e;
 }
 
 DecodeError Decoder::decodeIpv6(Cursor& c, PacketRecord* out, int depth) {
@@ -185,7 +191,16 @@ DecodeError Decoder::decodeIpv6(Cursor& c, PacketRecord* out, int depth) {
   k.family = 6;
   std::memcpy(k.src.data(), h + 8, 16);
   std::memcpy(k.dst.data(), h + 24, 16);
-  uint8_t next = h[6];
+  // Payload length 0 is a jumbogram's (its length is in a hop-by-hop option); otherwise it must fit the
+  // frame's wire length, as for IPv4 above.
+  const size_t payload = be16(h + 4);
+  const bool too_long = payload != 0 && c.off + 40 + payload > c.outer_wire_len;
+  DecodeError e = decodeIpv6Chain(c, h[6], out, depth);
+  return e == DecodeError::kNone && too_long ? DecodeError::kIpv6LengthExceedsFrame : e;
+}
+
+DecodeError Decoder::decodeIpv6Chain(Cursor& c, uint8_t next, PacketRecord* out, int depth) {
+  FlowKey& k = out->key;
   c.off += 40;
   for (int n = 0;; ++n) {
     size_t len;

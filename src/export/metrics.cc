@@ -195,10 +195,11 @@ LiveMetrics::LiveMetrics(const ExportConfig& config, std::vector<ExportPortInfo>
     p.switch_buffer_bytes = config.switch_buffer_bytes;
     if (auto it = config.ports.find(info.name); it != config.ports.end()) {
       if (it->second.switch_buffer_bytes) p.switch_buffer_bytes = it->second.switch_buffer_bytes;
-      for (const auto& [k, v] : it->second.labels) {
-        auto same = std::find_if(labels.begin(), labels.end(), [&](const auto& l) { return l.name == k; });
-        if (same != labels.end()) same->value = v;
-        else labels.push_back({k, v});
+      for (const auto& [name, value] : it->second.labels) {
+        auto same = std::find_if(labels.begin(), labels.end(),
+                                 [&name = name](const auto& l) { return l.name == name; });
+        if (same != labels.end()) same->value = value;
+        else labels.push_back({name, value});
       }
     }
     labels.push_back({"port", info.name});

@@ -55,7 +55,9 @@ class PcapFileSource final : public PacketSource {
       int rc;
       while ((rc = pcap_next_ex(p.get(), &h, &data)) == 1) {
         // With nanosecond precision libpcap puts nanoseconds in tv_usec.
-        const int64_t ts = int64_t{h->ts.tv_sec} * 1'000'000'000 + int64_t{h->ts.tv_usec};
+        int64_t ts = timestampNs(h->ts, path);
+        if (ts < 0) ts = last_ts_;  // out of range: counted, and given the previous record's time
+        last_ts_ = ts;
         sink.onFrame(Frame{ts, h->len, {data, h->caplen}});
         if (stop.load(std::memory_order_relaxed)) return absl::OkStatus();
       }
@@ -71,6 +73,26 @@ class PcapFileSource final : public PacketSource {
   SourceStats stats() const override { return stats_; }
 
  private:
+  // A record's time in ns since the epoch, or -1 when it cannot be one. A sub-second field of a second or
+  // more (a writer's bug: tv_usec >= 1e6 in a microsecond file) is carried into the seconds. Both are
+  // counted as bad timestamps; the first one is described in the warning.
+  int64_t timestampNs(const timeval& tv, const std::string& path) {
+    constexpr int64_t kMaxSeconds = int64_t{1} << 33;  // the year 2242: beyond it, a corrupt record
+    // Both bounds keep the sum below in int64: 2^33 s is 8.6e18 ns, and libpcap's sub-second field is at
+    // most a 32-bit count of microseconds, in ns 4.3e12.
+    const bool seconds_ok = tv.tv_sec >= 0 && tv.tv_sec < kMaxSeconds && tv.tv_usec >= 0 &&
+                            tv.tv_usec < 10'000'000'000'000;
+    if (seconds_ok && tv.tv_usec < 1'000'000'000) return int64_t{tv.tv_sec} * 1'000'000'000 + tv.tv_usec;
+    if (stats_.bad_timestamps++ == 0 && stats_.warning.empty()) {
+      stats_.warning = absl::StrCat(path, ": a record's timestamp (", tv.tv_sec, " s + ", tv.tv_usec, " ns) ",
+                                    seconds_ok ? "has a sub-second field of a second or more; carried"
+                                               : "is out of range; given the previous record's time",
+                                    ", and counted");
+    }
+    return seconds_ok ? int64_t{tv.tv_sec} * 1'000'000'000 + tv.tv_usec : -1;
+  }
+
+  int64_t last_ts_ = 0;
   std::vector<std::string> paths_;
   SourceStats stats_;
 };

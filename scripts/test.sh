@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what is needed, builds, and runs every test suite: the release build (unit + integration), an
-# ASan+UBSan build of the same suites, and a ThreadSanitizer build of the threaded tests. Called by .ci/run.
+# ASan+UBSan build of the same suites, a ThreadSanitizer build of the threaded tests, static analysis
+# (clang-tidy, cppcheck) and a bounded fuzzing run of every libFuzzer target. Called by .ci/run.
 # With ../shared beside the repo (the project's shared traces and reference oracle), it also checks
 # `analyze` against the oracle on the full traces and in every mirror encapsulation.
 set -euo pipefail
@@ -35,6 +36,12 @@ if [ ! -d build-tsan/meson-info ]; then
 fi
 ninja -C build-tsan -j "$JOBS" tests/ring_test tests/live_test tests/export_test burstscope tools/wrap_trace
 TSAN_OPTIONS=halt_on_error=1 meson test -C build-tsan --print-errorlogs --no-rebuild ring live export analyze afxdp
+
+step "static analysis: clang-tidy and cppcheck (check sets in .clang-tidy and scripts/lint.sh)"
+bash scripts/lint.sh build
+
+step "fuzzing: the committed corpus replayed, then ${FUZZ_SECONDS:-30} s per target (clang, ASan+UBSan)"
+bash scripts/fuzz.sh
 
 SHARED=$ROOT/../shared
 if [ -f "$SHARED/reference/burst_oracle.py" ] && [ -d "$SHARED/traces" ]; then

@@ -21,18 +21,26 @@
   } while (0)
 
 // `lhs = value of expr` for an absl::StatusOr<T>, returning its status on error.
+// NOLINTBEGIN(bugprone-macro-parentheses): lhs is a declaration ("T x"), which parentheses would break.
 #define BS_ASSIGN_OR_RETURN(lhs, expr) \
   BS_ASSIGN_OR_RETURN_IMPL_(BS_STATUS_CONCAT_(bs_statusor_, __LINE__), lhs, expr)
 #define BS_ASSIGN_OR_RETURN_IMPL_(tmp, lhs, expr) \
   auto tmp = (expr);                              \
   if (!tmp.ok()) return tmp.status();             \
   lhs = std::move(tmp).value()
+// NOLINTEND(bugprone-macro-parentheses)
 
 namespace burstscope {
 
+// strerror's text for a C error number, safe on any thread (strerror itself may share its buffer).
+inline std::string errnoText(int err) {
+  char buf[128];
+  return strerror_r(err, buf, sizeof buf);  // the GNU variant: returns the text, in buf or static
+}
+
 // Converts a C error number once, keeping what was being done: "open trace.pcap: No such file".
 inline absl::Status errnoStatus(int err, absl::string_view what) {
-  return absl::Status(absl::ErrnoToStatusCode(err), absl::StrCat(what, ": ", std::strerror(err)));
+  return absl::Status(absl::ErrnoToStatusCode(err), absl::StrCat(what, ": ", errnoText(err)));
 }
 
 }  // namespace burstscope

@@ -1,4 +1,5 @@
 // burstscope command line. Flags live only here; modules take plain config structs.
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <iostream>
@@ -91,7 +92,7 @@ struct MetricFlags {
     if (use("--scales-us")) {
       BS_ASSIGN_OR_RETURN(std::vector<double> scales, parseList("--scales-us", scales_us));
       ec.scales_ns.clear();
-      for (double v : scales) ec.scales_ns.push_back(static_cast<int64_t>(v * 1000 + 0.5));
+      for (double v : scales) ec.scales_ns.push_back(std::llround(v * 1000));
       std::sort(ec.scales_ns.begin(), ec.scales_ns.end());
       ec.scales_ns.erase(std::unique(ec.scales_ns.begin(), ec.scales_ns.end()), ec.scales_ns.end());
     }
@@ -101,7 +102,7 @@ struct MetricFlags {
       for (double r : rates) ec.rates_bps.push_back(r * 1e9);
     }
     if (use("--link-gbps")) ec.link_capacity_bps = link_gbps * 1e9;
-    if (use("--microburst-us")) ec.microburst_tau_ns = static_cast<int64_t>(microburst_us * 1000 + 0.5);
+    if (use("--microburst-us")) ec.microburst_tau_ns = std::llround(microburst_us * 1000);
     if (use("--microburst-threshold")) ec.microburst_threshold = microburst_threshold;
     if (use("--top-k")) {
       ec.top_k = top_k;
@@ -442,7 +443,9 @@ int hashPasswordCommand() {
 }  // namespace
 }  // namespace burstscope
 
-int main(int argc, char** argv) {
+namespace {
+
+int mainImpl(int argc, char** argv) {
   using namespace burstscope;
   CLI::App app{"burstscope: burst metrics for ML-training traffic on a mirror port"};
   app.require_subcommand(1);
@@ -514,4 +517,18 @@ int main(int argc, char** argv) {
   if (hash->parsed()) return hashPasswordCommand();
   if (run->parsed()) return runLiveCommand(ro);
   return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return mainImpl(argc, argv);
+  } catch (const std::exception& e) {
+    // Not expected (errors are statuses); if a library throws, say what and exit as a software error.
+    std::fprintf(stderr, "burstscope: internal error: %s\n", e.what());
+  } catch (...) {
+    std::fprintf(stderr, "burstscope: internal error: unknown exception\n");
+  }
+  return 70;
 }

@@ -3,6 +3,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -40,7 +41,7 @@ absl::StatusOr<int64_t> parseDurationNs(const std::string& text) {
   if (v * factor > kMaxNs) {
     return absl::InvalidArgumentError(absl::StrCat("'", text, "' is too long a duration (at most 1e9 s)"));
   }
-  return static_cast<int64_t>(v * factor + 0.5);
+  return std::llround(v * factor);
 }
 
 namespace {
@@ -60,7 +61,7 @@ class Reader {
   }
 
   // The map's keys must all be in `allowed`.
-  absl::Status checkKeys(const YAML::Node& n, const std::string& path, std::set<std::string> allowed) const {
+  absl::Status checkKeys(const YAML::Node& n, const std::string& path, const std::set<std::string>& allowed) const {
     if (!n.IsMap()) return error(n, path.empty() ? "(top level)" : path, "must be a mapping");
     for (auto it = n.begin(); it != n.end(); ++it) {
       const std::string k = it->first.Scalar();

@@ -418,7 +418,7 @@ struct MetricsServer::Impl {
 MetricsServer::~MetricsServer() = default;
 
 absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::start(const ExportConfig& config,
-                                                                    std::shared_ptr<LiveMetrics> metrics) {
+                                                                    const std::shared_ptr<LiveMetrics>& metrics) {
   std::unique_ptr<MetricsServer> s(new MetricsServer());
   s->impl_ = std::make_unique<Impl>();
   try {

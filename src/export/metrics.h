@@ -109,7 +109,7 @@ class LiveMetrics : public prometheus::Collectable {
 class MetricsServer {
  public:
   static absl::StatusOr<std::unique_ptr<MetricsServer>> start(const ExportConfig& config,
-                                                              std::shared_ptr<LiveMetrics> metrics);
+                                                              const std::shared_ptr<LiveMetrics>& metrics);
   ~MetricsServer();
   int port() const { return port_; }
   std::string url() const { return url_; }

@@ -3,6 +3,7 @@
 // packet-level exact envelopes, virtual backlogs and microbursts.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -18,7 +19,7 @@ namespace burstscope::internal {
 // over dt ns is exactly r*dt: Bmax is exact, with no floating-point drift over long traces.
 class VirtualQueue {
  public:
-  explicit VirtualQueue(double rate_bps) : rate_(static_cast<int64_t>(rate_bps + 0.5)) {}
+  explicit VirtualQueue(double rate_bps) : rate_(std::llround(rate_bps)) {}
   void add(int64_t ts, uint64_t len) {
     if (q_ > 0) {
       const __int128 drain = static_cast<__int128>(rate_) * (ts - last_ns_);
@@ -87,8 +88,8 @@ class Stream {
 
  private:
   struct Scale {
-    int64_t tau_ns;
-    int64_t bins;            // base bins per τ
+    int64_t tau_ns = 0;
+    int64_t bins = 0;          // base bins per τ
     int exact_index = -1;    // into exact_, or -1
     // Bin-window envelope: bytes in the last `bins` base bins.
     uint64_t first = 0;      // absolute position in nonempty_ of the oldest bin inside

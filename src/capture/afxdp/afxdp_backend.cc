@@ -27,6 +27,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "burstscope/status.h"
 
 namespace burstscope {
 namespace {
@@ -57,7 +58,8 @@ int64_t monotonicToRealtime() {
 uint32_t rxQueueCount(const std::string& ifname) {
   uint32_t n = 0;
   if (DIR* d = opendir(absl::StrCat("/sys/class/net/", ifname, "/queues").c_str())) {
-    while (dirent* e = readdir(d)) n += std::strncmp(e->d_name, "rx-", 3) == 0;
+    while (dirent* e = readdir(d)) n +=  // NOLINT(concurrency-mt-unsafe): this DIR is ours alone
+         std::strncmp(e->d_name, "rx-", 3) == 0;
     closedir(d);
   }
   return n;
@@ -201,7 +203,7 @@ absl::Status AfXdpBackend::openSocket(Port& port, size_t index, uint32_t queue) 
     if (int rc = xsk_umem__create(&s->umem, s->area, s->area_size, &s->fill, &s->comp, &uc); rc != 0) {
       s->umem = nullptr;
       return absl::ResourceExhaustedError(absl::StrCat("interface '", port.config.interface, "' queue ", queue,
-                                                       ": cannot register the UMEM: ", std::strerror(-rc),
+                                                       ": cannot register the UMEM: ", errnoText(-rc),
                                                        -rc == ENOBUFS ? " (raise RLIMIT_MEMLOCK or grant CAP_IPC_LOCK)"
                                                        : -rc == EPERM ? " (AF_XDP sockets need CAP_NET_RAW)" : ""));
     }
@@ -216,7 +218,7 @@ absl::Status AfXdpBackend::openSocket(Port& port, size_t index, uint32_t queue) 
       break;
     }
     s->xsk = nullptr;
-    absl::StrAppend(&failures, failures.empty() ? "" : "; ", zc ? "zero-copy" : "copy", ": ", std::strerror(-rc));
+    absl::StrAppend(&failures, failures.empty() ? "" : "; ", zc ? "zero-copy" : "copy", ": ", errnoText(-rc));
     xsk_umem__delete(s->umem);
     s->umem = nullptr;
   }
@@ -237,7 +239,7 @@ absl::Status AfXdpBackend::openSocket(Port& port, size_t index, uint32_t queue) 
   const uint32_t key = queue;
   if (bpf_map_update_elem(port.program->xskMapFd(), &key, &fd, BPF_ANY) != 0) {
     return absl::InternalError(absl::StrCat("interface '", port.config.interface, "' queue ", queue,
-                                            ": cannot enter the socket in the XSKMAP: ", std::strerror(errno)));
+                                            ": cannot enter the socket in the XSKMAP: ", errnoText(errno)));
   }
   s->ring = std::make_unique<SpscRing<PacketRecord>>(cfg_.ring_capacity);
   s->counters = std::make_unique<QueueCounters>();

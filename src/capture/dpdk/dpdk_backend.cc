@@ -178,6 +178,7 @@ absl::Status DpdkBackend::initEal() {
   if (!has_telemetry) args.push_back("--no-telemetry");  // no telemetry socket unless asked for
   args.insert(args.end(), cfg_.eal_args.begin(), cfg_.eal_args.end());
   std::vector<char*> argv;
+  argv.reserve(args.size() + 1);
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
   if (rte_eal_init(static_cast<int>(args.size()), argv.data()) < 0) {

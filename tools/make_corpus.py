@@ -294,6 +294,18 @@ def capture_files():
     yield "truncated-mid-record-header.pcap", whole + pcap_record(T0, 99, f)[:7], \
         {"exit": 0, "stderr": "truncated dump file.*reading stopped there",
          "json": {"packets": 3, "ledger.truncated_records": 1, **frames_ok}}
+    # Clock faults inside a file: a step back of ten seconds (time is shifted on, counted), a day forward,
+    # and identical timestamps.
+    yield "clock-step-back.pcap", pcap_header() + good_records(3) + \
+        b"".join(pcap_record(T0 - 10, i * 1000, f) for i in range(3)), \
+        {"exit": 0, "stderr": None, "json": {"packets": 6, "timestamps.clock_steps_back": 1, "timestamps.clamped": 0,
+                                             **frames_ok}}
+    yield "clock-day-forward.pcap", pcap_header() + good_records(3) + \
+        b"".join(pcap_record(T0 + 86400, i * 1000, f) for i in range(3)), \
+        {"exit": 0, "stderr": None, "json": {"packets": 6, "timestamps.clock_steps_back": 0, **frames_ok}}
+    yield "clock-identical.pcap", pcap_header() + b"".join(pcap_record(T0, 0, f) for i in range(50)), \
+        {"exit": 0, "stderr": None, "json": {"packets": 50, "first_ns": T0 * 10**9, "last_ns": T0 * 10**9,
+                                             **frames_ok}}
     yield "header-only.pcap", pcap_header(), {"exit": 0, "stderr": None, "json": {"packets": 0, **frames_ok}}
     yield "truncated-file-header.pcap", pcap_header()[:10], {"exit": 1, "stderr": "cannot read .*truncated-file-header"}
     yield "empty.pcap", b"", {"exit": 1, "stderr": "cannot read .*empty.pcap"}

@@ -185,8 +185,13 @@ class Engine {
 // Puts records back into timestamp order before the engine. A record is held until the newest timestamp
 // seen is `horizon_ns` past it; ties keep arrival order. A record older than what was already released is
 // released with the last released timestamp (clamped) and counted: the engine never sees time go backwards.
+// In push() (one ordered source, e.g. a capture file), a record more than kClockStepNs behind is not late
+// but a clock stepped back (a merged or restarted capture, an NTP step): time is shifted forward from it on,
+// so that it continues where it was instead of piling the rest of the traffic up at one clamped instant.
 class Reorderer {
  public:
+  static constexpr int64_t kClockStepNs = 1'000'000'000;
+
   explicit Reorderer(int64_t horizon_ns) : horizon_ns_(horizon_ns) {}
 
   template <typename Emit>
@@ -204,6 +209,8 @@ class Reorderer {
   uint64_t reordered() const { return reordered_; }  // put back in order within the horizon
   uint64_t clamped() const { return clamped_; }      // arrived later than the horizon allowed
   int64_t maxLatenessNs() const { return max_lateness_ns_; }
+  uint64_t clockStepsBack() const { return steps_back_; }  // push(): steps back of more than kClockStepNs
+  int64_t clockShiftNs() const { return shift_ns_; }       // push(): what they add up to (time shifted on)
 
  private:
   void insert(const PacketRecord& r);
@@ -218,6 +225,8 @@ class Reorderer {
   uint64_t reordered_ = 0;
   uint64_t clamped_ = 0;
   int64_t max_lateness_ns_ = 0;
+  uint64_t steps_back_ = 0;
+  int64_t shift_ns_ = 0;
 };
 
 inline void Reorderer::hold(const PacketRecord& r) {
@@ -233,7 +242,15 @@ inline void Reorderer::hold(const PacketRecord& r) {
 
 template <typename Emit>
 void Reorderer::push(const PacketRecord& r, Emit&& emit) {
-  hold(r);
+  PacketRecord rec = r;
+  rec.ts_ns += shift_ns_;
+  const int64_t latest = std::max(released_ns_, newest_ns_);
+  if (latest != INT64_MIN && rec.ts_ns < latest - kClockStepNs) {
+    ++steps_back_;
+    shift_ns_ += latest - rec.ts_ns;
+    rec.ts_ns = latest;
+  }
+  hold(rec);
   const size_t mask = buf_.size() - 1;
   while (size_ > 0 && buf_[head_].ts_ns <= newest_ns_ - horizon_ns_) {
     released_ns_ = buf_[head_].ts_ns;

@@ -230,6 +230,7 @@ Json reportJson(const PipelineResult& r, const ReportContext& ctx) {
   j["timestamps"] = Json{{"reordered", r.reordered}, {"clamped", r.clamped},
                          {"bad_timestamps", r.source.bad_timestamps},
                          {"max_lateness_ns", r.max_lateness_ns},
+                         {"clock_steps_back", r.clock_steps_back}, {"clock_shift_ns", r.clock_shift_ns},
                          {"reorder_horizon_ns", ctx.config->reorder_horizon_ns}};
   j["ledger"] = Json{{"received", r.ledger.received}, {"analysed", r.ledger.analysed},
                      {"dropped", Json{{"ring_full", r.ledger.ring_drops}}},
@@ -298,6 +299,11 @@ std::string reportText(const PipelineResult& r, const ReportContext& ctx) {
   absl::StrAppend(&out, "Ledger: received ", r.ledger.received, " = analysed ", r.ledger.analysed,
                   " + dropped ", r.ledger.ring_drops, r.ledger.balanced() ? " (balanced)" : " (NOT BALANCED)", "\n");
   if (!r.source.warning.empty()) absl::StrAppend(&out, "Warning: ", r.source.warning, "\n");
+  if (r.clock_steps_back > 0) {
+    absl::StrAppend(&out, "Warning: timestamps stepped back by more than 1 s ", r.clock_steps_back,
+                    " time(s); later packets were shifted forward by ", humanSeconds(r.clock_shift_ns * 1e-9),
+                    " in all so that time runs on\n");
+  }
   return out;
 }
 

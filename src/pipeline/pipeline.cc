@@ -96,6 +96,8 @@ absl::StatusOr<PipelineResult> runPipeline(PacketSource& source, const PipelineC
   r.reordered = reorder.reordered();
   r.clamped = reorder.clamped();
   r.max_lateness_ns = reorder.maxLatenessNs();
+  r.clock_steps_back = reorder.clockStepsBack();
+  r.clock_shift_ns = reorder.clockShiftNs();
   return r;
 }
 

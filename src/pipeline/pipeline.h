@@ -37,6 +37,8 @@ struct PipelineResult {
   uint64_t reordered = 0;
   uint64_t clamped = 0;
   int64_t max_lateness_ns = 0;
+  uint64_t clock_steps_back = 0;  // timestamps stepping back by over a second: time shifted on (Reorderer)
+  int64_t clock_shift_ns = 0;
 };
 
 absl::StatusOr<PipelineResult> runPipeline(PacketSource& source, const PipelineConfig& config,

@@ -14,7 +14,7 @@ PKGS=(
   clang-tidy cppcheck
   # libraries
   libdpdk-dev dpdk dpdk-dev libbpf-dev libxdp-dev bpftool
-  prometheus-cpp-dev libabsl-dev libpcap-dev libyaml-cpp-dev nlohmann-json3-dev libcli11-dev
+  prometheus-cpp-dev libabsl-dev libpcap-dev libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libcap-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   # tools used by tests and benchmarks
   tshark tcpdump tcpreplay iproute2 ethtool procps python3-numpy python3-yaml bc curl

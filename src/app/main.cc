@@ -9,12 +9,14 @@
 #include "CLI/CLI.hpp"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "burstscope/source.h"
 #include "burstscope/status.h"
 #include "src/analysis/report.h"
 #include "src/config/run_config.h"
 #include "src/export/metrics.h"
+#include "src/privileges/privileges.h"
 #include "src/live/live.h"
 #include "src/pipeline/pipeline.h"
 
@@ -401,6 +403,12 @@ int runLiveCommand(const RunOptions& o) {
             << (p.rings.size() > 1 ? "s" : "") << ", link " << p.link_bps / 1e9 << " Gb/s), timestamps: "
             << (*backend)->timestampInfo().description << std::endl;
   }
+  // Set-up is done (program attached, sockets and UMEMs or ports open): keep only what shutting down needs,
+  // before the capture threads and the HTTP listener start.
+  auto left = dropCapabilitiesAfterSetup();
+  if (!left.ok()) return fail(left.status(), 1);
+  summary << "burstscope run: capabilities after set-up: "
+          << (left->empty() ? std::string("none") : absl::StrJoin(*left, ",")) << std::endl;
   LiveConfig lc = config->live;
   // Prometheus export: the workers publish a snapshot per interval; /metrics reads the latest ones.
   std::shared_ptr<LiveMetrics> metrics;

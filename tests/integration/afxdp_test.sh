@@ -62,6 +62,10 @@ start() {
   done
   return 1
 }
+# The distinct effective and permitted capability sets of every thread of $1 (least privilege after set-up).
+thread_caps() {
+  for t in /proc/"$1"/task/*; do awk '/^Cap(Eff|Prm)/ {printf "%s ", $2} END {print ""}' "$t/status"; done | sort -u
+}
 # Replays a file into the peer; prints how many packets tcpreplay says it sent.
 send() {  # tcpreplay options..., the file last
   tx tcpreplay -i "$V0" "$@" >"$TMP/tcpreplay.out" 2>&1
@@ -87,6 +91,8 @@ PY
 start trace --xdp "$V1" --top-k 100 --idle-exit 1.5s
 check "trace: burstscope starts (native mode, copy)" grep -q "XDP native mode, 2 AF_XDP sockets, copy mode" "$TMP/trace.err"
 check "trace: the program is attached while it runs" test "$(xdp_progs)" = 1
+check "trace: after set-up every thread holds only CAP_NET_ADMIN (root run)" test "$(thread_caps "$pid")" = \
+  "0000000000001000 0000000000001000 "
 sent=$(send --pps 20000 "$TMP/pad.pcap")
 wait $pid
 rc=$?
@@ -200,6 +206,8 @@ CAPS=+bpf,+perfmon,+net_admin,+net_raw,+ipc_lock
 if id nobody >/dev/null 2>&1; then
   start nonroot setpriv --reuid=nobody --regid=nogroup --clear-groups --inh-caps=-all,$CAPS \
     --ambient-caps=-all,$CAPS --bounding-set=-all,$CAPS -- "$BS" run --listen none --json -q --xdp "$V1" --idle-exit 1s
+  check "non-root: after set-up every thread holds only CAP_NET_ADMIN" test "$(thread_caps "$pid")" = \
+    "0000000000001000 0000000000001000 "
   sent=$(send --pps 5000 "$TMP/flows.pcap")
   wait $pid
   check "non-root with five capabilities: exits 0" test $? = 0

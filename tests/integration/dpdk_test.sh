@@ -79,6 +79,13 @@ for _ in 1 2 3 4 5 6 7 8; do
   sleep 0.5
   rss+=("$(awk '/VmRSS/ {print $2}' /proc/$pid/status)")
 done
+# Least privilege: after set-up our threads (main, worker, RX lcore, HTTP) hold only CAP_NET_ADMIN; the EAL's
+# own interrupt and IPC threads, made inside rte_eal_init, keep theirs (docs/operations.md).
+ours=$(for t in /proc/$pid/task/*; do
+  case "$(cat "$t/comm")" in eal-intr-thread|rte_mp_handle) ;; *) awk '/^Cap(Eff|Prm)/ {printf "%s ", $2} END {print ""}' "$t/status";; esac
+done | sort -u)
+check "overload: after set-up our threads hold only CAP_NET_ADMIN ($ours)" test "$ours" = "0000000000001000 0000000000001000 "
+check "overload: capabilities after set-up printed" grep -q "capabilities after set-up: cap_net_admin" "$TMP/null.err"
 kill -TERM $pid
 wait $pid
 rc=$?

@@ -1,5 +1,7 @@
 #include "src/capture/dpdk/dpdk_backend.h"
 
+#include "src/privileges/privileges.h"
+
 // rte_eth_read_clock (the NIC clock, for RX timestamps) is still marked experimental in DPDK 22.11.
 #define ALLOW_EXPERIMENTAL_API 1
 
@@ -359,6 +361,11 @@ void DpdkBackend::stop() {
 
 int DpdkBackend::lcoreMain(void* arg) {
   auto* lc = static_cast<Lcore*>(arg);
+  // The EAL made this thread before set-up ended; it takes the process's reduced capabilities now.
+  if (absl::Status s = dropThreadCapabilities(); !s.ok()) {
+    std::fprintf(stderr, "burstscope: lcore %u: %s\n", lc->id, std::string(s.message()).c_str());
+    std::abort();  // never capture with more privilege than the rest of the process
+  }
   lc->owner->rxLoop(*lc);
   return 0;
 }

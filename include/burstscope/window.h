@@ -244,11 +244,11 @@ template <typename Emit>
 void Reorderer::push(const PacketRecord& r, Emit&& emit) {
   PacketRecord rec = r;
   rec.ts_ns += shift_ns_;
-  const int64_t latest = std::max(released_ns_, newest_ns_);
-  if (latest != INT64_MIN && rec.ts_ns < latest - kClockStepNs) {
+  // Nothing released is newer than newest_ns_ here, so it is the time line's front.
+  if (newest_ns_ != INT64_MIN && rec.ts_ns < newest_ns_ - kClockStepNs) {
     ++steps_back_;
-    shift_ns_ += latest - rec.ts_ns;
-    rec.ts_ns = latest;
+    shift_ns_ += newest_ns_ - rec.ts_ns;
+    rec.ts_ns = newest_ns_;
   }
   hold(rec);
   const size_t mask = buf_.size() - 1;

@@ -58,8 +58,9 @@ absl::StatusOr<std::vector<std::string>> dropCapabilitiesAfterSetup() {
     left.emplace_back(name ? name.get() : "?");
   }
   if (cap_set_proc(next.get()) != 0) return errnoStatus(errno, "cannot drop capabilities");
-  // Every thread created from here on starts with these; threads already running keep theirs (the kernel's
-  // capabilities are per thread) unless the program links libpsx, which burstscope does (meson.build).
+  // Capabilities are per thread: libpsx (linked into burstscope) carries this to the threads created through
+  // our own pthread_create calls, and threads created later inherit it; threads a shared library created
+  // earlier (DPDK's EAL) keep theirs — see dropThreadCapabilities().
   return left;
 }
 

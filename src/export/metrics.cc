@@ -220,6 +220,16 @@ void LiveMetrics::publish(size_t port, const PortSnapshot& s) {
   };
   add("all", s.interval.port);
   for (const auto& [d, st] : s.interval.directions) add(directionName(d), st);
+  if (p.switch_buffer_bytes) {
+    const auto link = std::find(p.info.rates_bps.begin(), p.info.rates_bps.end(), p.info.link_bps);
+    const size_t i = static_cast<size_t>(link - p.info.rates_bps.begin());
+    auto count = [&p, i](const std::string& dir, const IntervalStream& st) {
+      uint64_t& n = p.over_buffer_intervals[dir];  // the series exists from the first interval on
+      if (i < st.backlog_bytes.size() && st.backlog_bytes[i] > *p.switch_buffer_bytes) ++n;
+    };
+    count("all", s.interval.port);
+    for (const auto& [d, st] : s.interval.directions) count(directionName(d), st);
+  }
   p.pairs.update(s.interval.pairs);
   p.flows.update(s.interval.flows);
   p.last = s;
@@ -295,6 +305,11 @@ std::vector<MetricFamily> LiveMetrics::Collect() const {
           f.gauge("burstscope_link_backlog_max_bytes",
                   "largest virtual backlog at the link's own speed in the last interval", D, st->backlog_bytes[i]);
         }
+      }
+      if (auto it = p.over_buffer_intervals.find(dir); it != p.over_buffer_intervals.end()) {
+        f.counter("burstscope_link_backlog_over_buffer_intervals_total",
+                  "report intervals whose backlog at the link's own speed exceeded the switch buffer", D,
+                  static_cast<double>(it->second));
       }
       for (size_t i = 0; i < p.info.scales_ns.size() && i < st->utilisation.size(); ++i) {
         f.histogram("burstscope_window_utilization_ratio",

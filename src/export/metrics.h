@@ -95,6 +95,9 @@ class LiveMetrics : public prometheus::Collectable {
     std::optional<PortSnapshot> last;                     // the last snapshot of a completed interval
     double last_close_s = 0;                              // wall clock when it was published
     std::map<std::string, StreamTotals> totals;           // "all", "ingress", "egress"
+    // Completed intervals whose backlog at the link's own speed exceeded the switch buffer, by direction:
+    // counted at publish, so that no interval is missed between two scrapes (the alert reads this).
+    std::map<std::string, uint64_t> over_buffer_intervals;
     TopKCounters pairs, flows;
   };
 

@@ -160,6 +160,35 @@ TEST(LiveMetricsTest, FamiliesCarryTheLastCompletedIntervalAndCumulativeTotals) 
   EXPECT_EQ(select(fs, "burstscope_decode_errors_total", {}).size(), static_cast<size_t>(kDecodeErrorCount - 1));
 }
 
+// The congestion alert counts intervals over the switch buffer: every completed interval is counted when it
+// is published, not only the one a scrape happens to see.
+TEST(LiveMetricsTest, IntervalsOverTheSwitchBufferAreCountedAtPublish) {
+  EXPECT_TRUE(select(Fixture().metrics->Collect(), "burstscope_link_backlog_over_buffer_intervals_total", {}).empty())
+      << "no switch buffer configured: no series";
+  // A buffer between the smallest and the largest per-interval backlog at the link speed (10 Gb/s, index 1).
+  std::vector<double> backlogs;
+  for (const IntervalReport& r : Fixture().reports) backlogs.push_back(r.port.backlog_bytes[1]);
+  std::sort(backlogs.begin(), backlogs.end());
+  ExportConfig xc;
+  xc.switch_buffer_bytes = backlogs[backlogs.size() / 2];
+  ASSERT_LT(backlogs.front(), *xc.switch_buffer_bytes);
+  Fixture fx(xc);
+  std::map<std::string, uint64_t> want;
+  for (const IntervalReport& r : fx.reports) {
+    if (r.partial) continue;
+    want["all"] += r.port.backlog_bytes[1] > *xc.switch_buffer_bytes;
+    for (const auto& [d, st] : r.directions) want[directionName(d)] += st.backlog_bytes[1] > *xc.switch_buffer_bytes;
+  }
+  ASSERT_GT(want["all"], 0u);
+  ASSERT_LT(want["all"], fx.reports.size());
+  const std::vector<MetricFamily> fs = fx.metrics->Collect();
+  for (const auto& [dir, n] : want) {
+    auto c = select(fs, "burstscope_link_backlog_over_buffer_intervals_total", {{"direction", dir}});
+    ASSERT_EQ(c.size(), 1u) << dir;
+    EXPECT_EQ(c[0]->counter.value, static_cast<double>(n)) << dir;
+  }
+}
+
 TEST(LiveMetricsTest, AScrapeChangesNothingTheNextOneSees) {
   Fixture fx;
   prometheus::TextSerializer text;

@@ -33,7 +33,7 @@ fi
 "$BS" analyze --json "$TRACE" >"$TMP/orig.json"
 "$BS" analyze --json "$TMP/pad.pcap" >"$TMP/pad-analyze.json"
 # shellcheck disable=SC2046
-"$BS" run --listen 127.0.0.1:0 --json --port net_pcap0 --vdev "net_pcap0,rx_pcap=$TMP/pad.pcap" --idle-exit 0.5s --interval 100ms \
+"$BS" run --listen 127.0.0.1:0 --json --port net_pcap0 --vdev "net_pcap0,rx_pcap=$TMP/pad.pcap" --idle-exit 3s --interval 100ms \
   --baseline 10s --exact-max-us 10000000 --rates-gbps 1,10,25,100 -- $(eal replay) \
   >"$TMP/replay.json" 2>"$TMP/replay.err"
 rc=$?
@@ -61,7 +61,7 @@ check "replay: one summary line per 100 ms interval" test "$(grep -c ' net_pcap0
 # Paced replay: at 2x the recorded pace the 1.38 s trace takes at least ~0.69 s (a lower bound only).
 start=$(date +%s%N)
 # shellcheck disable=SC2046
-"$BS" run --listen 127.0.0.1:0 -q --port net_pcap0 --vdev "net_pcap0,rx_pcap=$TMP/pad.pcap" --replay-speed 2 --idle-exit 0.3s \
+"$BS" run --listen 127.0.0.1:0 -q --port net_pcap0 --vdev "net_pcap0,rx_pcap=$TMP/pad.pcap" --replay-speed 2 --idle-exit 2s \
   -- $(eal paced) >"$TMP/paced.out" 2>&1
 rc=$?
 elapsed_ms=$((($(date +%s%N) - start) / 1000000))
@@ -110,14 +110,15 @@ ip netns exec "$NS_TX" ip link set "$V0" up
 ip netns exec "$NS_RX" ip link set "$V1" up
 # shellcheck disable=SC2046
 ip netns exec "$NS_RX" "$BS" run --listen 127.0.0.1:0 --json -q --top-k 64 --port net_af_packet0 --rx-queues 2 \
-  --vdev "net_af_packet0,iface=$V1,qpairs=2,framecnt=4096" --idle-exit 1.5s -- $(eal afp) \
+  --vdev "net_af_packet0,iface=$V1,qpairs=2,framecnt=4096" --idle-exit 3s -- $(eal afp) \
   >"$TMP/afp.json" 2>"$TMP/afp.err" &
 pid=$!
 # Send only once the port is up (the start line), or frames sent before the socket exists are never seen.
-for _ in $(seq 1 200); do
+for _ in $(seq 1 600); do
   grep -q "burstscope run: net_af_packet0" "$TMP/afp.err" 2>/dev/null && break
   sleep 0.1
 done
+grep -q "burstscope run: net_af_packet0" "$TMP/afp.err" || { echo "Bail out! two-queue run did not start"; cat "$TMP/afp.err"; exit 1; }
 ip netns exec "$NS_TX" tcpreplay -q --pps 5000 -i "$V0" "$TMP/flows.pcap" >"$TMP/tcpreplay.out" 2>&1
 wait $pid
 rc=$?

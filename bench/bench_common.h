@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "burstscope/decode.h"
-#include "burstscope/source.h"
+#include "src/capture/pcap/pcap_reader.h"
 
 namespace burstscope::bench {
 

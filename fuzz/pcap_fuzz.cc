@@ -9,7 +9,7 @@
 #include <string>
 
 #include "burstscope/decode.h"
-#include "burstscope/source.h"
+#include "src/capture/pcap/pcap_reader.h"
 
 namespace {
 

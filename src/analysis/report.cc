@@ -7,6 +7,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
+#include "absl/time/time.h"
 
 namespace burstscope {
 namespace {
@@ -165,28 +167,6 @@ Json decodeJson(const DecodeStats& d) {
               {"mirror_seq_gaps", d.mirror_seq_gaps}, {"mirror_seq_reorders", d.mirror_seq_reorders}};
 }
 
-std::string humanBytes(double b) {
-  if (b >= 1e9) return absl::StrFormat("%.2f GB", b / 1e9);
-  if (b >= 1e6) return absl::StrFormat("%.2f MB", b / 1e6);
-  if (b >= 1e3) return absl::StrFormat("%.1f kB", b / 1e3);
-  return absl::StrFormat("%.0f B", b);
-}
-std::string humanRate(double bps) {
-  if (bps >= 1e9) return absl::StrFormat("%.2f Gbit/s", bps / 1e9);
-  if (bps >= 1e6) return absl::StrFormat("%.1f Mbit/s", bps / 1e6);
-  return absl::StrFormat("%.1f kbit/s", bps / 1e3);
-}
-std::string humanTau(int64_t ns) {
-  if (ns >= 1'000'000'000 && ns % 1'000'000'000 == 0) return absl::StrCat(ns / 1'000'000'000, " s");
-  if (ns >= 1'000'000 && ns % 1'000'000 == 0) return absl::StrCat(ns / 1'000'000, " ms");
-  return absl::StrCat(ns / 1000, " us");
-}
-std::string humanSeconds(double s) {
-  if (s >= 1) return absl::StrFormat("%.2f s", s);
-  if (s >= 1e-3) return absl::StrFormat("%.2f ms", s * 1e3);
-  return absl::StrFormat("%.0f us", s * 1e6);
-}
-
 void appendHeavy(std::string& out, const char* title, const HeavyResult& h, uint64_t total, bool flows) {
   absl::StrAppend(&out, "\n", title, " (", h.entries, " seen",
                   h.evictions ? absl::StrCat(", ", h.evictions, " evicted") : std::string(), ")\n");
@@ -211,8 +191,30 @@ void appendHeavy(std::string& out, const char* title, const HeavyResult& h, uint
 
 }  // namespace
 
-Json reportJson(const PipelineResult& r, const ReportContext& ctx) {
-  const EngineConfig& cfg = ctx.config->engine;
+std::string humanBytes(double b) {
+  if (b >= 1e9) return absl::StrFormat("%.2f GB", b / 1e9);
+  if (b >= 1e6) return absl::StrFormat("%.2f MB", b / 1e6);
+  if (b >= 1e3) return absl::StrFormat("%.1f kB", b / 1e3);
+  return absl::StrFormat("%.0f B", b);
+}
+std::string humanRate(double bps) {
+  if (bps >= 1e9) return absl::StrFormat("%.2f Gbit/s", bps / 1e9);
+  if (bps >= 1e6) return absl::StrFormat("%.1f Mbit/s", bps / 1e6);
+  return absl::StrFormat("%.1f kbit/s", bps / 1e3);
+}
+std::string humanTau(int64_t ns) {
+  if (ns >= 1'000'000'000 && ns % 1'000'000'000 == 0) return absl::StrCat(ns / 1'000'000'000, " s");
+  if (ns >= 1'000'000 && ns % 1'000'000 == 0) return absl::StrCat(ns / 1'000'000, " ms");
+  return absl::StrCat(ns / 1000, " us");
+}
+std::string humanSeconds(double s) {
+  if (s >= 1) return absl::StrFormat("%.2f s", s);
+  if (s >= 1e-3) return absl::StrFormat("%.2f ms", s * 1e3);
+  return absl::StrFormat("%.0f us", s * 1e6);
+}
+
+Json reportJson(const PortResult& r, const SourceStats& source, const ReportContext& ctx) {
+  const EngineConfig& cfg = r.engine_config;
   const StreamResult& port = r.engine.port;
   Json j = streamJson(port, cfg);
   j["files"] = ctx.files;
@@ -228,19 +230,19 @@ Json reportJson(const PipelineResult& r, const ReportContext& ctx) {
   j["non_ip_packets"] = r.engine.non_ip_packets;
   j["decode"] = decodeJson(r.decode);
   j["timestamps"] = Json{{"reordered", r.reordered}, {"clamped", r.clamped},
-                         {"bad_timestamps", r.source.bad_timestamps},
+                         {"bad_timestamps", source.bad_timestamps},
                          {"max_lateness_ns", r.max_lateness_ns},
                          {"clock_steps_back", r.clock_steps_back}, {"clock_shift_ns", r.clock_shift_ns},
-                         {"reorder_horizon_ns", ctx.config->reorder_horizon_ns}};
+                         {"reorder_horizon_ns", ctx.reorder_horizon_ns}};
   j["ledger"] = Json{{"received", r.ledger.received}, {"analysed", r.ledger.analysed},
                      {"dropped", Json{{"ring_full", r.ledger.ring_drops}}},
-                     {"truncated_records", r.source.truncated_records},
+                     {"truncated_records", source.truncated_records},
                      {"balanced", r.ledger.balanced()}};
   return j;
 }
 
-std::string reportText(const PipelineResult& r, const ReportContext& ctx) {
-  const EngineConfig& cfg = ctx.config->engine;
+std::string reportText(const PortResult& r, const SourceStats& source, const ReportContext& ctx) {
+  const EngineConfig& cfg = r.engine_config;
   const StreamResult& port = r.engine.port;
   std::string out;
   absl::StrAppend(&out, "burstscope analyze: ", absl::StrJoin(ctx.files, ", "), "\n");
@@ -298,11 +300,102 @@ std::string reportText(const PipelineResult& r, const ReportContext& ctx) {
                   " later than the reorder horizon (clamped)\n");
   absl::StrAppend(&out, "Ledger: received ", r.ledger.received, " = analysed ", r.ledger.analysed,
                   " + dropped ", r.ledger.ring_drops, r.ledger.balanced() ? " (balanced)" : " (NOT BALANCED)", "\n");
-  if (!r.source.warning.empty()) absl::StrAppend(&out, "Warning: ", r.source.warning, "\n");
+  if (!source.warning.empty()) absl::StrAppend(&out, "Warning: ", source.warning, "\n");
   if (r.clock_steps_back > 0) {
     absl::StrAppend(&out, "Warning: timestamps stepped back by more than 1 s ", r.clock_steps_back,
                     " time(s); later packets were shifted forward by ", humanSeconds(r.clock_shift_ns * 1e-9),
                     " in all so that time runs on\n");
+  }
+  return out;
+}
+
+}  // namespace burstscope
+
+namespace burstscope {
+
+Json runJson(const RunResult& r, int64_t reorder_horizon_ns) {
+  Json out;
+  out["backend"] = r.backend;
+  out["stop_reason"] = r.stop_reason;
+  out["timestamps"] = {{"source", r.timestamps.source}, {"description", r.timestamps.description},
+                       {"error_bound_ns", r.timestamps.error_bound_ns},
+                       {"max_resync_step_ns", r.timestamps.max_resync_step_ns}};
+  out["ports"] = Json::array();
+  for (const PortResult& p : r.ports) {
+    Json j = reportJson(p, r.source, ReportContext{{p.name}, reorder_horizon_ns});
+    auto opt = [](const std::optional<uint64_t>& v) { return v ? Json(*v) : Json(); };
+    Json dev;
+    dev["received"] = opt(p.device.received);
+    dev["bytes"] = opt(p.device.bytes);
+    dev["queue_received"] = Json::array();
+    for (const auto& q : p.device.queue_received) dev["queue_received"].push_back(opt(q));
+    if (p.device.seen) dev["seen"] = *p.device.seen;
+    dev["filtered"] = p.device.filtered;
+    dev["drop_stages"] = Json::object();
+    for (const auto& [stage, value] : p.device.drop_stages) dev["drop_stages"][stage] = value;
+    dev["extra"] = Json::object();
+    for (const auto& [name, value] : p.device.extra) dev["extra"][name] = value;
+    j["port"] = p.name;
+    j["device"] = dev;
+    j["queues"] = Json::array();
+    for (size_t q = 0; q < p.queue_received.size(); ++q) {
+      j["queues"].push_back({{"received", p.queue_received[q]}, {"ring_drops", p.queue_ring_drops[q]}});
+    }
+    j["intervals"] = p.intervals;
+    j["ledger"]["balanced"] = ledgerBalanced(p);
+    out["ports"].push_back(j);
+  }
+  return out;
+}
+
+std::string intervalSummary(const std::string& port, const PortSnapshot& snap, const EngineConfig& c) {
+  const IntervalReport& r = snap.interval;
+  const IntervalStream& s = r.port;
+  std::string line = absl::StrFormat("%s %s%s  %s %7.3f Mpps", absl::FormatTime("%H:%M:%E3S",
+                                     absl::FromUnixNanos(r.start_ns), absl::UTCTimeZone()),
+                                     port, r.partial ? " (partial)" : "", humanRate(s.mean_bps),
+                                     static_cast<double>(s.packets) * 1e3 /
+                                         static_cast<double>(r.end_ns - r.start_ns));
+  absl::StrAppend(&line, "  PtM");
+  for (size_t i = 0; i < c.scales_ns.size(); ++i) {
+    absl::StrAppend(&line, " ", absl::StrReplaceAll(humanTau(c.scales_ns[i]), {{" ", ""}}), ":",
+                    s.ptm[i] ? absl::StrFormat("%.1f", *s.ptm[i]) : std::string("-"));
+  }
+  if (!s.backlog_bytes.empty()) {
+    absl::StrAppend(&line, "  Bmax@", humanRate(c.rates_bps.front()), " ", humanBytes(s.backlog_bytes.front()));
+  }
+  absl::StrAppend(&line, "  microbursts ", r.microbursts_total, "  drops ring ", snap.ledger.ring_drops);
+  if (!snap.device.drop_stages.empty()) absl::StrAppend(&line, " before RX ", snap.device.dropStagesTotal());
+  return line;
+}
+
+std::string ledgerText(const RunResult& r) {
+  std::string out;
+  auto opt = [](const std::optional<uint64_t>& v) {
+    return v ? absl::StrCat(*v) : std::string("not reported by this device");
+  };
+  for (const PortResult& p : r.ports) {
+    const Ledger& l = p.ledger;
+    const DeviceStats& d = p.device;
+    absl::StrAppend(&out, "ledger ", p.name, " (", r.backend, ", timestamps: ", r.timestamps.source, ")\n");
+    absl::StrAppend(&out, "  reached the port    ", l.received + d.dropStagesTotal() + d.filtered, "\n");
+    if (d.seen) {
+      absl::StrAppend(&out, "  seen before RX      ", *d.seen, "  (filtered out ", d.filtered, ")\n");
+    }
+    for (const auto& [stage, v] : d.drop_stages) {
+      absl::StrAppend(&out, "  dropped, ", absl::StrFormat("%-17s", stage), " ", v, "\n");
+    }
+    absl::StrAppend(&out, "  received by RX      ", l.received, "  (device count ", opt(d.received), ")\n");
+    absl::StrAppend(&out, "  dropped, ring full  ", l.ring_drops, "\n");
+    absl::StrAppend(&out, "  analysed            ", l.analysed, "  (decode errors ", p.decode.errorTotal(),
+                    ", clamped late ", p.clamped, ")\n");
+    absl::StrAppend(&out, "  ", ledgerBalanced(p) ? "balanced" : "NOT BALANCED", ": received ", l.received,
+                    " = analysed ", l.analysed, " + ring drops ", l.ring_drops);
+    if (d.seen) {
+      absl::StrAppend(&out, "; seen ", *d.seen, " = received ", l.received, " + dropped before RX ",
+                      d.dropStagesTotal(), " + filtered ", d.filtered);
+    }
+    absl::StrAppend(&out, "\n");
   }
   return out;
 }

@@ -1,6 +1,7 @@
-// Turns a pipeline run into the offline report: readable text for an operator, or the JSON summary whose
-// first keys (packets, bytes, first_ns, last_ns, mean_bps, scales, backlog) mean exactly what the
-// reference oracle's keys mean, so that scripts can compare the two.
+// The renderers of the one result model (src/pipeline/pipeline.h): readable text for an operator, and the
+// JSON summary whose first keys (packets, bytes, first_ns, last_ns, mean_bps, scales, backlog) mean exactly
+// what the reference oracle's keys mean, so that scripts can compare the two; the per-interval summary line
+// and the closing ledger of `run`. PtM, the ledger and every unit are computed and written here, once.
 #pragma once
 
 #include <string>
@@ -13,10 +14,24 @@ namespace burstscope {
 
 struct ReportContext {
   std::vector<std::string> files;
-  const PipelineConfig* config = nullptr;
+  int64_t reorder_horizon_ns = 0;
 };
 
-nlohmann::ordered_json reportJson(const PipelineResult& r, const ReportContext& ctx);
-std::string reportText(const PipelineResult& r, const ReportContext& ctx);
+// One port's result (analyze: the files' one port).
+nlohmann::ordered_json reportJson(const PortResult& r, const SourceStats& source, const ReportContext& ctx);
+std::string reportText(const PortResult& r, const SourceStats& source, const ReportContext& ctx);
+// A whole live run: every port as reportJson gives it, plus its device, queues and ledger.
+nlohmann::ordered_json runJson(const RunResult& r, int64_t reorder_horizon_ns);
+
+// One line per port per interval: rates, PtM per scale, backlog, microbursts, drops.
+std::string intervalSummary(const std::string& port, const PortSnapshot& s, const EngineConfig& c);
+// The closing ledger: every frame that reached the port = analysed + dropped, by stage.
+std::string ledgerText(const RunResult& r);
+
+// Units, the same everywhere: "1.25 Gbit/s", "3.40 MB", "100 us", "2.50 ms".
+std::string humanRate(double bps);
+std::string humanBytes(double bytes);
+std::string humanTau(int64_t ns);
+std::string humanSeconds(double s);
 
 }  // namespace burstscope

@@ -11,14 +11,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "burstscope/source.h"
+#include "burstscope/capture.h"
 #include "burstscope/status.h"
 #include "src/analysis/report.h"
 #include "src/config/run_config.h"
 #include "src/export/metrics.h"
-#include "src/privileges/privileges.h"
-#include "src/live/live.h"
 #include "src/pipeline/pipeline.h"
+#include "src/privileges/privileges.h"
 
 #ifndef BURSTSCOPE_VERSION
 #define BURSTSCOPE_VERSION "dev"
@@ -141,30 +140,28 @@ struct AnalyzeOptions {
   MetricFlags metrics;
 };
 
-absl::StatusOr<PipelineConfig> buildConfig(const AnalyzeOptions& o) {
-  PipelineConfig pc;
-  BS_RETURN_IF_ERROR(o.metrics.apply(pc.engine, pc.decoder, &pc.reorder_horizon_ns, /*only_given=*/false));
-  if (absl::Status s = validateConfig(pc.engine); !s.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat("invalid configuration: ", s.message()));
-  }
-  return pc;
-}
-
 int runAnalyze(const AnalyzeOptions& o) {
-  auto config = buildConfig(o);
-  if (!config.ok()) return fail(config.status(), 2);
-  auto source = openPcapFiles(o.files);
+  PipelineConfig pc;
+  DecoderConfig dc;
+  if (absl::Status s = o.metrics.apply(pc.engine, dc, &pc.reorder_horizon_ns, /*only_given=*/false); !s.ok()) {
+    return fail(s, 2);
+  }
+  if (absl::Status s = validateConfig(pc.engine); !s.ok()) {
+    return fail(absl::InvalidArgumentError(absl::StrCat("invalid configuration: ", s.message())), 2);
+  }
+  auto source = openPcapCapture(o.files, dc);
   if (!source.ok()) return fail(source.status(), 1);
-  auto result = runPipeline(**source, *config, g_stop);
+  auto result = runCapture(**source, pc, g_stop);
   if (!result.ok()) return fail(result.status(), 1);
-  ReportContext ctx{o.files, &*config};
+  const PortResult& port = result->ports.front();
+  const ReportContext ctx{o.files, pc.reorder_horizon_ns};
   if (o.json) {
-    std::cout << reportJson(*result, ctx).dump(1) << "\n";
+    std::cout << reportJson(port, result->source, ctx).dump(1) << "\n";
   } else {
-    std::cout << reportText(*result, ctx);
+    std::cout << reportText(port, result->source, ctx);
   }
   if (!result->source.warning.empty()) std::cerr << "burstscope: warning: " << result->source.warning << "\n";
-  return result->ledger.balanced() ? 0 : 3;
+  return port.ledger.balanced() ? 0 : 3;
 }
 
 struct RunOptions {
@@ -261,8 +258,8 @@ absl::StatusOr<RunConfig> buildRunConfig(const RunOptions& o) {
   } else if (d.ports.empty()) {
     return absl::InvalidArgumentError("no port to capture from: give --port, --xdp, dpdk.ports or af-xdp.ports");
   }
-  EngineConfig& e = c.live.engine;
-  BS_RETURN_IF_ERROR(o.metrics.apply(e, d.decoder, &c.live.reorder_horizon_ns, /*only_given=*/true));
+  EngineConfig& e = c.live.pipeline.engine;
+  BS_RETURN_IF_ERROR(o.metrics.apply(e, d.decoder, &c.live.pipeline.reorder_horizon_ns, /*only_given=*/true));
   auto duration = [](const char* flag, const std::string& text) -> absl::StatusOr<int64_t> {
     auto v = parseDurationNs(text);
     if (!v.ok()) return absl::InvalidArgumentError(absl::StrCat(flag, ": ", v.status().message()));
@@ -276,11 +273,11 @@ absl::StatusOr<RunConfig> buildRunConfig(const RunOptions& o) {
   }
   if (o.given("--idle-exit")) {
     BS_ASSIGN_OR_RETURN(int64_t ns, duration("--idle-exit", o.idle_exit));
-    c.live.idle_exit_s = static_cast<double>(ns) * 1e-9;
+    c.live.pipeline.idle_exit_s = static_cast<double>(ns) * 1e-9;
   }
   if (o.given("--duration")) {
     BS_ASSIGN_OR_RETURN(int64_t ns, duration("--duration", o.duration));
-    c.live.duration_s = static_cast<double>(ns) * 1e-9;
+    c.live.pipeline.duration_s = static_cast<double>(ns) * 1e-9;
   }
   if (o.given("--timestamps") && c.capture == "af_xdp") {
     BS_RETURN_IF_ERROR(chooseFlag("--timestamps", o.timestamps,
@@ -322,51 +319,7 @@ absl::StatusOr<RunConfig> buildRunConfig(const RunOptions& o) {
   return c;
 }
 
-nlohmann::ordered_json liveJson(const LiveResult& r, const RunConfig& c) {
-  nlohmann::ordered_json out;
-  out["backend"] = r.backend;
-  out["stop_reason"] = r.stop_reason;
-  out["timestamps"] = {{"source", r.timestamps.source}, {"description", r.timestamps.description},
-                       {"error_bound_ns", r.timestamps.error_bound_ns},
-                       {"max_resync_step_ns", r.timestamps.max_resync_step_ns}};
-  out["ports"] = nlohmann::ordered_json::array();
-  for (size_t i = 0; i < r.ports.size(); ++i) {
-    const LivePortResult& p = r.ports[i];
-    PipelineConfig pc;
-    pc.engine = portEngineConfig(c.live.engine, capturePorts(c)[i].second);
-    pc.decoder = c.dpdk.decoder;
-    pc.reorder_horizon_ns = c.live.reorder_horizon_ns;
-    nlohmann::ordered_json j = reportJson(p.pipeline, ReportContext{{p.name}, &pc});
-    nlohmann::ordered_json dev;
-    auto opt = [](const std::optional<uint64_t>& v) { return v ? nlohmann::ordered_json(*v) : nlohmann::ordered_json(); };
-    dev["ipackets"] = opt(p.device.ipackets);
-    dev["ibytes"] = opt(p.device.ibytes);
-    dev["imissed"] = opt(p.device.imissed);
-    dev["ierrors"] = opt(p.device.ierrors);
-    dev["rx_nombuf"] = opt(p.device.rx_nombuf);
-    dev["queue_ipackets"] = nlohmann::ordered_json::array();
-    for (const auto& q : p.device.queue_ipackets) dev["queue_ipackets"].push_back(opt(q));
-    for (const auto& [name, value] : p.device.xstats) dev["xstats"][name] = value;
-    if (p.device.seen) {
-      dev["seen"] = *p.device.seen;
-      dev["filtered"] = p.device.filtered;
-      dev["drop_stages"] = nlohmann::ordered_json::object();
-      for (const auto& [stage, value] : p.device.drop_stages) dev["drop_stages"][stage] = value;
-    }
-    j["port"] = p.name;
-    j["device"] = dev;
-    j["queues"] = nlohmann::ordered_json::array();
-    for (size_t q = 0; q < p.queue_received.size(); ++q) {
-      j["queues"].push_back({{"received", p.queue_received[q]}, {"ring_drops", p.queue_ring_drops[q]}});
-    }
-    j["intervals"] = p.intervals;
-    j["ledger"]["balanced"] = ledgerBalanced(p);
-    out["ports"].push_back(j);
-  }
-  return out;
-}
-
-absl::StatusOr<std::unique_ptr<CaptureBackend>> openBackend(const RunConfig& c) {
+absl::StatusOr<std::unique_ptr<CaptureSource>> openBackend(const RunConfig& c) {
   if (c.capture == "af_xdp") {
 #ifdef BURSTSCOPE_HAVE_AFXDP
     return openAfXdp(c.afxdp);
@@ -398,7 +351,7 @@ int runLiveCommand(const RunOptions& o) {
   std::ostream& summary = o.json ? std::cerr : std::cout;
   for (const std::string& note : (*backend)->notes()) summary << "burstscope run: " << note << std::endl;
   // Printed even when quiet: it says capture is up (scripts wait for it before sending traffic).
-  for (const LivePort& p : (*backend)->ports()) {
+  for (const CapturePort& p : (*backend)->ports()) {
     summary << "burstscope run: " << p.name << " (" << p.rings.size() << " RX queue"
             << (p.rings.size() > 1 ? "s" : "") << ", link " << p.link_bps / 1e9 << " Gb/s), timestamps: "
             << (*backend)->timestampInfo().description << std::endl;
@@ -409,29 +362,35 @@ int runLiveCommand(const RunOptions& o) {
   if (!left.ok()) return fail(left.status(), 1);
   summary << "burstscope run: capabilities after set-up: "
           << (left->empty() ? std::string("none") : absl::StrJoin(*left, ",")) << std::endl;
-  LiveConfig lc = config->live;
-  // Prometheus export: the workers publish a snapshot per interval; /metrics reads the latest ones.
+  const PipelineConfig& pc = config->live.pipeline;
+  std::vector<EngineConfig> port_engines;
+  for (const CapturePort& p : (*backend)->ports()) port_engines.push_back(portEngineConfig(pc.engine, p.link_bps));
+  // Prometheus export: a snapshot per port per interval; /metrics reads the latest ones.
   std::shared_ptr<LiveMetrics> metrics;
   std::unique_ptr<MetricsServer> server;
   if (!config->exporter.listen.empty()) {
     std::vector<ExportPortInfo> infos;
-    for (const LivePort& p : (*backend)->ports()) {
-      const EngineConfig ec = portEngineConfig(lc.engine, p.link_bps);
-      infos.push_back(ExportPortInfo{p.name, ec.link_capacity_bps, ec.scales_ns, ec.rates_bps});
+    for (size_t i = 0; i < port_engines.size(); ++i) {
+      const EngineConfig& ec = port_engines[i];
+      infos.push_back(ExportPortInfo{(*backend)->ports()[i].name, ec.link_capacity_bps, ec.scales_ns, ec.rates_bps});
     }
     metrics = std::make_shared<LiveMetrics>(config->exporter, std::move(infos), (*backend)->name());
     auto started = MetricsServer::start(config->exporter, metrics);
     if (!started.ok()) return fail(started.status(), 1);
     server = std::move(*started);
     summary << "burstscope run: metrics at " << server->url() << std::endl;
-    lc.on_interval = [m = metrics.get()](size_t port, const PortSnapshot& s) { m->publish(port, s); };
   }
-  auto result = runLive(**backend, lc, g_stop, summary);
+  const bool quiet = config->live.quiet;
+  auto on_interval = [&](size_t port, const PortSnapshot& s) {
+    if (!quiet) summary << intervalSummary((*backend)->ports()[port].name, s, port_engines[port]) << std::endl;
+    if (metrics) metrics->publish(port, s);
+  };
+  auto result = runCapture(**backend, pc, g_stop, (quiet && !metrics) ? IntervalCallback() : on_interval);
   if (!result.ok()) return fail(result.status(), 1);
   summary << "stopped (" << result->stop_reason << ")\n" << ledgerText(*result);
-  if (o.json) std::cout << liveJson(*result, *config).dump(1) << "\n";
+  if (o.json) std::cout << runJson(*result, pc.reorder_horizon_ns).dump(1) << "\n";
   bool balanced = true;
-  for (const LivePortResult& p : result->ports) balanced &= ledgerBalanced(p);
+  for (const PortResult& p : result->ports) balanced &= ledgerBalanced(p);
   return balanced ? 0 : 3;
 }
 

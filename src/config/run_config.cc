@@ -263,7 +263,7 @@ absl::Status readAfXdp(const Reader& rd, const YAML::Node& n, RunConfig* c) {
 absl::Status readMetrics(const Reader& rd, const YAML::Node& n, RunConfig* c) {
   BS_CHECK(rd.checkKeys(n, "metrics", {"scales", "rates-gbps", "microburst", "exact-max", "top-k", "flow-table",
                                        "pair-table", "reorder"}));
-  EngineConfig& e = c->live.engine;
+  EngineConfig& e = c->live.pipeline.engine;
   if (n["scales"]) {
     BS_CHECK(rd.sequence(n["scales"], "metrics.scales"));
     e.scales_ns.clear();
@@ -297,7 +297,7 @@ absl::Status readMetrics(const Reader& rd, const YAML::Node& n, RunConfig* c) {
   }
   if (n["flow-table"]) BS_CHECK(rd.integer(n["flow-table"], "metrics.flow-table", &e.flow_table_capacity, 64, 1LL << 28));
   if (n["pair-table"]) BS_CHECK(rd.integer(n["pair-table"], "metrics.pair-table", &e.pair_table_capacity, 64, 1LL << 26));
-  if (n["reorder"]) BS_CHECK(rd.duration(n["reorder"], "metrics.reorder", &c->live.reorder_horizon_ns));
+  if (n["reorder"]) BS_CHECK(rd.duration(n["reorder"], "metrics.reorder", &c->live.pipeline.reorder_horizon_ns));
   return absl::OkStatus();
 }
 
@@ -375,17 +375,17 @@ absl::Status readExport(const Reader& rd, const YAML::Node& n, RunConfig* c) {
 
 absl::Status readReport(const Reader& rd, const YAML::Node& n, RunConfig* c) {
   BS_CHECK(rd.checkKeys(n, "report", {"interval", "baseline", "quiet", "idle-exit", "duration"}));
-  if (n["interval"]) BS_CHECK(rd.duration(n["interval"], "report.interval", &c->live.engine.report_interval_ns));
-  if (n["baseline"]) BS_CHECK(rd.duration(n["baseline"], "report.baseline", &c->live.engine.baseline_ns));
+  if (n["interval"]) BS_CHECK(rd.duration(n["interval"], "report.interval", &c->live.pipeline.engine.report_interval_ns));
+  if (n["baseline"]) BS_CHECK(rd.duration(n["baseline"], "report.baseline", &c->live.pipeline.engine.baseline_ns));
   if (n["quiet"]) BS_CHECK(rd.boolean(n["quiet"], "report.quiet", &c->live.quiet));
   int64_t ns;
   if (n["idle-exit"]) {
     BS_CHECK(rd.duration(n["idle-exit"], "report.idle-exit", &ns));
-    c->live.idle_exit_s = static_cast<double>(ns) * 1e-9;
+    c->live.pipeline.idle_exit_s = static_cast<double>(ns) * 1e-9;
   }
   if (n["duration"]) {
     BS_CHECK(rd.duration(n["duration"], "report.duration", &ns));
-    c->live.duration_s = static_cast<double>(ns) * 1e-9;
+    c->live.pipeline.duration_s = static_cast<double>(ns) * 1e-9;
   }
   return absl::OkStatus();
 }
@@ -394,8 +394,8 @@ absl::Status readReport(const Reader& rd, const YAML::Node& n, RunConfig* c) {
 
 absl::StatusOr<RunConfig> parseRunConfig(const std::string& yaml, const std::string& origin) {
   RunConfig c;
-  c.live.engine.report_interval_ns = 1'000'000'000;
-  c.live.engine.rates_bps.clear();  // the link speed of each port unless configured
+  c.live.pipeline.engine.report_interval_ns = 1'000'000'000;
+  c.live.pipeline.engine.rates_bps.clear();  // the link speed of each port unless configured
   Reader rd(origin);
   YAML::Node root;
   try {

@@ -1,4 +1,4 @@
-// `burstscope run` configuration: a YAML file (see etc/burstscope.yaml, documented in docs/configuration.md)
+// `burstscope run` configuration: a YAML file (see etc/burstscope.yaml, documented in docs/operations.md)
 // whose keys map onto the modules' plain config structs. Every error names the key, and the line, at fault;
 // an unknown key is an error, never silently ignored.
 #pragma once
@@ -12,15 +12,20 @@
 #include "src/capture/afxdp/afxdp_backend.h"
 #include "src/capture/dpdk/dpdk_backend.h"
 #include "src/export/metrics.h"
-#include "src/live/live.h"
+#include "src/pipeline/pipeline.h"
 
 namespace burstscope {
+
+struct LiveConfig {
+  PipelineConfig pipeline;  // pipeline.engine.rates_bps empty: each port's link speed
+  bool quiet = false;       // no per-interval summary
+};
 
 struct RunConfig {
   std::string capture = "dpdk";  // or "af_xdp"
   DpdkConfig dpdk;               // also holds the decoder and ring size both backends use
   AfXdpConfig afxdp;
-  LiveConfig live;  // live.engine.rates_bps empty: each port's link speed
+  LiveConfig live;
   ExportConfig exporter;
 };
 

@@ -211,10 +211,10 @@ LiveMetrics::LiveMetrics(const ExportConfig& config, std::vector<ExportPortInfo>
 
 void LiveMetrics::publish(size_t port, const PortSnapshot& s) {
   if (s.interval.partial) return;  // the final, incomplete interval at shutdown: not a completed one
-  std::lock_guard<std::mutex> lock(mu_);
   PortState& p = ports_.at(port);
-  auto add = [&p](const std::string& dir, const IntervalStream& st) {
-    StreamTotals& t = p.totals[dir];
+  PortView& v = p.working;
+  auto add = [&v](const std::string& dir, const IntervalStream& st) {
+    StreamTotals& t = v.totals[dir];
     t.packets += st.packets;
     t.bytes += st.bytes;
   };
@@ -223,28 +223,38 @@ void LiveMetrics::publish(size_t port, const PortSnapshot& s) {
   if (p.switch_buffer_bytes) {
     const auto link = std::find(p.info.rates_bps.begin(), p.info.rates_bps.end(), p.info.link_bps);
     const size_t i = static_cast<size_t>(link - p.info.rates_bps.begin());
-    auto count = [&p, i](const std::string& dir, const IntervalStream& st) {
-      uint64_t& n = p.over_buffer_intervals[dir];  // the series exists from the first interval on
+    auto count = [&](const std::string& dir, const IntervalStream& st) {
+      uint64_t& n = v.over_buffer_intervals[dir];  // the series exists from the first interval on
       if (i < st.backlog_bytes.size() && st.backlog_bytes[i] > *p.switch_buffer_bytes) ++n;
     };
     count("all", s.interval.port);
     for (const auto& [d, st] : s.interval.directions) count(directionName(d), st);
   }
-  p.pairs.update(s.interval.pairs);
-  p.flows.update(s.interval.flows);
-  p.last = s;
-  p.last_close_s =
-      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  v.pairs.update(s.interval.pairs);
+  v.flows.update(s.interval.flows);
+  v.last = s;
+  v.last_close_s = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  // A scrape takes the views under this lock and renders them after it, so neither waits for the other.
+  auto view = std::make_shared<const PortView>(v);
+  std::lock_guard<std::mutex> lock(mu_);
+  p.view = std::move(view);
 }
 
 std::vector<MetricFamily> LiveMetrics::Collect() const {
+  std::vector<std::shared_ptr<const PortView>> views;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const PortState& p : ports_) views.push_back(p.view);
+  }
   Families f;
-  std::lock_guard<std::mutex> lock(mu_);
   f.gauge("burstscope_build_info", "burstscope version and capture backend (always 1)",
           with(identity_, {{"version", BURSTSCOPE_VERSION}, {"backend", backend_}}), 1);
   f.gauge("burstscope_start_time_seconds", "when this burstscope process started, seconds since the epoch",
           identity_, start_time_s_);
-  for (const PortState& p : ports_) {
+  for (size_t port = 0; port < ports_.size(); ++port) {
+    const PortState& p = ports_[port];
+    const PortView empty;
+    const PortView& v = views[port] ? *views[port] : empty;
     const LabelVec& L = p.labels;
     f.gauge("burstscope_link_capacity_bytes_per_second",
             "capacity of the mirrored link (configured link speed), for utilisation and microbursts", L,
@@ -254,16 +264,16 @@ std::vector<MetricFamily> LiveMetrics::Collect() const {
               *p.switch_buffer_bytes);
     }
     f.counter("burstscope_report_intervals_total", "report intervals completed", L,
-              p.last ? static_cast<double>(p.last->intervals) : 0.0);
-    if (!p.last) continue;  // nothing measured yet: no per-interval series
-    const PortSnapshot& s = *p.last;
+              v.last ? static_cast<double>(v.last->intervals) : 0.0);
+    if (!v.last) continue;  // nothing measured yet: no per-interval series
+    const PortSnapshot& s = *v.last;
     const IntervalReport& r = s.interval;
     f.gauge("burstscope_last_interval_end_timestamp_seconds",
             "end of the last completed report interval, in capture time (seconds since the epoch)", L,
             static_cast<double>(r.end_ns) * 1e-9);
     f.gauge("burstscope_last_interval_close_time_seconds",
             "wall-clock time at which the last report interval was closed (stalls if capture stops)", L,
-            p.last_close_s);
+            v.last_close_s);
     f.gauge("burstscope_report_interval_seconds", "length of a report interval", L,
             static_cast<double>(r.end_ns - r.start_ns) * 1e-9);
     f.gauge("burstscope_baseline_seconds", "trailing time the peak-to-mean baseline covers", L,
@@ -273,7 +283,7 @@ std::vector<MetricFamily> LiveMetrics::Collect() const {
     for (const auto& [d, st] : r.directions) streams.emplace_back(directionName(d), &st);
     for (const auto& [dir, st] : streams) {
       const LabelVec D = with(L, {{"direction", dir}});
-      const StreamTotals& t = p.totals.at(dir);
+      const StreamTotals& t = v.totals.at(dir);
       f.counter("burstscope_packets_total", "packets measured (direction all: the whole port)", D,
                 static_cast<double>(t.packets));
       f.counter("burstscope_bytes_total", "bytes on the wire measured (Ethernet header, no FCS)", D,
@@ -306,7 +316,7 @@ std::vector<MetricFamily> LiveMetrics::Collect() const {
                   "largest virtual backlog at the link's own speed in the last interval", D, st->backlog_bytes[i]);
         }
       }
-      if (auto it = p.over_buffer_intervals.find(dir); it != p.over_buffer_intervals.end()) {
+      if (auto it = v.over_buffer_intervals.find(dir); it != v.over_buffer_intervals.end()) {
         f.counter("burstscope_link_backlog_over_buffer_intervals_total",
                   "report intervals whose backlog at the link's own speed exceeded the switch buffer", D,
                   static_cast<double>(it->second));
@@ -337,13 +347,7 @@ std::vector<MetricFamily> LiveMetrics::Collect() const {
     const char* drop_help = "frames lost before measurement, by the stage that dropped them";
     f.counter("burstscope_capture_dropped_packets_total", drop_help, with(L, {{"stage", "ring_full"}}),
               static_cast<double>(s.ledger.ring_drops));
-    const std::pair<const char*, std::optional<uint64_t>> nic[] = {
-        {"nic_missed", s.device.imissed}, {"nic_errors", s.device.ierrors}, {"nic_no_mbuf", s.device.rx_nombuf}};
-    for (const auto& [stage, v] : nic) {
-      if (v) f.counter("burstscope_capture_dropped_packets_total", drop_help, with(L, {{"stage", stage}}),
-                       static_cast<double>(*v));
-    }
-    // Stages before RX a backend reports (AF_XDP: no socket on the queue, XSK ring full, ...).
+    // Stages before RX, as the capture source names them (nic_missed, xsk_rx_ring_full, ...).
     for (const auto& [stage, v] : s.device.drop_stages) {
       f.counter("burstscope_capture_dropped_packets_total", drop_help, with(L, {{"stage", stage}}),
                 static_cast<double>(v));
@@ -356,9 +360,9 @@ std::vector<MetricFamily> LiveMetrics::Collect() const {
                 "frames the configured capture filter left to the kernel (not lost: not asked for)", L,
                 static_cast<double>(s.device.filtered));
     }
-    if (s.device.ipackets) {
+    if (s.device.received) {
       f.counter("burstscope_device_received_packets_total", "packets the device reports as received", L,
-                static_cast<double>(*s.device.ipackets));
+                static_cast<double>(*s.device.received));
     }
     f.counter("burstscope_capture_late_packets_total",
               "frames older than the reorder horizon allowed, measured at the last released time", L,
@@ -420,8 +424,8 @@ std::vector<MetricFamily> LiveMetrics::Collect() const {
       f.gauge("burstscope_flow_table_entries", "keys held in the table", with(L, {{"table", flow ? "flows" : "pairs"}}),
               static_cast<double>(h.entries));
     };
-    heavy(p.pairs, r.pairs, /*flow=*/false);
-    heavy(p.flows, r.flows, /*flow=*/true);
+    heavy(v.pairs, r.pairs, /*flow=*/false);
+    heavy(v.flows, r.flows, /*flow=*/true);
   }
   return f.take();
 }

@@ -1,5 +1,7 @@
-// Prometheus export of a live run (SPEC "Live reporting semantics"). Port workers publish one snapshot per
-// completed report interval; a scrape turns the latest snapshots into metric families. Nothing on the packet
+// Prometheus export of a live run (SPEC "Live reporting semantics"). The driver's control thread publishes
+// one snapshot per port per completed report interval (never a packet worker); a scrape turns the latest
+// snapshots into metric families. Publishing builds an immutable view and swaps it in under a short lock;
+// a scrape takes the views under that lock and renders them after it, so a slow scrape delays nobody. Nothing on the packet
 // path touches prometheus-cpp: its counters are an atomic CAS and its histograms take a mutex per
 // observation, so the figures are kept by the engine as plain numbers and only copied here once a second.
 //
@@ -19,7 +21,7 @@
 #include "absl/status/statusor.h"
 #include "prometheus/collectable.h"
 #include "prometheus/metric_family.h"
-#include "src/live/live.h"
+#include "src/pipeline/pipeline.h"
 
 namespace burstscope {
 
@@ -80,7 +82,7 @@ class LiveMetrics : public prometheus::Collectable {
  public:
   LiveMetrics(const ExportConfig& config, std::vector<ExportPortInfo> ports, std::string backend);
 
-  // From a port's worker, at the close of each report interval.
+  // At the close of each report interval; from one thread (the driver's control thread).
   void publish(size_t port, const PortSnapshot& s);
   std::vector<prometheus::MetricFamily> Collect() const override;
 
@@ -88,17 +90,22 @@ class LiveMetrics : public prometheus::Collectable {
   struct StreamTotals {
     uint64_t packets = 0, bytes = 0;
   };
-  struct PortState {
-    ExportPortInfo info;
-    std::optional<double> switch_buffer_bytes;
-    std::vector<prometheus::ClientMetric::Label> labels;  // identity + port
-    std::optional<PortSnapshot> last;                     // the last snapshot of a completed interval
-    double last_close_s = 0;                              // wall clock when it was published
-    std::map<std::string, StreamTotals> totals;           // "all", "ingress", "egress"
+  // What a scrape renders of a port: immutable once published.
+  struct PortView {
+    std::optional<PortSnapshot> last;            // the last snapshot of a completed interval
+    double last_close_s = 0;                     // wall clock when it was published
+    std::map<std::string, StreamTotals> totals;  // "all", "ingress", "egress"
     // Completed intervals whose backlog at the link's own speed exceeded the switch buffer, by direction:
     // counted at publish, so that no interval is missed between two scrapes (the alert reads this).
     std::map<std::string, uint64_t> over_buffer_intervals;
     TopKCounters pairs, flows;
+  };
+  struct PortState {
+    ExportPortInfo info;
+    std::optional<double> switch_buffer_bytes;
+    std::vector<prometheus::ClientMetric::Label> labels;  // identity + port
+    PortView working;                                     // the publisher's own copy
+    std::shared_ptr<const PortView> view;                 // the scrapers' (under mu_)
   };
 
   std::vector<prometheus::ClientMetric::Label> identity_;

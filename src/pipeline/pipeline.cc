@@ -1,104 +1,251 @@
 #include "src/pipeline/pipeline.h"
 
+#include <pthread.h>
+
+#include <algorithm>
 #include <array>
+#include <chrono>
+#include <deque>
+#include <memory>
+#include <mutex>
 #include <thread>
 
-#include "burstscope/ring.h"
+#include "absl/strings/str_cat.h"
 #include "burstscope/status.h"
 
 namespace burstscope {
 namespace {
 
-constexpr size_t kBatch = 64;
+constexpr size_t kBatch = 256;
 
-// Runs on the capture thread: decodes each frame into a record and hands records to the ring in batches.
-class CaptureStage final : public FrameSink {
+uint64_t sumReceived(const CapturePort& p) {
+  uint64_t n = 0;
+  for (const QueueCounters* c : p.counters) n += c->received.load(std::memory_order_relaxed);
+  return n;
+}
+
+uint64_t sumRingDrops(const CapturePort& p) {
+  uint64_t n = 0;
+  for (const QueueCounters* c : p.counters) n += c->ring_drops.load(std::memory_order_relaxed);
+  return n;
+}
+
+// Interval reports on their way from the workers to the control thread. A worker holds the lock only to
+// append; the control thread takes the whole list at once.
+class Mailbox {
  public:
-  CaptureStage(const PipelineConfig& cfg, SpscRing<PacketRecord>& ring)
-      : decoder_(cfg.decoder), ring_(ring), lossless_(cfg.lossless) {}
-
-  void onFrame(const Frame& f) override {
-    PacketRecord& r = batch_[n_++];
-    decoder_.decode(f.data, f.wire_len, &r);
-    r.ts_ns = f.ts_ns;
-    ++received_;
-    if (n_ == kBatch) flush();
+  void push(size_t port, PortSnapshot s) {
+    std::lock_guard<std::mutex> lock(mu_);
+    items_.emplace_back(port, std::move(s));
   }
-
-  void flush() {
-    size_t done = ring_.enqueue({batch_.data(), n_});
-    while (lossless_ && done < n_) {
-      std::this_thread::yield();
-      done += ring_.enqueue({batch_.data() + done, n_ - done});
-    }
-    drops_ += n_ - done;
-    n_ = 0;
+  std::deque<std::pair<size_t, PortSnapshot>> take() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return std::exchange(items_, {});
   }
-
-  const DecodeStats& decodeStats() const { return decoder_.stats(); }
-  uint64_t received() const { return received_; }
-  uint64_t drops() const { return drops_; }
 
  private:
-  Decoder decoder_;
-  SpscRing<PacketRecord>& ring_;
-  bool lossless_;
-  std::array<PacketRecord, kBatch> batch_;
-  size_t n_ = 0;
-  uint64_t received_ = 0;
-  uint64_t drops_ = 0;
+  std::mutex mu_;
+  std::deque<std::pair<size_t, PortSnapshot>> items_;
+};
+
+// One port's worker: merges its queues, runs the engine, and hands each closed interval to the mailbox.
+class PortWorker {
+ public:
+  PortWorker(size_t index, const CapturePort& port, const EngineConfig& ec, int64_t horizon, Mailbox& mailbox)
+      : index_(index), port_(port), engine_config_(ec), engine_(ec), reorder_(horizon), horizon_ns_(horizon),
+        watermark_(port.rings.size(), INT64_MIN) {
+    engine_.setIntervalSink([this, &mailbox](const IntervalReport& r) {
+      PortSnapshot s;
+      s.interval = r;
+      s.intervals = ++intervals_;
+      s.ledger = Ledger{sumReceived(port_), analysed_, sumRingDrops(port_)};
+      s.reordered = reorder_.reordered();
+      s.clamped = reorder_.clamped();
+      mailbox.push(index_, std::move(s));
+    });
+  }
+
+  // The thread body: poll until `draining` was set before a poll that found every ring empty.
+  void run(const std::atomic<bool>& draining) {
+    std::array<PacketRecord, kBatch> batch;
+    // Idle back-off: 100 us after the first empty poll, doubling to 1 ms while the rings stay empty, so
+    // that a quiet mirror port costs little CPU; the rings hold far more than 1 ms of records.
+    std::chrono::microseconds idle{100};
+    for (;;) {
+      const bool last = draining.load(std::memory_order_acquire);
+      if (poll(batch) > 0) {
+        idle = std::chrono::microseconds(100);
+        continue;
+      }
+      if (last) break;
+      std::this_thread::sleep_for(idle);
+      idle = std::min(idle * 2, std::chrono::microseconds(1000));
+    }
+    reorder_.flush([this](const PacketRecord& r) { feed(r); });
+    engine_.finish();
+  }
+
+  PortResult result() const {
+    PortResult r;
+    r.name = port_.name;
+    r.engine_config = engine_config_;
+    r.engine = engine_.result();
+    r.ledger = Ledger{sumReceived(port_), analysed_, sumRingDrops(port_)};
+    r.reordered = reorder_.reordered();
+    r.clamped = reorder_.clamped();
+    r.max_lateness_ns = reorder_.maxLatenessNs();
+    r.clock_steps_back = reorder_.clockStepsBack();
+    r.clock_shift_ns = reorder_.clockShiftNs();
+    r.intervals = intervals_;
+    for (const QueueCounters* c : port_.counters) {
+      r.queue_received.push_back(c->received.load());
+      r.queue_ring_drops.push_back(c->ring_drops.load());
+    }
+    return r;
+  }
+
+ private:
+  // Takes what the rings hold; returns the number of records (ticks included) taken.
+  size_t poll(std::array<PacketRecord, kBatch>& batch) {
+    size_t taken = 0;
+    for (size_t q = 0; q < port_.rings.size(); ++q) {
+      const size_t n = port_.rings[q]->dequeue(batch);
+      taken += n;
+      for (size_t i = 0; i < n; ++i) {
+        const PacketRecord& r = batch[i];
+        if (port_.ordered_lossless) {
+          if (!(r.flags & kRecordTick)) reorder_.push(r, [this](const PacketRecord& x) { feed(x); });
+          continue;
+        }
+        watermark_[q] = std::max(watermark_[q], r.ts_ns);
+        if (!(r.flags & kRecordTick)) reorder_.hold(r);
+      }
+    }
+    if (!port_.ordered_lossless) {
+      const int64_t low = *std::min_element(watermark_.begin(), watermark_.end());
+      if (low != INT64_MIN) {
+        const int64_t bound = low - horizon_ns_;
+        reorder_.releaseUpTo(bound, [this](const PacketRecord& r) { feed(r); });
+        engine_.advance(bound);
+      }
+    }
+    return taken;
+  }
+
+  void feed(const PacketRecord& r) {
+    engine_.add(r);
+    ++analysed_;
+  }
+
+  size_t index_;
+  const CapturePort& port_;
+  EngineConfig engine_config_;
+  Engine engine_;
+  Reorderer reorder_;
+  int64_t horizon_ns_;
+  std::vector<int64_t> watermark_;
+  uint64_t analysed_ = 0;
+  uint64_t intervals_ = 0;
 };
 
 }  // namespace
 
-absl::StatusOr<PipelineResult> runPipeline(PacketSource& source, const PipelineConfig& config,
-                                           const std::atomic<bool>& stop) {
-  BS_RETURN_IF_ERROR(validateConfig(config.engine));
-  SpscRing<PacketRecord> ring(config.ring_capacity);
-  CaptureStage capture(config, ring);
-  std::atomic<bool> capture_done{false};
-  absl::Status source_status;
-
-  std::thread capture_thread([&] {
-    source_status = source.run(capture, stop);
-    capture.flush();
-    capture_done.store(true, std::memory_order_release);
-  });
-
-  Engine engine(config.engine);
-  Reorderer reorder(config.reorder_horizon_ns);
-  uint64_t analysed = 0;
-  auto feed = [&](const PacketRecord& r) {
-    engine.add(r);
-    ++analysed;
-  };
-  std::array<PacketRecord, kBatch> batch;
-  for (;;) {
-    // Read the flag before draining, so that nothing enqueued before it was set can be missed.
-    const bool done = capture_done.load(std::memory_order_acquire);
-    size_t n = ring.dequeue(batch);
-    for (size_t i = 0; i < n; ++i) reorder.push(batch[i], feed);
-    if (n == 0) {
-      if (done) break;
-      std::this_thread::yield();
-    }
+EngineConfig portEngineConfig(const EngineConfig& base, double link_bps) {
+  EngineConfig c = base;
+  if (link_bps > 0) c.link_capacity_bps = link_bps;
+  if (std::find(c.rates_bps.begin(), c.rates_bps.end(), c.link_capacity_bps) == c.rates_bps.end()) {
+    c.rates_bps.push_back(c.link_capacity_bps);
   }
-  capture_thread.join();
-  BS_RETURN_IF_ERROR(source_status);
-  reorder.flush(feed);
-  engine.finish();
+  return c;
+}
 
-  PipelineResult r;
-  r.engine = engine.result();
-  r.decode = capture.decodeStats();
-  r.source = source.stats();
-  r.ledger = Ledger{capture.received(), analysed, capture.drops()};
-  r.reordered = reorder.reordered();
-  r.clamped = reorder.clamped();
-  r.max_lateness_ns = reorder.maxLatenessNs();
-  r.clock_steps_back = reorder.clockStepsBack();
-  r.clock_shift_ns = reorder.clockShiftNs();
-  return r;
+bool ledgerBalanced(const PortResult& p) {
+  const Ledger& l = p.ledger;
+  const DeviceStats& d = p.device;
+  return l.balanced() && (!d.received || *d.received == l.received) &&
+         (!d.seen || *d.seen == l.received + d.dropStagesTotal() + d.filtered);
+}
+
+absl::StatusOr<RunResult> runCapture(CaptureSource& source, const PipelineConfig& config,
+                                     const std::atomic<bool>& stop, const IntervalCallback& on_interval) {
+  const std::vector<CapturePort>& ports = source.ports();
+  Mailbox mailbox;
+  std::vector<std::unique_ptr<PortWorker>> workers;
+  for (size_t i = 0; i < ports.size(); ++i) {
+    const EngineConfig ec = portEngineConfig(config.engine, ports[i].link_bps);
+    if (absl::Status s = validateConfig(ec); !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("port ", ports[i].name, ": ", s.message()));
+    }
+    workers.push_back(std::make_unique<PortWorker>(i, ports[i], ec, config.reorder_horizon_ns, mailbox));
+  }
+  auto deliver = [&] {
+    for (auto& [port, s] : mailbox.take()) {
+      if (!on_interval) continue;
+      s.device = source.deviceStats(port);
+      s.decode = source.decodeStats(port);
+      s.timestamps = source.timestampInfo();
+      on_interval(port, s);
+    }
+  };
+
+  BS_RETURN_IF_ERROR(source.start());
+  std::atomic<bool> draining{false};
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < workers.size(); ++i) {
+    threads.emplace_back([w = workers[i].get(), &draining] { w->run(draining); });
+    pthread_setname_np(threads.back().native_handle(), absl::StrCat("bs-port-", i).c_str());
+  }
+
+  RunResult result;
+  result.backend = source.name();
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point started = Clock::now();
+  Clock::time_point last_packet = started;
+  uint64_t last_seen = 0;
+  for (;;) {
+    deliver();
+    const Clock::time_point now = Clock::now();
+    uint64_t seen = 0;
+    for (const CapturePort& p : ports) seen += sumReceived(p);
+    if (seen != last_seen) {
+      last_seen = seen;
+      last_packet = now;
+    }
+    if (stop.load(std::memory_order_relaxed)) {
+      result.stop_reason = "signal";
+      break;
+    }
+    if (source.finished()) {
+      result.stop_reason = "end of input";
+      break;
+    }
+    if (config.duration_s > 0 && now - started >= std::chrono::duration<double>(config.duration_s)) {
+      result.stop_reason = "duration";
+      break;
+    }
+    if (config.idle_exit_s > 0 && seen > 0 &&
+        now - last_packet >= std::chrono::duration<double>(config.idle_exit_s)) {
+      result.stop_reason = "idle";
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+
+  // Stop the producers (each pushes its last records and a final tick), then let the workers drain.
+  source.stop();
+  draining.store(true, std::memory_order_release);
+  for (std::thread& t : threads) t.join();
+  deliver();
+  BS_RETURN_IF_ERROR(source.status());
+  result.timestamps = source.timestampInfo();
+  result.source = source.sourceStats();
+  for (size_t i = 0; i < workers.size(); ++i) {
+    PortResult pr = workers[i]->result();
+    pr.decode = source.decodeStats(i);
+    pr.device = source.deviceStats(i);
+    result.ports.push_back(std::move(pr));
+  }
+  return result;
 }
 
 }  // namespace burstscope

@@ -1,24 +1,33 @@
-// Source -> decode -> SPSC ring -> reorder -> engine, on two threads: the capture thread runs the source and
-// the decoder, the calling thread runs the engine. Offline (lossless) the capture thread waits when the
-// ring is full, since a file loses nothing by waiting; live, it drops and counts, never blocks.
+// The one driver behind `analyze` and `run` (docs/architecture.md): a capture source's queues -> one worker
+// thread per port (merge the port's queues by timestamp, reorder, engine, close intervals) -> results.
+// The packet path never waits for anything else: interval reports leave each worker through a short
+// hand-over, and the control thread (the caller's) reads device statistics, prints, and publishes them.
+//
+// Merge contract: each queue's records are in timestamp order up to the reorder horizon, and every queue
+// sends tick records (kRecordTick) carrying its watermark while idle. A port's worker releases a record once
+// every queue of the port has a watermark at least `horizon` past it, so a quiet queue never holds the
+// others back and a busy one never runs ahead of a slow one. A capture file (one ordered, lossless queue)
+// is released by the newest timestamp instead, and a clock stepping back by over a second shifts time on.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
+#include "burstscope/capture.h"
 #include "burstscope/decode.h"
-#include "burstscope/source.h"
 #include "burstscope/window.h"
 
 namespace burstscope {
 
 struct PipelineConfig {
-  EngineConfig engine;
-  DecoderConfig decoder;
+  EngineConfig engine;  // per port: the port's link speed as capacity, and among the backlog rates
   int64_t reorder_horizon_ns = 1'000'000;
-  size_t ring_capacity = size_t{1} << 16;  // records
-  bool lossless = true;
+  double idle_exit_s = 0;  // stop after this long without a packet on any port, once one came (0: never)
+  double duration_s = 0;   // stop after this long (0: until a signal, or until a file source is done)
 };
 
 // Every frame that reached the pipeline, counted once: received == analysed + ring_drops.
@@ -29,19 +38,58 @@ struct Ledger {
   bool balanced() const { return received == analysed + ring_drops; }
 };
 
-struct PipelineResult {
+// What a port publishes at the close of each report interval, all read at that moment, so that an exporter
+// serves self-consistent figures that change only once per interval.
+struct PortSnapshot {
+  IntervalReport interval;
+  uint64_t intervals = 0;  // reported so far, this one included
+  Ledger ledger;           // received, analysed and ring drops when the interval closed
+  uint64_t reordered = 0;
+  uint64_t clamped = 0;
+  DeviceStats device;  // read by the control thread just after the close, never by the worker
+  DecodeStats decode;
+  TimestampInfo timestamps;
+};
+
+struct PortResult {
+  std::string name;
+  EngineConfig engine_config;  // as this port ran it
   EngineResult engine;
   DecodeStats decode;
-  SourceStats source;
   Ledger ledger;
   uint64_t reordered = 0;
   uint64_t clamped = 0;
   int64_t max_lateness_ns = 0;
-  uint64_t clock_steps_back = 0;  // timestamps stepping back by over a second: time shifted on (Reorderer)
+  uint64_t clock_steps_back = 0;  // a file's timestamps stepping back by over a second: time shifted on
   int64_t clock_shift_ns = 0;
+  DeviceStats device;
+  std::vector<uint64_t> queue_received;  // per queue, as its producer counted
+  std::vector<uint64_t> queue_ring_drops;
+  uint64_t intervals = 0;
 };
 
-absl::StatusOr<PipelineResult> runPipeline(PacketSource& source, const PipelineConfig& config,
-                                           const std::atomic<bool>& stop);
+struct RunResult {
+  std::vector<PortResult> ports;
+  TimestampInfo timestamps;
+  SourceStats source;
+  std::string backend;
+  std::string stop_reason;  // "signal", "idle", "duration", "end of input"
+};
+
+// The engine configuration a port runs with: the port's link speed as capacity (unless 0), and among the
+// backlog rates (the congestion alert compares that backlog with the switch buffer).
+EngineConfig portEngineConfig(const EngineConfig& base, double link_bps);
+
+// Called on the control thread with each port's snapshot at every interval close.
+using IntervalCallback = std::function<void(size_t port, const PortSnapshot&)>;
+
+// Starts the source and runs until `stop`, the idle timeout, the duration, or the end of a finite source;
+// then stops the source, drains every queue and finishes the engines.
+absl::StatusOr<RunResult> runCapture(CaptureSource& source, const PipelineConfig& config,
+                                     const std::atomic<bool>& stop, const IntervalCallback& on_interval = {});
+
+// received by RX = analysed + ring drops, the device's own RX count (if any) agrees, and frames seen before
+// RX (if counted) = received + drop stages + filtered.
+bool ledgerBalanced(const PortResult& p);
 
 }  // namespace burstscope

@@ -69,7 +69,7 @@ ring-size: 4096
   EXPECT_EQ(c->dpdk.timestamps, TimestampMode::kTsc);
   EXPECT_DOUBLE_EQ(c->dpdk.tsc_resync_s, 0.5);
   EXPECT_EQ(c->dpdk.ring_capacity, 4096u);
-  const EngineConfig& e = c->live.engine;
+  const EngineConfig& e = c->live.pipeline.engine;
   EXPECT_EQ(e.scales_ns, (std::vector<int64_t>{100'000, 1'000'000}));
   EXPECT_EQ(e.rates_bps, (std::vector<double>{10e9, 100e9}));
   EXPECT_EQ(e.microburst_tau_ns, 200'000);
@@ -78,9 +78,9 @@ ring-size: 4096
   EXPECT_EQ(e.top_k, 5u);
   EXPECT_EQ(e.report_interval_ns, 500'000'000);
   EXPECT_EQ(e.baseline_ns, 30'000'000'000);
-  EXPECT_EQ(c->live.reorder_horizon_ns, 2'000'000);
+  EXPECT_EQ(c->live.pipeline.reorder_horizon_ns, 2'000'000);
   EXPECT_TRUE(c->live.quiet);
-  EXPECT_DOUBLE_EQ(c->live.idle_exit_s, 2.0);
+  EXPECT_DOUBLE_EQ(c->live.pipeline.idle_exit_s, 2.0);
   EXPECT_EQ(c->dpdk.decoder.local_nets.size(), 2u);
   EXPECT_EQ(c->dpdk.decoder.mirror_vlan_tags, 1);
 }
@@ -88,8 +88,8 @@ ring-size: 4096
 TEST(RunConfigTest, EmptyFileGivesDefaults) {
   auto c = parseRunConfig("", "empty.yaml");
   ASSERT_TRUE(c.ok());
-  EXPECT_EQ(c->live.engine.report_interval_ns, 1'000'000'000);
-  EXPECT_TRUE(c->live.engine.rates_bps.empty());  // each port's link speed
+  EXPECT_EQ(c->live.pipeline.engine.report_interval_ns, 1'000'000'000);
+  EXPECT_TRUE(c->live.pipeline.engine.rates_bps.empty());  // each port's link speed
   EXPECT_EQ(c->dpdk.timestamps, TimestampMode::kAuto);
 }
 
@@ -159,7 +159,7 @@ TEST(RunConfigTest, TheShippedExampleParses) {
   ASSERT_TRUE(c.ok()) << c.status();
   ASSERT_EQ(c->dpdk.ports.size(), 1u);
   EXPECT_EQ(c->dpdk.ports[0].rx_queues, 2);
-  EXPECT_TRUE(validateConfig(c->live.engine).ok());
+  EXPECT_TRUE(validateConfig(c->live.pipeline.engine).ok());
 }
 
 }  // namespace

@@ -103,7 +103,7 @@ check "trace: ledger closes exactly: seen = sent = received + dropped before RX 
 check "trace: packets and bytes (wire lengths) equal analyze of the file" test "$(json "$TMP/trace.json" \
   "(d['ports'][0]['packets'], d['ports'][0]['bytes'])")" = "$(json "$TMP/pad-analyze.json" "(d['packets'], d['bytes'])")"
 check "trace: long frames were cut to the snap length in the kernel" test "$(json "$TMP/trace.json" \
-  "d['ports'][0]['device']['xstats']['xdp_truncated'] > 0")" = True
+  "d['ports'][0]['device']['extra']['xdp_truncated'] > 0")" = True
 check "trace: per-flow bytes equal analyze's" test "$(json "$TMP/trace.json" \
   "sorted((f['key'], f['packets'], f['bytes']) for f in d['ports'][0]['flows']['top'])")" = \
   "$(json "$TMP/pad-analyze.json" "sorted((f['key'], f['packets'], f['bytes']) for f in d['flows']['top'])")"
@@ -136,7 +136,7 @@ sent=$(send --pps 5000 "$TMP/flows.pcap")
 wait $pid
 check "NIC timestamps: exits 0, ledger closes exactly" ledger_closes "$TMP/nic.json" "$sent"
 check "NIC timestamps: source nic, and veth gave none (all stamped by the kernel clock, counted)" \
-  test "$(json "$TMP/nic.json" "(d['timestamps']['source'], d['ports'][0]['device']['xstats']['xdp_nic_timestamps'], d['ports'][0]['device']['xstats']['xdp_redirected'] == $sent)")" = "('nic', 0, True)"
+  test "$(json "$TMP/nic.json" "(d['timestamps']['source'], d['ports'][0]['device']['extra']['xdp_nic_timestamps'], d['ports'][0]['device']['extra']['xdp_redirected'] == $sent)")" = "('nic', 0, True)"
 check "NIC timestamps in skb mode: refused with the reason" sh -c \
   "ip netns exec '$NS_RX' '$BS' run --listen none --xdp '$V1' --xdp-mode skb --timestamps nic 2>&1 | grep -q 'NIC timestamps need native XDP mode'"
 

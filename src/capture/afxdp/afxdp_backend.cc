@@ -32,11 +32,6 @@
 namespace burstscope {
 namespace {
 
-int64_t clockNs(clockid_t id) {
-  timespec ts;
-  clock_gettime(id, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
 
 // CLOCK_REALTIME - CLOCK_MONOTONIC, from the tightest of a few (monotonic, realtime, monotonic) triples:
 // the XDP program stamps frames with bpf_ktime_get_ns(), which is CLOCK_MONOTONIC.
@@ -99,9 +94,7 @@ struct Socket {
   xsk_ring_cons comp{};
   xsk_ring_cons rx{};
   bool zero_copy = false;
-  std::unique_ptr<SpscRing<PacketRecord>> ring;
-  std::unique_ptr<QueueCounters> counters;
-  std::unique_ptr<Decoder> decoder;
+  std::unique_ptr<QueueProducer> producer;  // decode, enqueue, count, tick
   std::thread thread;
   // Frames the program sent without metadata (a driver with no room for it): stamped on arrival here.
   std::atomic<uint64_t> no_metadata{0};
@@ -141,7 +134,7 @@ XskStats readXskStats(int fd) {
   return out;
 }
 
-class AfXdpBackend final : public CaptureBackend {
+class AfXdpBackend final : public CaptureSource {
  public:
   explicit AfXdpBackend(AfXdpConfig c) : cfg_(std::move(c)) {}
   ~AfXdpBackend() override {
@@ -151,7 +144,7 @@ class AfXdpBackend final : public CaptureBackend {
 
   absl::Status init();
   std::string name() const override { return "af_xdp"; }
-  const std::vector<LivePort>& ports() const override { return live_ports_; }
+  const std::vector<CapturePort>& ports() const override { return capture_ports_; }
   absl::Status start() override;
   void stop() override;
   DeviceStats deviceStats(size_t port) const override;
@@ -166,7 +159,7 @@ class AfXdpBackend final : public CaptureBackend {
   AfXdpConfig cfg_;
   std::vector<Port> ports_;
   std::vector<std::unique_ptr<Socket>> sockets_;
-  std::vector<LivePort> live_ports_;
+  std::vector<CapturePort> capture_ports_;
   std::atomic<bool> rx_stop_{false};
   bool running_ = false;
   std::optional<uint32_t> rx_coalesce_us_;  // the first port's, read once at start (an ioctl)
@@ -241,11 +234,9 @@ absl::Status AfXdpBackend::openSocket(Port& port, size_t index, uint32_t queue) 
     return absl::InternalError(absl::StrCat("interface '", port.config.interface, "' queue ", queue,
                                             ": cannot enter the socket in the XSKMAP: ", errnoText(errno)));
   }
-  s->ring = std::make_unique<SpscRing<PacketRecord>>(cfg_.ring_capacity);
-  s->counters = std::make_unique<QueueCounters>();
-  s->decoder = std::make_unique<Decoder>(cfg_.decoder);
-  live_ports_[index].rings.push_back(s->ring.get());
-  live_ports_[index].counters.push_back(s->counters.get());
+  s->producer = std::make_unique<QueueProducer>(cfg_.decoder, cfg_.ring_capacity);
+  capture_ports_[index].rings.push_back(&s->producer->ring());
+  capture_ports_[index].counters.push_back(&s->producer->counters());
   sockets_.push_back(std::move(s));
   return absl::OkStatus();
 }
@@ -275,10 +266,10 @@ absl::Status AfXdpBackend::initPort(const AfXdpPortConfig& pc, size_t index) {
   if (!prog.ok()) return prog.status();
   port.program = std::move(*prog);
   ports_.push_back(std::move(port));
-  LivePort lp;
+  CapturePort lp;
   lp.name = ifname;
   lp.link_bps = pc.link_bps;
-  live_ports_.push_back(std::move(lp));
+  capture_ports_.push_back(std::move(lp));
   for (uint32_t q = 0; q < queues; ++q) {
     if (absl::Status s = openSocket(ports_.back(), index, q); !s.ok()) return s;
   }
@@ -333,22 +324,15 @@ void AfXdpBackend::stop() {
 
 void AfXdpBackend::rxLoop(Socket& s) {
   const uint32_t batch = cfg_.batch;
-  std::vector<PacketRecord> recs(batch);
+  QueueProducer& producer = *s.producer;
   int64_t offset = monotonicToRealtime();
   int64_t next_resync = clockNs(CLOCK_MONOTONIC) + static_cast<int64_t>(cfg_.resync_s * 1e9);
   int64_t last_ts = INT64_MIN, last_tick = 0;
-  uint64_t received = 0, ring_drops = 0, batches = 0;
   const int fd = xsk_socket__fd(s.xsk);
   uint8_t* const area = static_cast<uint8_t*>(s.area);
   bool drained_once = false;
   uint64_t idle_polls = 0;  // consecutive empty looks at the RX ring
-  auto tick = [&](int64_t wm) {
-    s.counters->publishDecode(s.decoder->stats());
-    PacketRecord t;
-    t.ts_ns = wm;
-    t.flags = kRecordTick;
-    s.ring->enqueue({&t, 1});
-  };
+  auto tick = [&producer](int64_t wm) { producer.tick(wm); };
   for (;;) {
     uint32_t idx = 0;
     const uint32_t n = xsk_ring_cons__peek(&s.rx, batch, &idx);
@@ -387,7 +371,6 @@ void AfXdpBackend::rxLoop(Socket& s) {
       const xdp_desc* d = xsk_ring_cons__rx_desc(&s.rx, idx + i);
       uint8_t* pkt = static_cast<uint8_t*>(xsk_umem__get_data(area, d->addr));
       auto* meta = reinterpret_cast<bs_xdp_meta*>(pkt - sizeof(bs_xdp_meta));
-      PacketRecord& r = recs[i];
       uint32_t wire_len = d->len;
       int64_t ts;
       if ((meta->flags & BS_META_MAGIC_MASK) == BS_META_MAGIC) {
@@ -399,20 +382,14 @@ void AfXdpBackend::rxLoop(Socket& s) {
         ts = mono_now + offset;
         ++no_meta;
       }
-      s.decoder->decode({pkt, d->len}, wire_len, &r);
-      r.ts_ns = ts;
+      producer.add({pkt, d->len}, wire_len, ts);
       last_ts = std::max(last_ts, ts);
       *xsk_ring_prod__fill_addr(&s.fill, fidx + i) = xsk_umem__extract_addr(d->addr);
     }
     xsk_ring_prod__submit(&s.fill, n);
     xsk_ring_cons__release(&s.rx, n);
     if (no_meta) s.no_metadata.fetch_add(no_meta, std::memory_order_relaxed);
-    const size_t done = s.ring->enqueue({recs.data(), n});
-    received += n;
-    ring_drops += n - done;
-    s.counters->received.store(received, std::memory_order_relaxed);
-    s.counters->ring_drops.store(ring_drops, std::memory_order_relaxed);
-    if ((++batches & 63) == 0) s.counters->publishDecode(s.decoder->stats());
+    producer.flush();
     // A partial batch means the ring is drained: let frames gather for a while rather than wake per frame
     // (TPACKET_V3's block timeout, in effect). They were stamped by the XDP program on arrival, so the
     // wait costs no accuracy; the RX ring holds a millisecond of line rate at well over 1 Mpps.
@@ -420,9 +397,7 @@ void AfXdpBackend::rxLoop(Socket& s) {
     if (mono_now >= next_resync) {
       const int64_t fresh = monotonicToRealtime();
       const int64_t step = fresh - offset < 0 ? offset - fresh : fresh - offset;
-      int64_t prev = max_step_ns_.load(std::memory_order_relaxed);
-      while (step > prev && !max_step_ns_.compare_exchange_weak(prev, step, std::memory_order_relaxed)) {
-      }
+      storeMax(max_step_ns_, step);
       offset = fresh;
       next_resync = mono_now + static_cast<int64_t>(cfg_.resync_s * 1e9);
     }
@@ -448,19 +423,24 @@ DeviceStats AfXdpBackend::deviceStats(size_t index) const {
     fill_empty += st.rx_fill_ring_empty_descs.value_or(0);
     no_meta += s->no_metadata.load(std::memory_order_relaxed);
   }
-  d.drop_stages = {{"xdp_no_socket", c[BS_STAT_NO_SOCKET]}, {"xdp_aborted", c[BS_STAT_ABORTED]},
-                   {"xsk_rx_dropped", rx_dropped}};
+  // The interface's own drops before XDP runs (NIC ring overruns), where the driver reports them. They count
+  // since the interface came up, not since this run, so they are stages before `seen` rather than in it.
+  for (const auto& [stage, sysfs] : {std::pair{"nic_missed", "rx_missed_errors"}, {"nic_errors", "rx_errors"}}) {
+    if (const std::optional<uint64_t> v = sysfsCounter(p.config.interface, sysfs)) {
+      d.drop_stages.emplace_back(stage, *v);
+      *d.seen += *v;
+    }
+  }
+  d.drop_stages.insert(d.drop_stages.end(), {{"xdp_no_socket", c[BS_STAT_NO_SOCKET]},
+                                             {"xdp_aborted", c[BS_STAT_ABORTED]}, {"xsk_rx_dropped", rx_dropped}});
   if (have_ring_full) d.drop_stages.emplace_back("xsk_rx_ring_full", ring_full);
-  d.xstats = {{"xdp_redirected", c[BS_STAT_REDIRECTED]},
+  d.extra = {{"xdp_redirected", c[BS_STAT_REDIRECTED]},
               {"xdp_truncated", c[BS_STAT_TRUNCATED]},
               {"xdp_no_metadata", c[BS_STAT_NO_METADATA]},
               {"xdp_nic_timestamps", c[BS_STAT_NIC_TIMESTAMP]},
               {"xsk_rx_fill_ring_empty_descs", fill_empty},
               {"xsk_rx_invalid_descs", invalid},
               {"rx_frames_without_metadata", no_meta}};
-  // The interface's own drops before XDP runs (NIC ring overruns), where the driver reports them.
-  d.imissed = sysfsCounter(p.config.interface, "rx_missed_errors");
-  d.ierrors = sysfsCounter(p.config.interface, "rx_errors");
   return d;
 }
 
@@ -508,10 +488,10 @@ std::vector<std::string> AfXdpBackend::notes() const {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<CaptureBackend>> openAfXdp(const AfXdpConfig& config) {
+absl::StatusOr<std::unique_ptr<CaptureSource>> openAfXdp(const AfXdpConfig& config) {
   auto b = std::make_unique<AfXdpBackend>(config);
   if (absl::Status s = b->init(); !s.ok()) return s;
-  return std::unique_ptr<CaptureBackend>(std::move(b));
+  return std::unique_ptr<CaptureSource>(std::move(b));
 }
 
 }  // namespace burstscope

@@ -13,7 +13,7 @@
 #include "absl/status/statusor.h"
 #include "burstscope/decode.h"
 #include "src/capture/afxdp/xdp_program.h"
-#include "src/live/live.h"
+#include "burstscope/capture.h"
 
 namespace burstscope {
 
@@ -51,6 +51,6 @@ struct AfXdpConfig {
 
 // Opens every port: attaches the program, creates and binds the sockets. Errors name the interface and,
 // for attach failures, the XDP mode tried.
-absl::StatusOr<std::unique_ptr<CaptureBackend>> openAfXdp(const AfXdpConfig& config);
+absl::StatusOr<std::unique_ptr<CaptureSource>> openAfXdp(const AfXdpConfig& config);
 
 }  // namespace burstscope

@@ -29,11 +29,7 @@
 namespace burstscope {
 namespace {
 
-int64_t realtimeNs() {
-  timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
+int64_t realtimeNs() { return clockNs(CLOCK_REALTIME); }
 
 // Maps a free-running counter (the TSC, or a NIC's clock) to CLOCK_REALTIME: one (counter, realtime) pair
 // read back to back, and the counter's frequency. Re-synchronised periodically by the thread that uses it;
@@ -90,14 +86,9 @@ struct RxQueue {
   uint16_t port_id = 0;
   uint16_t queue_id = 0;
   size_t port_index = 0;
-  std::unique_ptr<SpscRing<PacketRecord>> ring;
-  std::unique_ptr<QueueCounters> counters;
-  std::unique_ptr<Decoder> decoder;
+  std::unique_ptr<QueueProducer> producer;  // decode, enqueue, count, tick
   int64_t last_ts = INT64_MIN;  // this queue's watermark
   uint64_t last_tick_tsc = 0;
-  uint64_t received = 0;  // the RX lcore's own counts, published to `counters` once per burst
-  uint64_t ring_drops = 0;
-  uint64_t bursts = 0;
   CounterClock nic_clock;  // a copy per queue, so that each RX lcore re-synchronises its own
 };
 
@@ -121,7 +112,7 @@ struct Lcore {
   DpdkBackend* owner = nullptr;
 };
 
-class DpdkBackend final : public CaptureBackend {
+class DpdkBackend final : public CaptureSource {
  public:
   explicit DpdkBackend(DpdkConfig c) : cfg_(std::move(c)) {}
   ~DpdkBackend() override {
@@ -139,7 +130,7 @@ class DpdkBackend final : public CaptureBackend {
   absl::Status init();
 
   std::string name() const override { return "dpdk"; }
-  const std::vector<LivePort>& ports() const override { return live_ports_; }
+  const std::vector<CapturePort>& ports() const override { return capture_ports_; }
   absl::Status start() override;
   void stop() override;
   DeviceStats deviceStats(size_t port) const override;
@@ -152,12 +143,11 @@ class DpdkBackend final : public CaptureBackend {
   void rxLoop(Lcore& lc);
   void tick(RxQueue& q, int64_t now_ns);
   void resync(Lcore& lc, CounterClock& tsc);
-  void noteStep(int64_t step_ns);
 
   DpdkConfig cfg_;
   std::vector<Port> ports_;
   std::vector<std::unique_ptr<RxQueue>> queues_;
-  std::vector<LivePort> live_ports_;
+  std::vector<CapturePort> capture_ports_;
   std::vector<Lcore> lcores_;
   std::atomic<bool> rx_stop_{false};
   bool running_ = false;
@@ -275,7 +265,7 @@ absl::Status DpdkBackend::initPort(const DpdkPortConfig& pc, size_t index) {
                                                      " mbufs: ", rte_strerror(rte_errno),
                                                      " (lower dpdk.mbufs or give the EAL more memory, -m)"));
   }
-  LivePort lp;
+  CapturePort lp;
   lp.name = pc.device;
   lp.link_bps = pc.link_bps;
   for (uint16_t q = 0; q < p.queues; ++q) {
@@ -287,11 +277,9 @@ absl::Status DpdkBackend::initPort(const DpdkPortConfig& pc, size_t index) {
     rq->port_id = id;
     rq->queue_id = q;
     rq->port_index = index;
-    rq->ring = std::make_unique<SpscRing<PacketRecord>>(cfg_.ring_capacity);
-    rq->counters = std::make_unique<QueueCounters>();
-    rq->decoder = std::make_unique<Decoder>(cfg_.decoder);
-    lp.rings.push_back(rq->ring.get());
-    lp.counters.push_back(rq->counters.get());
+    rq->producer = std::make_unique<QueueProducer>(cfg_.decoder, cfg_.ring_capacity);
+    lp.rings.push_back(&rq->producer->ring());
+    lp.counters.push_back(&rq->producer->counters());
     queues_.push_back(std::move(rq));
   }
   if (int rc = rte_eth_dev_start(id); rc != 0) {
@@ -313,7 +301,7 @@ absl::Status DpdkBackend::initPort(const DpdkPortConfig& pc, size_t index) {
     p.nic_clock.set(c1, t1, static_cast<double>(c1 - c0) * 1e9 / static_cast<double>(t1 - t0));
   }
   ports_.push_back(std::move(p));
-  live_ports_.push_back(std::move(lp));
+  capture_ports_.push_back(std::move(lp));
   return absl::OkStatus();
 }
 
@@ -370,27 +358,14 @@ int DpdkBackend::lcoreMain(void* arg) {
   return 0;
 }
 
-void DpdkBackend::tick(RxQueue& q, int64_t now_ns) {
-  q.counters->publishDecode(q.decoder->stats());
-  if (now_ns == INT64_MIN) return;
-  PacketRecord t;
-  t.ts_ns = now_ns;
-  t.flags = kRecordTick;
-  q.ring->enqueue({&t, 1});  // a tick that does not fit is simply superseded by the next one
-}
-
-void DpdkBackend::noteStep(int64_t step_ns) {
-  int64_t prev = max_step_ns_.load(std::memory_order_relaxed);
-  while (step_ns > prev && !max_step_ns_.compare_exchange_weak(prev, step_ns, std::memory_order_relaxed)) {
-  }
-}
+void DpdkBackend::tick(RxQueue& q, int64_t now_ns) { q.producer->tick(now_ns); }
 
 // Re-reads CLOCK_REALTIME against the TSC (and each NIC-timestamped queue's device clock against it), so
 // that drift never accumulates past one period; the correction each time is the error that had built up.
 void DpdkBackend::resync(Lcore& lc, CounterClock& tsc) {
   auto [c, r] = tscRealtimePair();
   tsc.set(c, r, tsc_hz_);
-  noteStep(tsc.maxStepNs());
+  storeMax(max_step_ns_, tsc.maxStepNs());
   for (RxQueue* q : lc.queues) {
     if (ports_[q->port_index].ts != TsSource::kNic) continue;
     uint64_t dev;
@@ -400,14 +375,13 @@ void DpdkBackend::resync(Lcore& lc, CounterClock& tsc) {
     const double span_ns = static_cast<double>(now - q->nic_clock.toNs(q->nic_clock.base()));
     const double hz = span_ns > 0 ? static_cast<double>(dev - q->nic_clock.base()) * 1e9 / span_ns : q->nic_clock.hz();
     q->nic_clock.set(dev, now, hz > 0 ? hz : q->nic_clock.hz());
-    noteStep(q->nic_clock.maxStepNs());
+    storeMax(max_step_ns_, q->nic_clock.maxStepNs());
   }
 }
 
 void DpdkBackend::rxLoop(Lcore& lc) {
   const uint16_t burst = cfg_.burst;
   std::vector<rte_mbuf*> mbufs(burst);
-  std::vector<PacketRecord> recs(burst);
   const int ts_off = ts_dynfield_;
   const uint64_t ts_flag = ts_flag_;
   CounterClock tsc;
@@ -447,8 +421,6 @@ void DpdkBackend::rxLoop(Lcore& lc) {
       for (uint16_t i = 0; i < n; ++i) {
         rte_mbuf* m = mbufs[i];
         if (i + 1 < n) rte_prefetch0(rte_pktmbuf_mtod(mbufs[i + 1], void*));
-        PacketRecord& r = recs[i];
-        q.decoder->decode({rte_pktmbuf_mtod(m, const uint8_t*), m->data_len}, m->pkt_len, &r);
         int64_t ts = burst_ns;
         if (ts_off >= 0 && (m->ol_flags & ts_flag)) {
           const uint64_t raw = *RTE_MBUF_DYNFIELD(m, ts_off, rte_mbuf_timestamp_t*);
@@ -460,17 +432,18 @@ void DpdkBackend::rxLoop(Lcore& lc) {
         }
         // Per queue, time never goes backwards (a re-synchronisation step is absorbed here).
         if (port.ts != TsSource::kPcapFile && ts < q.last_ts) ts = q.last_ts;
-        r.ts_ns = ts;
+        q.producer->add({rte_pktmbuf_mtod(m, const uint8_t*), m->data_len}, m->pkt_len, ts);
         q.last_ts = std::max(q.last_ts, ts);
       }
       rte_pktmbuf_free_bulk(mbufs.data(), n);
       if (speed > 0) {
         // Hold the burst until its last packet's recorded time, scaled, has come.
+        const std::span<PacketRecord> recs = q.producer->pending();
         if (anchor_ts == INT64_MIN) {
-          anchor_ts = recs[0].ts_ns;
+          anchor_ts = recs.front().ts_ns;
           anchor_tsc = now_tsc;
         }
-        const double due = static_cast<double>(recs[n - 1].ts_ns - anchor_ts) / speed;
+        const double due = static_cast<double>(recs.back().ts_ns - anchor_ts) / speed;
         const uint64_t due_tsc = anchor_tsc + static_cast<uint64_t>(std::max(0.0, due) * tsc_hz_ / 1e9);
         while (rte_rdtsc() < due_tsc && !rx_stop_.load(std::memory_order_relaxed)) {
           const double wait_us = static_cast<double>(due_tsc - rte_rdtsc()) * 1e6 / tsc_hz_;
@@ -478,12 +451,7 @@ void DpdkBackend::rxLoop(Lcore& lc) {
           else rte_pause();
         }
       }
-      const size_t done = q.ring->enqueue({recs.data(), n});
-      q.received += n;
-      q.ring_drops += n - done;
-      q.counters->received.store(q.received, std::memory_order_relaxed);
-      q.counters->ring_drops.store(q.ring_drops, std::memory_order_relaxed);
-      if ((++q.bursts & 63) == 0) q.counters->publishDecode(q.decoder->stats());
+      q.producer->flush();
       q.last_tick_tsc = now_tsc;
     }
     if (rte_rdtsc() - tsc.base() >= resync_ticks) resync(lc, tsc);
@@ -502,17 +470,16 @@ DeviceStats DpdkBackend::deviceStats(size_t index) const {
   const Port& p = ports_[index];
   rte_eth_stats s;
   if (rte_eth_stats_get(p.port_id, &s) == 0) {
-    d.ipackets = s.ipackets;
-    d.ibytes = s.ibytes;
-    d.imissed = s.imissed;
-    d.ierrors = s.ierrors;
-    d.rx_nombuf = s.rx_nombuf;
+    d.received = s.ipackets;
+    d.bytes = s.ibytes;
+    // Frames the NIC lost before RX: no room in its RX ring (imissed), bad frames, no mbuf to put one in.
+    d.drop_stages = {{"nic_missed", s.imissed}, {"nic_errors", s.ierrors}, {"nic_no_mbuf", s.rx_nombuf}};
     const bool per_queue = (p.dev_flags & RTE_ETH_DEV_AUTOFILL_QUEUE_XSTATS) != 0;
     for (uint16_t q = 0; q < p.queues; ++q) {
       if (per_queue && q < RTE_ETHDEV_QUEUE_STAT_CNTRS) {
-        d.queue_ipackets.push_back(s.q_ipackets[q]);
+        d.queue_received.push_back(s.q_ipackets[q]);
       } else {
-        d.queue_ipackets.push_back(std::nullopt);
+        d.queue_received.push_back(std::nullopt);
       }
     }
   }
@@ -530,7 +497,7 @@ DeviceStats DpdkBackend::deviceStats(size_t index) const {
             "rx_errors", "tx_errors", "rx_mbuf_allocation_errors"};
         const bool is_generic = std::find(std::begin(generic), std::end(generic), name) != std::end(generic) ||
                                 name.rfind("rx_q", 0) == 0 || name.rfind("tx_q", 0) == 0;
-        if (!is_generic) d.xstats.emplace_back(std::string(name), values[i].value);
+        if (!is_generic) d.extra.emplace_back(std::string(name), values[i].value);
       }
     }
   }
@@ -568,13 +535,13 @@ TimestampInfo DpdkBackend::timestampInfo() const {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<CaptureBackend>> openDpdk(const DpdkConfig& config) {
+absl::StatusOr<std::unique_ptr<CaptureSource>> openDpdk(const DpdkConfig& config) {
   static bool opened = false;  // the EAL initialises once per process
   if (opened) return absl::FailedPreconditionError("the DPDK backend can be opened once per process");
   opened = true;
   auto b = std::make_unique<DpdkBackend>(config);
   if (absl::Status s = b->init(); !s.ok()) return s;
-  return std::unique_ptr<CaptureBackend>(std::move(b));
+  return std::unique_ptr<CaptureSource>(std::move(b));
 }
 
 }  // namespace burstscope

@@ -1,5 +1,5 @@
 // The DPDK capture backend: EAL set-up, one RX queue per (port, queue) with RSS, poll-mode RX lcores that
-// decode and timestamp every packet into the per-queue record rings of src/live. This header is free of
+// timestamp every packet and hand it to its queue's QueueProducer (include/burstscope/capture.h). This header is free of
 // DPDK includes, so that only dpdk_backend.cc sees DPDK's compiler flags.
 #pragma once
 
@@ -10,7 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "burstscope/decode.h"
-#include "src/live/live.h"
+#include "burstscope/capture.h"
 
 namespace burstscope {
 
@@ -39,6 +39,6 @@ struct DpdkConfig {
 };
 
 // Initialises the EAL (once per process) and the ports. Errors name the port or EAL argument at fault.
-absl::StatusOr<std::unique_ptr<CaptureBackend>> openDpdk(const DpdkConfig& config);
+absl::StatusOr<std::unique_ptr<CaptureSource>> openDpdk(const DpdkConfig& config);
 
 }  // namespace burstscope

@@ -1,5 +1,6 @@
-// The one seam between capture backends (pcap files now; DPDK and AF_XDP later) and everything after them.
-// A backend only delivers timestamped frames; decoding, rings and windows never know which backend fed them.
+// The capture-file reader behind openPcapCapture (include/burstscope/capture.h): libpcap's records as
+// timestamped frames, pushed to a sink. Private to src/capture/pcap, the fuzz target and the benchmarks,
+// which read files without the rest of the capture path.
 #pragma once
 
 #include <atomic>
@@ -10,6 +11,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "burstscope/capture.h"
 
 namespace burstscope {
 
@@ -25,13 +27,6 @@ class FrameSink {
   virtual void onFrame(const Frame& f) = 0;
 };
 
-// What a source itself counted, beside the frames it delivered.
-struct SourceStats {
-  uint64_t truncated_records = 0;  // e.g. a file cut off mid-record: that record is lost, and counted here
-  uint64_t bad_timestamps = 0;     // sub-second field of a second or more (carried), or out of range
-  std::string warning;             // the source's own words about a non-fatal read problem, if any
-};
-
 class PacketSource {
  public:
   virtual ~PacketSource() = default;
@@ -43,6 +38,7 @@ class PacketSource {
 
 // Reads classic pcap and pcapng files through libpcap, at nanosecond precision, one after another as a
 // single capture (e.g. the rotated files of one `tcpdump -C` run). Only Ethernet link types are accepted.
+// Opening checks every file, so that an unreadable one fails before any work is done.
 absl::StatusOr<std::unique_ptr<PacketSource>> openPcapFiles(std::vector<std::string> paths);
 
 }  // namespace burstscope

@@ -1,0 +1,161 @@
+// The one seam between capture and everything after it (docs/architecture.md). A capture source has ports;
+// a port has queues; each queue's producer thread stamps, decodes and enqueues records into the queue's
+// lock-free ring through a QueueProducer, and sends tick records carrying its watermark while idle. What a
+// device says about a port comes as data: an ordered list of named stages where frames were lost before RX,
+// so that nothing after the seam knows a DPDK or an XDP word. Backends: DPDK and AF_XDP (live, lossy: a full
+// ring drops and counts) and pcap files (one lossless queue: the producer waits for room).
+#pragma once
+
+#include <time.h>
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "burstscope/decode.h"
+#include "burstscope/packet.h"
+#include "burstscope/ring.h"
+
+namespace burstscope {
+
+// Written only by the queue's producer thread (relaxed stores), read by anyone.
+struct alignas(kCacheLine) QueueCounters {
+  std::atomic<uint64_t> received{0};    // frames taken from the queue (ticks are not frames)
+  std::atomic<uint64_t> ring_drops{0};  // of those, dropped because the record ring was full
+  // The queue's decoder counts, copied by the producer now and then (every 64 batches, at each tick, at
+  // stop), so that the exporter can read them while capture runs without touching the decoder.
+  alignas(kCacheLine) std::array<std::atomic<uint64_t>, kDecodeErrorCount> decode_errors{};
+  std::atomic<uint64_t> non_ip{0}, encapsulated{0}, mirror_seq_gaps{0}, mirror_seq_reorders{0};
+
+  void publishDecode(const DecodeStats& s);
+  DecodeStats decode() const;
+};
+
+// What the device says about a port. A counter the device does not report is nullopt, never 0.
+struct DeviceStats {
+  // Frames counted at the earliest point the backend sees them (AF_XDP: the XDP program's verdicts); when
+  // known, seen = received by RX + the drop stages + filtered.
+  std::optional<uint64_t> seen;
+  // Where frames were lost before RX, in path order: ("nic_missed", n), ("xsk_rx_ring_full", n), ...
+  std::vector<std::pair<std::string, uint64_t>> drop_stages;
+  uint64_t filtered = 0;                                // left out on purpose by a configured filter
+  std::optional<uint64_t> received, bytes;              // the device's own RX count (must equal RX's)
+  std::vector<std::optional<uint64_t>> queue_received;  // per RX queue
+  std::vector<std::pair<std::string, uint64_t>> extra;  // the driver's own counters, for the record
+  uint64_t dropStagesTotal() const;
+};
+
+// What a file source counted beside the frames it delivered.
+struct SourceStats {
+  uint64_t truncated_records = 0;  // e.g. a file cut off mid-record: that record is lost, and counted here
+  uint64_t bad_timestamps = 0;     // sub-second field of a second or more (carried), or out of range
+  std::string warning;             // the source's own words about a non-fatal read problem, if any
+};
+
+// How a source timestamps packets, in words for the docs, the summary and the info metric.
+struct TimestampInfo {
+  std::string source;       // "nic", "tsc", "kernel", "pcap_file"
+  std::string description;  // e.g. "TSC 2.45 GHz per RX burst, re-synchronised to CLOCK_REALTIME every 1 s"
+  double error_bound_ns = 0;  // stated bound on |recorded - true arrival| beyond the source's own sync
+  int64_t max_resync_step_ns = 0;  // largest correction seen at a re-synchronisation (tsc, nic, kernel)
+};
+
+struct CapturePort {
+  std::string name;
+  double link_bps = 0;                         // capacity of the mirrored link; 0: the configured default
+  std::vector<SpscRing<PacketRecord>*> rings;  // one per queue
+  std::vector<const QueueCounters*> counters;  // one per queue
+  // One queue in file order that loses nothing (a capture file): merged by push, with clock-step handling.
+  bool ordered_lossless = false;
+};
+
+class CaptureSource {
+ public:
+  virtual ~CaptureSource() = default;
+  virtual std::string name() const = 0;  // "dpdk", "af_xdp", "pcap"
+  virtual const std::vector<CapturePort>& ports() const = 0;
+  virtual absl::Status start() = 0;
+  // Stops the producers and returns once every one has pushed its last records and a final tick.
+  virtual void stop() = 0;
+  // True once a finite source (a file) has delivered everything; live sources never finish.
+  virtual bool finished() const { return false; }
+  // An error met after start (a file that could not be read after all); checked after stop().
+  virtual absl::Status status() const { return absl::OkStatus(); }
+  // Any thread, any time (never on a packet path: a device read can be slow).
+  virtual DeviceStats deviceStats(size_t port) const = 0;
+  // As last published by the producers: a little behind while running, exact after stop(). The port's
+  // queue counters summed, unless a source knows better.
+  virtual DecodeStats decodeStats(size_t port) const;
+  virtual SourceStats sourceStats() const { return {}; }
+  virtual TimestampInfo timestampInfo() const = 0;
+  // Lines worth telling the operator at start (e.g. the XDP mode taken, a stale program replaced).
+  virtual std::vector<std::string> notes() const { return {}; }
+};
+
+// One queue's producer side, the same for every backend: decode each frame into the pending batch with its
+// timestamp, hand the batch to the ring (lossy: drop and count what does not fit; lossless: wait), count,
+// publish the decoder's counts every 64 batches, and send ticks with the queue's watermark while idle.
+// Used by one thread only.
+class QueueProducer {
+ public:
+  QueueProducer(const DecoderConfig& decoder, size_t ring_capacity, bool lossless = false);
+
+  // Decodes one frame into the next pending record. At most kMaxBatch pending records; flush() before.
+  PacketRecord& add(std::span<const uint8_t> data, uint32_t wire_len, int64_t ts_ns) {
+    PacketRecord& r = pending_[n_++];
+    decoder_.decode(data, wire_len, &r);
+    r.ts_ns = ts_ns;
+    return r;
+  }
+  std::span<PacketRecord> pending() { return {pending_.data(), n_}; }
+  // Enqueues the pending records; returns how many were dropped (always 0 when lossless).
+  size_t flush(const std::atomic<bool>* stop = nullptr);
+  // Publishes the decoder's counts and pushes a tick record: nothing older than `watermark_ns` will come
+  // from this queue. A tick that finds the ring full is dropped (the next one supersedes it).
+  void tick(int64_t watermark_ns);
+
+  static constexpr size_t kMaxBatch = 1024;
+  SpscRing<PacketRecord>& ring() { return ring_; }
+  const QueueCounters& counters() const { return counters_; }
+  const DecodeStats& decodeStats() const { return decoder_.stats(); }
+  uint64_t received() const { return received_; }
+
+ private:
+  Decoder decoder_;
+  SpscRing<PacketRecord> ring_;
+  QueueCounters counters_;
+  bool lossless_;
+  std::array<PacketRecord, kMaxBatch> pending_;
+  size_t n_ = 0;
+  uint64_t received_ = 0, ring_drops_ = 0, batches_ = 0;
+};
+
+// A clock read in nanoseconds (CLOCK_REALTIME: since the epoch).
+inline int64_t clockNs(clockid_t id) {
+  timespec ts;
+  clock_gettime(id, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+// Raises `max` to `v` if it is larger (several producer threads note their clock steps in one figure).
+inline void storeMax(std::atomic<int64_t>& max, int64_t v) {
+  int64_t prev = max.load(std::memory_order_relaxed);
+  while (v > prev && !max.compare_exchange_weak(prev, v, std::memory_order_relaxed)) {
+  }
+}
+
+// Capture files (pcap, pcapng; Ethernet) read in order as one capture, through libpcap, at nanosecond
+// precision, by a thread of their own into one lossless queue. Errors name the file.
+absl::StatusOr<std::unique_ptr<CaptureSource>> openPcapCapture(std::vector<std::string> paths,
+                                                               const DecoderConfig& decoder,
+                                                               size_t ring_capacity = size_t{1} << 16);
+
+}  // namespace burstscope

@@ -1,0 +1,68 @@
+// The parts of the capture seam every backend shares: the queue producer and the counters it publishes.
+#include <thread>
+
+#include "burstscope/capture.h"
+
+namespace burstscope {
+
+void QueueCounters::publishDecode(const DecodeStats& s) {
+  for (int i = 0; i < kDecodeErrorCount; ++i) decode_errors[i].store(s.errors[i], std::memory_order_relaxed);
+  non_ip.store(s.non_ip, std::memory_order_relaxed);
+  encapsulated.store(s.encapsulated, std::memory_order_relaxed);
+  mirror_seq_gaps.store(s.mirror_seq_gaps, std::memory_order_relaxed);
+  mirror_seq_reorders.store(s.mirror_seq_reorders, std::memory_order_relaxed);
+}
+
+DecodeStats QueueCounters::decode() const {
+  DecodeStats s;
+  for (int i = 0; i < kDecodeErrorCount; ++i) s.errors[i] = decode_errors[i].load(std::memory_order_relaxed);
+  s.non_ip = non_ip.load(std::memory_order_relaxed);
+  s.encapsulated = encapsulated.load(std::memory_order_relaxed);
+  s.mirror_seq_gaps = mirror_seq_gaps.load(std::memory_order_relaxed);
+  s.mirror_seq_reorders = mirror_seq_reorders.load(std::memory_order_relaxed);
+  return s;
+}
+
+uint64_t DeviceStats::dropStagesTotal() const {
+  uint64_t n = 0;
+  for (const auto& [stage, v] : drop_stages) n += v;
+  return n;
+}
+
+DecodeStats CaptureSource::decodeStats(size_t port) const {
+  DecodeStats s;
+  for (const QueueCounters* q : ports()[port].counters) s.merge(q->decode());
+  return s;
+}
+
+QueueProducer::QueueProducer(const DecoderConfig& decoder, size_t ring_capacity, bool lossless)
+    : decoder_(decoder), ring_(ring_capacity), lossless_(lossless) {}
+
+size_t QueueProducer::flush(const std::atomic<bool>* stop) {
+  if (n_ == 0) return 0;
+  size_t done = ring_.enqueue({pending_.data(), n_});
+  // A file loses nothing by waiting for the worker; a stop request ends the wait (and the run).
+  while (lossless_ && done < n_ && !(stop && stop->load(std::memory_order_relaxed))) {
+    std::this_thread::yield();
+    done += ring_.enqueue({pending_.data() + done, n_ - done});
+  }
+  const size_t dropped = n_ - done;
+  received_ += n_;
+  ring_drops_ += dropped;
+  n_ = 0;
+  counters_.received.store(received_, std::memory_order_relaxed);
+  counters_.ring_drops.store(ring_drops_, std::memory_order_relaxed);
+  if ((++batches_ & 63) == 0) counters_.publishDecode(decoder_.stats());
+  return dropped;
+}
+
+void QueueProducer::tick(int64_t watermark_ns) {
+  counters_.publishDecode(decoder_.stats());
+  if (watermark_ns == INT64_MIN) return;
+  PacketRecord t;
+  t.ts_ns = watermark_ns;
+  t.flags = kRecordTick;
+  ring_.enqueue({&t, 1});
+}
+
+}  // namespace burstscope

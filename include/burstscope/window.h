@@ -1,8 +1,10 @@
-// The multi-scale burst engine (SPEC.md "Definitions" and "Exactness"). It takes packet records in
-// timestamp order and keeps, per stream (the port total, each direction, the heaviest host pairs and
-// 5-tuple flows): exact packet and byte counts per aligned bin, the envelope E(τ) per scale, the virtual
-// backlog Bmax(r) per rate, and microbursts. Time comes only from the records, never from a clock, so the
-// offline and live paths run the same code.
+// The multi-scale burst engine (docs/SPEC.md "Definitions" and "Exactness"; docs/architecture.md). It takes
+// packet records in timestamp order, cuts time into report intervals, and hands the records to its
+// aggregators: the port and direction streams (exact packet and byte counts per aligned bin, the envelope
+// E(τ) per scale, the virtual backlog Bmax(r) per rate, microbursts) and the host-pair and flow tables (the
+// same statistics for the heaviest keys). A new aggregate (per job, per destination, ...) is one more
+// Aggregator; a consumer of per-bin or per-microburst detail is an EngineObserver. Time comes only from the
+// records, never from a clock, so the offline and live paths run the same code.
 #pragma once
 
 #include <algorithm>
@@ -10,6 +12,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -46,6 +49,13 @@ struct EngineConfig {
   // Pairs and flows named in each interval report (by cumulative bytes); 0 leaves them out.
   size_t report_top_k = 0;
 };
+
+// PtM(τ) = E(τ) / (mean rate · τ): how far the busiest τ runs above the mean. The one definition, for the
+// whole-trace mean offline and the trailing baseline live; none when the mean is not positive.
+inline std::optional<double> peakToMean(uint64_t envelope_bytes, int64_t tau_ns, double mean_bps) {
+  if (!(mean_bps > 0)) return std::nullopt;
+  return static_cast<double>(envelope_bytes) * 8e9 / (mean_bps * static_cast<double>(tau_ns));
+}
 
 // Names the first bad field: "scales_ns: 150000 is not a multiple of base_bin_ns 100000".
 absl::Status validateConfig(const EngineConfig& c);
@@ -158,6 +168,40 @@ struct EngineResult {
   uint64_t non_ip_packets = 0;
 };
 
+// The report interval an aggregator is closing.
+struct IntervalContext {
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+  int64_t baseline_ns = 0;  // trailing time the PtM baseline covers (shorter just after start-up)
+  bool partial = false;     // the last interval, closed by finish() before its end
+  uint64_t skipped = 0;     // empty intervals skipped before this one (after a long silence): baselines restart
+};
+
+// One aggregate of the packet stream. The engine calls it on its own thread: add() with records in
+// non-decreasing time, all inside the current report interval; closeInterval() at each interval's end
+// (with report intervals); finish() once after the last add; result() after finish().
+class Aggregator {
+ public:
+  virtual ~Aggregator() = default;
+  virtual void add(std::span<const PacketRecord> records) = 0;
+  virtual void closeInterval(const IntervalContext& c, IntervalReport* out) = 0;
+  virtual void finish() = 0;
+  virtual void result(EngineResult* out) const = 0;
+};
+
+// Detail the port stream produces as it goes, for live views, recorders and reports. Called on the engine's
+// thread: keep it short, or hand the data over (the packet path waits for it).
+class EngineObserver {
+ public:
+  virtual ~EngineObserver() = default;
+  // A base bin of the port stream with traffic in it has closed (bins without traffic are not reported).
+  virtual void onBaseBin(int64_t /*start_ns*/, uint64_t /*bytes*/, uint64_t /*packets*/) {}
+  // A microburst of the port stream has ended.
+  virtual void onMicroburst(const Microburst& /*m*/) {}
+  // A report interval has closed (every aggregator has filled its part).
+  virtual void onInterval(const IntervalReport& /*r*/) {}
+};
+
 class Engine {
  public:
   explicit Engine(const EngineConfig& config);  // config must pass validateConfig
@@ -165,12 +209,19 @@ class Engine {
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
+  // Appends an aggregator after the built-in ones (port and direction streams, pairs and flows). Before the
+  // first record.
+  void addAggregator(std::unique_ptr<Aggregator> a);
+  // Before the first record; the observer must outlive the engine's use.
+  void subscribe(EngineObserver* o);
+
   // Records must come in non-decreasing ts_ns order (the Reorderer guarantees it).
-  void add(const PacketRecord& r);
+  void add(std::span<const PacketRecord> records);
+  void add(const PacketRecord& r) { add(std::span<const PacketRecord>(&r, 1)); }
   // With report intervals: closes every interval that ends at or before `now_ns`, promising that no later
   // record is older than now_ns. Lets intervals close while no traffic arrives.
   void advance(int64_t now_ns);
-  // Called on the engine's thread with each completed interval (in order).
+  // Called on the engine's thread with each completed interval (in order); an observer's onInterval.
   void setIntervalSink(std::function<void(const IntervalReport&)> sink);
   // Closes open bins, windows and microbursts, and reports the open interval as partial. Call once, after
   // the last add.

@@ -23,12 +23,10 @@ double meanBps(const StreamResult& s) {
   return dur > 0 ? static_cast<double>(s.bytes) * 8e9 / dur : 0.0;
 }
 
-// PtM(τ) = E(τ) / (ρ·τ); undefined when τ is longer than the baseline interval.
+// PtM(τ) against the whole trace's mean (SPEC: the offline baseline); undefined when τ is longer than it.
 std::optional<double> ptm(const StreamResult& s, const ScaleResult& sc) {
-  const double mean = meanBps(s);
-  const double tau = static_cast<double>(sc.tau_ns);
-  if (mean <= 0 || tau > durationNs(s)) return std::nullopt;
-  return (static_cast<double>(sc.envelope_bytes) * 8e9 / tau) / mean;
+  if (static_cast<double>(sc.tau_ns) > durationNs(s)) return std::nullopt;
+  return peakToMean(sc.envelope_bytes, sc.tau_ns, meanBps(s));
 }
 
 double quantile(std::vector<double> v, double q) {

@@ -82,6 +82,7 @@ class PortWorker {
       idle = std::min(idle * 2, std::chrono::microseconds(1000));
     }
     reorder_.flush([this](const PacketRecord& r) { feed(r); });
+    analyse();
     engine_.finish();
   }
 
@@ -126,15 +127,22 @@ class PortWorker {
       if (low != INT64_MIN) {
         const int64_t bound = low - horizon_ns_;
         reorder_.releaseUpTo(bound, [this](const PacketRecord& r) { feed(r); });
+        analyse();
         engine_.advance(bound);
       }
+    } else {
+      analyse();
     }
     return taken;
   }
 
-  void feed(const PacketRecord& r) {
-    engine_.add(r);
-    ++analysed_;
+  // Records released in order are collected and given to the engine as one batch per poll.
+  void feed(const PacketRecord& r) { released_.push_back(r); }
+  void analyse() {
+    if (released_.empty()) return;
+    analysed_ += released_.size();
+    engine_.add(released_);
+    released_.clear();
   }
 
   size_t index_;
@@ -144,6 +152,7 @@ class PortWorker {
   Reorderer reorder_;
   int64_t horizon_ns_;
   std::vector<int64_t> watermark_;
+  std::vector<PacketRecord> released_;
   uint64_t analysed_ = 0;
   uint64_t intervals_ = 0;
 };

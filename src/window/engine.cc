@@ -61,31 +61,167 @@ absl::Status validateConfig(const EngineConfig& c) {
   return absl::OkStatus();
 }
 
+namespace {
+
+// The port stream and one per direction seen: totals, windows, backlog, microbursts; per interval, the PtM
+// baseline of each (the trailing mean rate), and the non-IP count.
+class StreamsAggregator final : public Aggregator {
+ public:
+  explicit StreamsAggregator(const EngineConfig& c) : cfg_(c), port_(cfg_, /*full=*/true) {}
+
+  void setObserver(EngineObserver* o) { port_.setObserver(o); }
+
+  void add(std::span<const PacketRecord> records) override {
+    for (const PacketRecord& r : records) {
+      port_.add(r.ts_ns, r.wire_len);
+      if (r.direction != Direction::kUnknown) {
+        auto& d = directions_[static_cast<int>(r.direction)];
+        if (!d) d = std::make_unique<Stream>(cfg_, true);
+        d->add(r.ts_ns, r.wire_len);
+      }
+      non_ip_ += r.key.family == 0;
+    }
+  }
+
+  void closeInterval(const IntervalContext& c, IntervalReport* out) override {
+    if (c.skipped > 0) {
+      for (auto& h : baseline_) h.clear();  // nothing of the old traffic is left in any baseline
+    }
+    port_.closeInterval(c.end_ns, &out->port, !c.partial);
+    fill(out->port, baseline_[0], c.baseline_ns);
+    for (int i = 0; i < kDirectionCount; ++i) {
+      if (!directions_[i]) continue;
+      IntervalStream d;
+      directions_[i]->closeInterval(c.end_ns, &d, !c.partial);
+      fill(d, baseline_[1 + i], c.baseline_ns);
+      out->directions.emplace_back(static_cast<Direction>(i), std::move(d));
+    }
+    out->microbursts_total = port_.microburstCount();
+  }
+
+  void finish() override {
+    port_.finish();
+    for (auto& d : directions_) {
+      if (d) d->finish();
+    }
+  }
+
+  void result(EngineResult* out) const override {
+    out->port = port_.result();
+    for (int i = 0; i < kDirectionCount; ++i) {
+      if (directions_[i]) out->directions.emplace_back(static_cast<Direction>(i), directions_[i]->result());
+    }
+    out->non_ip_packets = non_ip_;
+  }
+
+ private:
+  // The interval's mean rate, its trailing baseline, and PtM(τ) = E(τ) / (baseline rate · τ).
+  void fill(IntervalStream& s, std::deque<uint64_t>& history, int64_t covered) const {
+    history.push_back(s.bytes);
+    while (static_cast<int64_t>(history.size()) * cfg_.report_interval_ns > cfg_.baseline_ns) history.pop_front();
+    uint64_t baseline_bytes = 0;
+    for (uint64_t b : history) baseline_bytes += b;
+    s.mean_bps = static_cast<double>(s.bytes) * 8e9 / static_cast<double>(cfg_.report_interval_ns);
+    s.baseline_bps = static_cast<double>(baseline_bytes) * 8e9 / static_cast<double>(covered);
+    s.ptm.clear();
+    for (size_t i = 0; i < cfg_.scales_ns.size(); ++i) {
+      const int64_t tau = cfg_.scales_ns[i];
+      s.ptm.push_back(tau <= covered && baseline_bytes > 0
+                          ? peakToMean(s.envelope_bytes[i], tau, s.baseline_bps)
+                          : std::nullopt);
+    }
+  }
+
+  const EngineConfig& cfg_;
+  Stream port_;
+  // Ingress and egress get full streams once seen; kUnknown frames are only in the port stream.
+  std::array<std::unique_ptr<Stream>, kDirectionCount> directions_;
+  // Bytes of the last baseline_ns / report_interval_ns intervals, per stream (port, then directions).
+  std::array<std::deque<uint64_t>, 1 + kDirectionCount> baseline_;
+  uint64_t non_ip_ = 0;
+};
+
+// Host pairs and 5-tuple flows: bounded tables with window statistics for the heaviest keys.
+class HeavyAggregator final : public Aggregator {
+ public:
+  explicit HeavyAggregator(const EngineConfig& c)
+      : cfg_(c), pairs_(cfg_, cfg_.pair_table_capacity), flows_(cfg_, cfg_.flow_table_capacity) {}
+
+  void add(std::span<const PacketRecord> records) override {
+    for (const PacketRecord& r : records) {
+      if (r.key.family == 0) continue;
+      HeavyTable::Entry& flow = flows_.lookup(r.key, r.ts_ns);
+      const FlowKey pair_key = r.key.pairKey();
+      if (flow.link == nullptr || flow.link_generation != pairs_.generation()) {
+        flow.link = &pairs_.lookup(pair_key, r.ts_ns);
+        flow.link_generation = pairs_.generation();
+      }
+      pairs_.account(pair_key, *flow.link, r.ts_ns, r.wire_len);
+      flows_.account(r.key, flow, r.ts_ns, r.wire_len);
+    }
+  }
+
+  void closeInterval(const IntervalContext&, IntervalReport* out) override {
+    if (cfg_.report_top_k == 0) return;
+    out->pairs = pairs_.result(cfg_.report_top_k, /*with_windows=*/false);
+    out->flows = flows_.result(cfg_.report_top_k, /*with_windows=*/false);
+  }
+
+  void finish() override {
+    pairs_.finish();
+    flows_.finish();
+  }
+
+  void result(EngineResult* out) const override {
+    out->pairs = pairs_.result(cfg_.top_k);
+    out->flows = flows_.result(cfg_.top_k);
+  }
+
+ private:
+  const EngineConfig& cfg_;
+  HeavyTable pairs_;
+  HeavyTable flows_;
+};
+
+// Forwards the port stream's detail to every subscriber.
+class Fanout final : public EngineObserver {
+ public:
+  void onBaseBin(int64_t start_ns, uint64_t bytes, uint64_t packets) override {
+    for (EngineObserver* o : list) o->onBaseBin(start_ns, bytes, packets);
+  }
+  void onMicroburst(const Microburst& m) override {
+    for (EngineObserver* o : list) o->onMicroburst(m);
+  }
+  void onInterval(const IntervalReport& r) override {
+    for (EngineObserver* o : list) o->onInterval(r);
+  }
+  std::vector<EngineObserver*> list;
+};
+
+}  // namespace
+
 struct Engine::Impl {
-  explicit Impl(const EngineConfig& c)
-      : cfg(c), port(cfg, /*full=*/true), pairs(cfg, cfg.pair_table_capacity),
-        flows(cfg, cfg.flow_table_capacity) {}
+  explicit Impl(const EngineConfig& c) : cfg(c) {
+    auto s = std::make_unique<StreamsAggregator>(cfg);
+    streams = s.get();
+    aggregators.push_back(std::move(s));
+    aggregators.push_back(std::make_unique<HeavyAggregator>(cfg));
+  }
 
   EngineConfig cfg;
-  Stream port;
-  // Ingress and egress get full streams once seen; kUnknown frames are only in the port stream.
-  std::array<std::unique_ptr<Stream>, kDirectionCount> directions;
-  HeavyTable pairs;
-  HeavyTable flows;
-  uint64_t non_ip = 0;
+  std::vector<std::unique_ptr<Aggregator>> aggregators;
+  StreamsAggregator* streams;
+  Fanout fanout;
+  std::function<void(const IntervalReport&)> sink;
 
   // Report intervals [interval_start, interval_end); interval_end is INT64_MAX without intervals and
   // INT64_MIN before the first record or advance() (the first one then opens the first interval).
   int64_t interval_start = INT64_MIN;
   int64_t interval_end = INT64_MAX;
   int64_t monitoring_start = 0;
-  // Bytes of the last baseline_ns / report_interval_ns intervals, per stream (port, then directions).
-  std::array<std::deque<uint64_t>, 1 + kDirectionCount> baseline;
-  std::function<void(const IntervalReport&)> sink;
 
   void roll(int64_t now);
   void closeInterval(uint64_t skipped, bool partial = false);
-  void fill(IntervalStream& s, std::deque<uint64_t>& history, int64_t covered) const;
 };
 
 // Closes every interval that ends at or before `now`; an hours-long silence costs O(baseline) intervals.
@@ -107,29 +243,10 @@ void Engine::Impl::roll(int64_t now) {
       closeInterval(0);
       const int64_t skip_to = now - now % len - len;  // start of the last complete interval
       const uint64_t skipped = static_cast<uint64_t>((skip_to - interval_start) / len);
-      for (auto& h : baseline) h.clear();
       interval_start = skip_to;
       interval_end = skip_to + len;
       closeInterval(skipped);
     }
-  }
-}
-
-void Engine::Impl::fill(IntervalStream& s, std::deque<uint64_t>& history, int64_t covered) const {
-  history.push_back(s.bytes);
-  while (static_cast<int64_t>(history.size()) * cfg.report_interval_ns > cfg.baseline_ns) history.pop_front();
-  uint64_t baseline_bytes = 0;
-  for (uint64_t b : history) baseline_bytes += b;
-  s.mean_bps = static_cast<double>(s.bytes) * 8e9 / static_cast<double>(cfg.report_interval_ns);
-  s.baseline_bps = static_cast<double>(baseline_bytes) * 8e9 / static_cast<double>(covered);
-  s.ptm.clear();
-  for (size_t i = 0; i < cfg.scales_ns.size(); ++i) {
-    const int64_t tau = cfg.scales_ns[i];
-    std::optional<double> v;
-    if (tau <= covered && baseline_bytes > 0) {
-      v = static_cast<double>(s.envelope_bytes[i]) * 8e9 / (s.baseline_bps * static_cast<double>(tau));
-    }
-    s.ptm.push_back(v);
   }
 }
 
@@ -140,22 +257,11 @@ void Engine::Impl::closeInterval(uint64_t skipped, bool partial) {
   r.end_ns = interval_end;
   r.skipped_intervals = skipped;
   r.baseline_ns = std::min(cfg.baseline_ns, interval_end - monitoring_start);
-  port.closeInterval(interval_end, &r.port, !partial);
-  fill(r.port, baseline[0], r.baseline_ns);
-  for (int i = 0; i < kDirectionCount; ++i) {
-    if (!directions[i]) continue;
-    IntervalStream d;
-    directions[i]->closeInterval(interval_end, &d, !partial);
-    fill(d, baseline[1 + i], r.baseline_ns);
-    r.directions.emplace_back(static_cast<Direction>(i), std::move(d));
-  }
-  r.microbursts_total = port.microburstCount();
-  if (cfg.report_top_k > 0) {
-    r.pairs = pairs.result(cfg.report_top_k, /*with_windows=*/false);
-    r.flows = flows.result(cfg.report_top_k, /*with_windows=*/false);
-  }
+  const IntervalContext c{interval_start, interval_end, r.baseline_ns, partial, skipped};
+  for (auto& a : aggregators) a->closeInterval(c, &r);
   interval_start = interval_end;
   interval_end += cfg.report_interval_ns;
+  fanout.onInterval(r);
   if (sink) sink(r);
 }
 
@@ -164,56 +270,45 @@ Engine::Engine(const EngineConfig& config) : impl_(std::make_unique<Impl>(config
 }
 Engine::~Engine() = default;
 
+void Engine::addAggregator(std::unique_ptr<Aggregator> a) { impl_->aggregators.push_back(std::move(a)); }
+
+void Engine::subscribe(EngineObserver* o) {
+  impl_->fanout.list.push_back(o);
+  impl_->streams->setObserver(&impl_->fanout);
+}
+
 void Engine::setIntervalSink(std::function<void(const IntervalReport&)> sink) { impl_->sink = std::move(sink); }
 
 void Engine::advance(int64_t now_ns) {
   if (impl_->cfg.report_interval_ns > 0 && now_ns >= impl_->interval_end) impl_->roll(now_ns);
 }
 
-void Engine::add(const PacketRecord& r) {
+void Engine::add(std::span<const PacketRecord> records) {
   Impl& m = *impl_;
-  if (r.ts_ns >= m.interval_end) m.roll(r.ts_ns);
-  m.port.add(r.ts_ns, r.wire_len);
-  if (r.direction != Direction::kUnknown) {
-    auto& d = m.directions[static_cast<int>(r.direction)];
-    if (!d) d = std::make_unique<Stream>(m.cfg, true);
-    d->add(r.ts_ns, r.wire_len);
+  size_t i = 0;
+  while (i < records.size()) {
+    if (records[i].ts_ns >= m.interval_end) m.roll(records[i].ts_ns);
+    // The run of records inside the current interval: usually the whole batch.
+    size_t j = records.size();
+    if (records.back().ts_ns >= m.interval_end) {
+      j = i + 1;
+      while (j < records.size() && records[j].ts_ns < m.interval_end) ++j;
+    }
+    const std::span<const PacketRecord> run = records.subspan(i, j - i);
+    for (auto& a : m.aggregators) a->add(run);
+    i = j;
   }
-  if (r.key.family == 0) {
-    ++m.non_ip;
-    return;
-  }
-  HeavyTable::Entry& flow = m.flows.lookup(r.key, r.ts_ns);
-  const FlowKey pair_key = r.key.pairKey();
-  if (flow.link == nullptr || flow.link_generation != m.pairs.generation()) {
-    flow.link = &m.pairs.lookup(pair_key, r.ts_ns);
-    flow.link_generation = m.pairs.generation();
-  }
-  m.pairs.account(pair_key, *flow.link, r.ts_ns, r.wire_len);
-  m.flows.account(r.key, flow, r.ts_ns, r.wire_len);
 }
 
 void Engine::finish() {
   Impl& m = *impl_;
-  m.port.finish();
-  for (auto& d : m.directions) {
-    if (d) d->finish();
-  }
-  m.pairs.finish();
-  m.flows.finish();
+  for (auto& a : m.aggregators) a->finish();
   if (m.cfg.report_interval_ns > 0 && m.interval_start != INT64_MIN) m.closeInterval(0, /*partial=*/true);
 }
 
 EngineResult Engine::result() const {
-  const Impl& m = *impl_;
   EngineResult r;
-  r.port = m.port.result();
-  for (int i = 0; i < kDirectionCount; ++i) {
-    if (m.directions[i]) r.directions.emplace_back(static_cast<Direction>(i), m.directions[i]->result());
-  }
-  r.pairs = m.pairs.result(m.cfg.top_k);
-  r.flows = m.flows.result(m.cfg.top_k);
-  r.non_ip_packets = m.non_ip;
+  for (const auto& a : impl_->aggregators) a->result(&r);
   return r;
 }
 

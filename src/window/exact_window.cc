@@ -111,6 +111,7 @@ void ExactWindows::endBurst(int64_t t) {
   r.volumes_bytes.observe(static_cast<double>(cur_.bytes));
   if (r.events.size() < mb_max_events_) r.events.push_back(cur_);
   last_end_ns_ = t;
+  if (observer_) observer_->onMicroburst(cur_);
 }
 
 void ExactWindows::arrive(int64_t t, uint64_t len, uint64_t sum) {

@@ -36,6 +36,8 @@ class ExactWindows {
   uint64_t maxBytes(size_t i) const { return std::max(scales_[i].max, scales_[i].closed_max); }
   bool exact(size_t i) const { return scales_[i].active; }
   const std::optional<MicroburstResult>& microbursts() const { return mb_result_; }
+  // Told of every microburst as it ends (nullptr: nobody).
+  void setObserver(EngineObserver* o) { observer_ = o; }
 
  private:
   struct Entry {
@@ -71,6 +73,7 @@ class ExactWindows {
   Microburst cur_;
   int64_t last_end_ns_ = 0;
   std::optional<MicroburstResult> mb_result_;
+  EngineObserver* observer_ = nullptr;
 };
 
 }  // namespace burstscope::internal

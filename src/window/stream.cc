@@ -40,6 +40,7 @@ Stream::Stream(const EngineConfig& cfg, bool full) : base_bin_ns_(cfg.base_bin_n
 }
 
 void Stream::closeBaseBin() {
+  if (observer_) observer_->onBaseBin(cur_bin_ * base_bin_ns_, cur_bin_bytes_, cur_bin_packets_);
   nonempty_.pushBack(Bin{cur_bin_, cur_bin_bytes_});
   uint64_t keep_from = nonempty_.end() - 1;
   for (Scale& s : scales_) {

@@ -82,6 +82,11 @@ class Stream {
   void closeInterval(int64_t next_start, IntervalStream* out, bool flush_aligned);
   StreamResult result() const;
   uint64_t bytes() const { return bytes_; }
+  // Told of every base bin with traffic as it closes, and of every microburst as it ends (nullptr: nobody).
+  void setObserver(EngineObserver* o) {
+    observer_ = o;
+    if (exact_) exact_->setObserver(o);
+  }
   uint64_t microburstCount() const {
     return exact_ && exact_->microbursts() ? exact_->microbursts()->count : 0;
   }
@@ -132,6 +137,7 @@ class Stream {
   RingDeque<Bin> nonempty_;  // nonempty base bins within the longest τ
   std::unique_ptr<ExactWindows> exact_;
   std::vector<VirtualQueue> backlog_;
+  EngineObserver* observer_ = nullptr;
 };
 
 }  // namespace burstscope::internal

@@ -632,3 +632,135 @@ TEST(EngineTest, ConfigErrorsNameTheKey) {
 
 }  // namespace
 }  // namespace burstscope
+
+namespace burstscope {
+namespace {
+
+// A new aggregate plugs in without touching the engine: bytes per destination host, per interval and in
+// the end; and an observer sees every non-empty base bin and every microburst of the port stream.
+class BytesPerDestination final : public Aggregator {
+ public:
+  void add(std::span<const PacketRecord> records) override {
+    for (const PacketRecord& r : records) {
+      interval_[r.key.dst[3]] += r.wire_len;
+      total_[r.key.dst[3]] += r.wire_len;
+    }
+  }
+  void closeInterval(const IntervalContext& c, IntervalReport*) override {
+    intervals.push_back({c.start_ns, interval_});
+    interval_.clear();
+  }
+  void finish() override { finished = true; }
+  void result(EngineResult*) const override {}
+  std::map<uint8_t, uint64_t> total() const { return total_; }
+
+  std::vector<std::pair<int64_t, std::map<uint8_t, uint64_t>>> intervals;
+  bool finished = false;
+
+ private:
+  std::map<uint8_t, uint64_t> interval_, total_;
+};
+
+class Recorder final : public EngineObserver {
+ public:
+  void onBaseBin(int64_t start_ns, uint64_t bytes, uint64_t packets) override {
+    bins.push_back({start_ns, bytes, packets});
+  }
+  void onMicroburst(const Microburst& m) override { microbursts.push_back(m); }
+  void onInterval(const IntervalReport& r) override { interval_starts.push_back(r.start_ns); }
+  struct Bin {
+    int64_t start_ns;
+    uint64_t bytes, packets;
+  };
+  std::vector<Bin> bins;
+  std::vector<Microburst> microbursts;
+  std::vector<int64_t> interval_starts;
+};
+
+TEST(EngineAggregatorTest, AnAddedAggregatorAndAnObserverSeeEveryPacketOnce) {
+  const std::vector<Pkt> v = randomTrace(7, 3000);
+  EngineConfig c = intervalConfig();
+  c.link_capacity_bps = 1e9;  // microbursts are common at this trace's rates
+  Engine e(c);
+  auto agg = std::make_unique<BytesPerDestination>();
+  BytesPerDestination* dst = agg.get();
+  e.addAggregator(std::move(agg));
+  Recorder rec;
+  e.subscribe(&rec);
+  std::map<uint8_t, uint64_t> want;
+  std::map<int64_t, std::pair<uint64_t, uint64_t>> want_bins;
+  std::vector<PacketRecord> records;
+  for (size_t i = 0; i < v.size(); ++i) {
+    records.push_back(record(v[i], static_cast<uint8_t>(i % 5)));
+    records.back().key.dst[3] = static_cast<uint8_t>(i % 3);
+    want[records.back().key.dst[3]] += v[i].len;
+    auto& b = want_bins[v[i].ts - v[i].ts % c.base_bin_ns];
+    b.first += v[i].len;
+    ++b.second;
+  }
+  // In batches of varying size, so that batches straddle interval ends.
+  for (size_t i = 0; i < records.size();) {
+    const size_t n = std::min<size_t>(1 + i % 97, records.size() - i);
+    e.add(std::span<const PacketRecord>(records.data() + i, n));
+    i += n;
+  }
+  e.finish();
+  const EngineResult r = e.result();
+  EXPECT_TRUE(dst->finished);
+  EXPECT_EQ(dst->total(), want);
+  // Per interval, the aggregator saw exactly the packets inside it.
+  ASSERT_EQ(dst->intervals.size(), rec.interval_starts.size());
+  for (const auto& [start, bytes] : dst->intervals) {
+    uint64_t got = 0, expect = 0;
+    for (const auto& [d, b] : bytes) got += b;
+    for (const Pkt& p : v) expect += (p.ts >= start && p.ts < start + c.report_interval_ns) ? p.len : 0;
+    EXPECT_EQ(got, expect) << start;
+  }
+  ASSERT_EQ(rec.bins.size(), want_bins.size());
+  for (const Recorder::Bin& b : rec.bins) {
+    EXPECT_EQ(b.bytes, want_bins[b.start_ns].first) << b.start_ns;
+    EXPECT_EQ(b.packets, want_bins[b.start_ns].second) << b.start_ns;
+  }
+  ASSERT_TRUE(r.port.microbursts.has_value());
+  ASSERT_GT(r.port.microbursts->count, 0u);
+  ASSERT_EQ(rec.microbursts.size(), r.port.microbursts->count);
+  for (size_t i = 0; i < rec.microbursts.size(); ++i) {
+    EXPECT_EQ(rec.microbursts[i].start_ns, r.port.microbursts->events[i].start_ns);
+    EXPECT_EQ(rec.microbursts[i].end_ns, r.port.microbursts->events[i].end_ns);
+    EXPECT_EQ(rec.microbursts[i].bytes, r.port.microbursts->events[i].bytes);
+  }
+}
+
+TEST(EngineAggregatorTest, BatchesGiveTheSameResultAsOneRecordAtATime) {
+  const std::vector<Pkt> v = randomTrace(3, 4000);
+  const EngineConfig c = intervalConfig();
+  std::vector<PacketRecord> records;
+  for (size_t i = 0; i < v.size(); ++i) records.push_back(record(v[i], static_cast<uint8_t>(i % 7)));
+  auto runWith = [&](size_t batch, std::vector<IntervalReport>* reports) {
+    Engine e(c);
+    e.setIntervalSink([reports](const IntervalReport& r) { reports->push_back(r); });
+    for (size_t i = 0; i < records.size(); i += batch) {
+      e.add(std::span<const PacketRecord>(records.data() + i, std::min(batch, records.size() - i)));
+    }
+    e.finish();
+    return e.result();
+  };
+  std::vector<IntervalReport> one, many;
+  const EngineResult a = runWith(1, &one), b = runWith(256, &many);
+  EXPECT_EQ(a.port.bytes, b.port.bytes);
+  for (size_t i = 0; i < a.port.scales.size(); ++i) {
+    EXPECT_EQ(a.port.scales[i].envelope_bytes, b.port.scales[i].envelope_bytes);
+  }
+  EXPECT_EQ(a.port.backlog[0].max_backlog_bytes, b.port.backlog[0].max_backlog_bytes);
+  EXPECT_EQ(a.flows.top.size(), b.flows.top.size());
+  for (size_t i = 0; i < a.flows.top.size(); ++i) EXPECT_EQ(a.flows.top[i].bytes, b.flows.top[i].bytes);
+  ASSERT_EQ(one.size(), many.size());
+  for (size_t i = 0; i < one.size(); ++i) {
+    EXPECT_EQ(one[i].port.bytes, many[i].port.bytes) << i;
+    EXPECT_EQ(one[i].port.envelope_bytes, many[i].port.envelope_bytes) << i;
+    EXPECT_EQ(one[i].port.backlog_bytes, many[i].port.backlog_bytes) << i;
+  }
+}
+
+}  // namespace
+}  // namespace burstscope

@@ -49,20 +49,40 @@ absl::StatusOr<std::vector<double>> parseList(const std::string& flag, const std
   return out;
 }
 
+// "100,1000,5000" from nanoseconds (or bit/s) with a unit divisor; whole numbers without an exponent.
+template <typename T>
+std::string joinList(const std::vector<T>& v, double unit) {
+  return absl::StrJoin(v, ",", [unit](std::string* out, T x) {
+    const double d = static_cast<double>(x) / unit;
+    if (d == std::floor(d) && std::fabs(d) < 1e15) absl::StrAppend(out, static_cast<int64_t>(d));
+    else absl::StrAppend(out, d);
+  });
+}
+// "1s", "60s", "250ms": the shortest exact way to write a duration.
+std::string durationText(int64_t ns) {
+  if (ns % 1'000'000'000 == 0) return absl::StrCat(ns / 1'000'000'000, "s");
+  if (ns % 1'000'000 == 0) return absl::StrCat(ns / 1'000'000, "ms");
+  if (ns % 1'000 == 0) return absl::StrCat(ns / 1'000, "us");
+  return absl::StrCat(ns, "ns");
+}
+
 // The metric and decoder flags shared by `analyze` and `run`. For `run` they override the config file, so
-// only the flags actually given are applied.
+// only the flags actually given are applied. Their defaults are the modules' own (EngineConfig,
+// PipelineConfig, DecoderConfig): one home for every default.
 struct MetricFlags {
-  std::string scales_us = "100,1000,5000,10000,100000,1000000,10000000";
-  std::string rates_gbps = "1,10,25,100";
-  double link_gbps = 10;
-  double microburst_us = 100;
-  double microburst_threshold = 0.5;
-  size_t top_k = 10;
+  explicit MetricFlags(const EngineConfig& d) : defaults(d) {}
+  EngineConfig defaults;
+  std::string scales_us = joinList(defaults.scales_ns, 1e3);
+  std::string rates_gbps = joinList(defaults.rates_bps, 1e9);
+  double link_gbps = defaults.link_capacity_bps / 1e9;
+  double microburst_us = static_cast<double>(defaults.microburst_tau_ns) / 1e3;
+  double microburst_threshold = defaults.microburst_threshold;
+  size_t top_k = defaults.top_k;
   std::vector<std::string> local_nets;
-  int mirror_vlan_tags = 0;
-  double reorder_us = 1000;
+  int mirror_vlan_tags = DecoderConfig{}.mirror_vlan_tags;
+  double reorder_us = static_cast<double>(PipelineConfig{}.reorder_horizon_ns) / 1e3;
   double exact_max_us = -1;
-  size_t flow_table = size_t{1} << 16;
+  size_t flow_table = defaults.flow_table_capacity;
   CLI::App* app = nullptr;
 
   void add(CLI::App* a, bool live) {
@@ -137,7 +157,7 @@ struct MetricFlags {
 struct AnalyzeOptions {
   std::vector<std::string> files;
   bool json = false;
-  MetricFlags metrics;
+  MetricFlags metrics{EngineConfig{}};
 };
 
 int runAnalyze(const AnalyzeOptions& o) {
@@ -170,13 +190,13 @@ struct RunOptions {
   std::vector<std::string> vdevs;
   std::vector<std::string> ports;
   std::vector<std::string> xdp_interfaces;
-  std::string xdp_mode = "auto";
+  std::string xdp_mode = "auto";   // the first word of each list (run_config.h)
   std::string zero_copy = "auto";
   uint32_t snaplen = 0;
   bool ip_only = false;
   uint16_t rx_queues = 1;
-  std::string interval = "1s";
-  std::string baseline = "60s";
+  std::string interval = durationText(defaultRunConfig().live.pipeline.engine.report_interval_ns);
+  std::string baseline = durationText(defaultRunConfig().live.pipeline.engine.baseline_ns);
   std::string timestamps = "auto";
   double replay_speed = 0;
   std::string idle_exit = "0";
@@ -189,15 +209,14 @@ struct RunOptions {
   std::string sensor;
   std::vector<std::string> labels;  // name=value
   double switch_buffer_bytes = 0;
-  MetricFlags metrics;
+  MetricFlags metrics{defaultRunConfig().live.pipeline.engine};
   CLI::App* app = nullptr;
   bool given(const char* flag) const { return app->get_option(flag)->count() > 0; }
 };
 
-// A flag's word among a few, the error naming the flag.
+// A flag's word among a few (the same words as the config file's), the error naming the flag.
 template <typename Enum>
-absl::Status chooseFlag(const char* flag, const std::string& word,
-                        std::initializer_list<std::pair<const char*, Enum>> choices, Enum* out,
+absl::Status chooseFlag(const char* flag, const std::string& word, const Words<Enum>& choices, Enum* out,
                         const char* context = "") {
   absl::Status s = pickChoice(word, choices, out);
   if (s.ok()) return s;
@@ -206,11 +225,15 @@ absl::Status chooseFlag(const char* flag, const std::string& word,
 
 absl::StatusOr<RunConfig> buildRunConfig(const RunOptions& o) {
   RunConfig c;
-  BS_ASSIGN_OR_RETURN(c, o.config_file.empty() ? parseRunConfig("", "(defaults)") : loadRunConfig(o.config_file));
+  if (o.config_file.empty()) {
+    c = defaultRunConfig();
+  } else {
+    BS_ASSIGN_OR_RETURN(c, loadRunConfig(o.config_file));
+  }
   if (!o.xdp_interfaces.empty() && !o.ports.empty()) {
     return absl::InvalidArgumentError("--xdp and --port: choose one capture backend (AF_XDP or DPDK)");
   }
-  if (!o.xdp_interfaces.empty()) c.capture = "af_xdp";
+  if (!o.xdp_interfaces.empty()) c.capture = CaptureKind::kAfXdp;
   DpdkConfig& d = c.dpdk;
   for (const std::string& v : o.vdevs) {
     d.eal_args.push_back("--vdev");
@@ -219,7 +242,7 @@ absl::StatusOr<RunConfig> buildRunConfig(const RunOptions& o) {
   d.eal_args.insert(d.eal_args.end(), o.eal_args.begin(), o.eal_args.end());
   if (!o.ports.empty()) {
     d.ports.clear();
-    for (const std::string& p : o.ports) d.ports.push_back(DpdkPortConfig{p, o.rx_queues, o.metrics.link_gbps * 1e9});
+    for (const std::string& p : o.ports) d.ports.push_back(DpdkPortConfig{p, o.rx_queues, 0});
   } else {
     for (DpdkPortConfig& p : d.ports) {
       if (o.given("--rx-queues")) p.rx_queues = o.rx_queues;
@@ -230,7 +253,7 @@ absl::StatusOr<RunConfig> buildRunConfig(const RunOptions& o) {
   if (!o.xdp_interfaces.empty()) {
     a.ports.clear();
     for (const std::string& i : o.xdp_interfaces) {
-      a.ports.push_back(AfXdpPortConfig{i, o.given("--rx-queues") ? o.rx_queues : 0u, o.metrics.link_gbps * 1e9});
+      a.ports.push_back(AfXdpPortConfig{i, o.given("--rx-queues") ? o.rx_queues : 0u, 0});
     }
   } else {
     for (AfXdpPortConfig& p : a.ports) {
@@ -239,18 +262,14 @@ absl::StatusOr<RunConfig> buildRunConfig(const RunOptions& o) {
     }
   }
   if (o.given("--xdp-mode")) {
-    BS_RETURN_IF_ERROR(chooseFlag("--xdp-mode", o.xdp_mode,
-                                  {{"auto", XdpMode::kAuto}, {"native", XdpMode::kNative}, {"skb", XdpMode::kSkb}},
-                                  &a.mode));
+    BS_RETURN_IF_ERROR(chooseFlag("--xdp-mode", o.xdp_mode, xdpModeWords(), &a.mode));
   }
   if (o.given("--zero-copy")) {
-    BS_RETURN_IF_ERROR(chooseFlag("--zero-copy", o.zero_copy,
-                                  {{"auto", ZeroCopy::kAuto}, {"on", ZeroCopy::kOn}, {"off", ZeroCopy::kOff}},
-                                  &a.zero_copy));
+    BS_RETURN_IF_ERROR(chooseFlag("--zero-copy", o.zero_copy, zeroCopyWords(), &a.zero_copy));
   }
   if (o.given("--snaplen")) a.snaplen = o.snaplen;
   if (o.ip_only) a.ip_only = true;
-  if (c.capture == "af_xdp") {
+  if (c.capture == CaptureKind::kAfXdp) {
     if (a.ports.empty()) return absl::InvalidArgumentError("no interface to capture from: give --xdp or af-xdp.ports");
     if (!o.vdevs.empty() || !o.eal_args.empty()) {
       return absl::InvalidArgumentError("--vdev and EAL arguments apply to DPDK capture, not AF_XDP");
@@ -279,16 +298,10 @@ absl::StatusOr<RunConfig> buildRunConfig(const RunOptions& o) {
     BS_ASSIGN_OR_RETURN(int64_t ns, duration("--duration", o.duration));
     c.live.pipeline.duration_s = static_cast<double>(ns) * 1e-9;
   }
-  if (o.given("--timestamps") && c.capture == "af_xdp") {
-    BS_RETURN_IF_ERROR(chooseFlag("--timestamps", o.timestamps,
-                                  {{"auto", XdpTimestamps::kAuto}, {"kernel", XdpTimestamps::kKernel},
-                                   {"nic", XdpTimestamps::kNic}},
-                                  &a.timestamps, " (AF_XDP)"));
+  if (o.given("--timestamps") && c.capture == CaptureKind::kAfXdp) {
+    BS_RETURN_IF_ERROR(chooseFlag("--timestamps", o.timestamps, xdpTimestampWords(), &a.timestamps, " (AF_XDP)"));
   } else if (o.given("--timestamps")) {
-    BS_RETURN_IF_ERROR(chooseFlag("--timestamps", o.timestamps,
-                                  {{"auto", TimestampMode::kAuto}, {"nic", TimestampMode::kNic},
-                                   {"tsc", TimestampMode::kTsc}},
-                                  &d.timestamps, " (DPDK)"));
+    BS_RETURN_IF_ERROR(chooseFlag("--timestamps", o.timestamps, dpdkTimestampWords(), &d.timestamps, " (DPDK)"));
   }
   if (o.given("--replay-speed")) d.replay_speed = o.replay_speed;
   if (o.given("--ring-size")) d.ring_capacity = o.ring_size;
@@ -310,6 +323,7 @@ absl::StatusOr<RunConfig> buildRunConfig(const RunOptions& o) {
   // Both backends decode alike and fill rings of the same size.
   a.decoder = d.decoder;
   a.ring_capacity = d.ring_capacity;
+  resolvePortLinks(&c);
   // Validate once per port as the engine will see it (link speed, and rates defaulting to it).
   for (const auto& [name, link_bps] : capturePorts(c)) {
     if (absl::Status s = validateConfig(portEngineConfig(e, link_bps)); !s.ok()) {
@@ -320,7 +334,7 @@ absl::StatusOr<RunConfig> buildRunConfig(const RunOptions& o) {
 }
 
 absl::StatusOr<std::unique_ptr<CaptureSource>> openBackend(const RunConfig& c) {
-  if (c.capture == "af_xdp") {
+  if (c.capture == CaptureKind::kAfXdp) {
 #ifdef BURSTSCOPE_HAVE_AFXDP
     return openAfXdp(c.afxdp);
 #else
@@ -341,7 +355,7 @@ int runLiveCommand(const RunOptions& o) {
   if (!config.ok()) return fail(config.status(), 2);
   if (o.check_config) {
     const size_t n = capturePorts(*config).size();
-    std::cout << "burstscope run: configuration OK (" << config->capture << ", " << n << " port"
+    std::cout << "burstscope run: configuration OK (" << captureName(config->capture) << ", " << n << " port"
               << (n == 1 ? "" : "s") << ", metrics "
               << (config->exporter.listen.empty() ? "off" : "at " + config->exporter.listen) << ")\n";
     return 0;

@@ -12,6 +12,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "burstscope/status.h"
 
 namespace burstscope {
 
@@ -119,11 +120,6 @@ class Reader {
   std::string origin_;
 };
 
-#define BS_CHECK(expr)                   \
-  do {                                   \
-    if (absl::Status _s = (expr); !_s.ok()) return _s; \
-  } while (0)
-
 // Suricata-style EAL parameters: option name -> value; `true` for a flag, a list to repeat the option.
 absl::Status readEal(const Reader& rd, const YAML::Node& n, std::vector<std::string>* args) {
   if (!n.IsMap()) return rd.error(n, "dpdk.eal-params", "must be a mapping of EAL option to value");
@@ -154,106 +150,97 @@ absl::Status readEal(const Reader& rd, const YAML::Node& n, std::vector<std::str
 }
 
 template <typename Enum>
-absl::Status readChoice(const Reader& rd, const YAML::Node& n, const std::string& key,
-                        std::initializer_list<std::pair<const char*, Enum>> choices, Enum* out) {
+absl::Status readChoice(const Reader& rd, const YAML::Node& n, const std::string& key, const Words<Enum>& choices,
+                        Enum* out) {
   std::string v;
-  BS_CHECK(rd.scalar(n, key, &v));
-  if (absl::Status s = pickChoice(absl::AsciiStrToLower(v), choices, out); !s.ok()) {
+  BS_RETURN_IF_ERROR(rd.scalar(n, key, &v));
+  if (absl::Status s = pickChoice(v, choices, out); !s.ok()) {
     return rd.error(n, key, std::string(s.message()));
   }
   return absl::OkStatus();
 }
 
 absl::Status readDpdk(const Reader& rd, const YAML::Node& n, RunConfig* c) {
-  BS_CHECK(rd.checkKeys(n, "dpdk", {"eal-params", "ports", "mbufs", "rx-descriptors", "burst", "timestamps",
+  BS_RETURN_IF_ERROR(rd.checkKeys(n, "dpdk", {"eal-params", "ports", "mbufs", "rx-descriptors", "burst", "timestamps",
                                     "tsc-resync", "replay-speed"}));
   DpdkConfig& d = c->dpdk;
-  if (n["eal-params"]) BS_CHECK(readEal(rd, n["eal-params"], &d.eal_args));
+  if (n["eal-params"]) BS_RETURN_IF_ERROR(readEal(rd, n["eal-params"], &d.eal_args));
   if (n["ports"]) {
-    BS_CHECK(rd.sequence(n["ports"], "dpdk.ports"));
+    BS_RETURN_IF_ERROR(rd.sequence(n["ports"], "dpdk.ports"));
     d.ports.clear();
     for (size_t i = 0; i < n["ports"].size(); ++i) {
       const YAML::Node p = n["ports"][i];
       const std::string key = absl::StrCat("dpdk.ports[", i, "]");
-      BS_CHECK(rd.checkKeys(p, key, {"device", "rx-queues", "link-gbps"}));
+      BS_RETURN_IF_ERROR(rd.checkKeys(p, key, {"device", "rx-queues", "link-gbps"}));
       DpdkPortConfig pc;
       if (!p["device"]) return rd.error(p, key, "device is required");
-      BS_CHECK(rd.scalar(p["device"], key + ".device", &pc.device));
-      if (p["rx-queues"]) BS_CHECK(rd.integer(p["rx-queues"], key + ".rx-queues", &pc.rx_queues, 1, 1024));
+      BS_RETURN_IF_ERROR(rd.scalar(p["device"], key + ".device", &pc.device));
+      if (p["rx-queues"]) BS_RETURN_IF_ERROR(rd.integer(p["rx-queues"], key + ".rx-queues", &pc.rx_queues, 1, 1024));
       if (p["link-gbps"]) {
         double g;
-        BS_CHECK(rd.number(p["link-gbps"], key + ".link-gbps", &g, 1e-6, 10000));
+        BS_RETURN_IF_ERROR(rd.number(p["link-gbps"], key + ".link-gbps", &g, 1e-6, 10000));
         pc.link_bps = g * 1e9;
       }
       d.ports.push_back(pc);
     }
   }
-  if (n["mbufs"]) BS_CHECK(rd.integer(n["mbufs"], "dpdk.mbufs", &d.mbufs_per_port, 511, 16'777'215));
-  if (n["rx-descriptors"]) BS_CHECK(rd.integer(n["rx-descriptors"], "dpdk.rx-descriptors", &d.rx_descriptors, 32, 32768));
-  if (n["burst"]) BS_CHECK(rd.integer(n["burst"], "dpdk.burst", &d.burst, 1, 512));
+  if (n["mbufs"]) BS_RETURN_IF_ERROR(rd.integer(n["mbufs"], "dpdk.mbufs", &d.mbufs_per_port, 511, 16'777'215));
+  if (n["rx-descriptors"]) BS_RETURN_IF_ERROR(rd.integer(n["rx-descriptors"], "dpdk.rx-descriptors", &d.rx_descriptors, 32, 32768));
+  if (n["burst"]) BS_RETURN_IF_ERROR(rd.integer(n["burst"], "dpdk.burst", &d.burst, 1, 512));
   if (n["timestamps"]) {
-    BS_CHECK(readChoice(rd, n["timestamps"], "dpdk.timestamps",
-                        {{"auto", TimestampMode::kAuto}, {"nic", TimestampMode::kNic}, {"tsc", TimestampMode::kTsc}},
-                        &d.timestamps));
+    BS_RETURN_IF_ERROR(readChoice(rd, n["timestamps"], "dpdk.timestamps", dpdkTimestampWords(), &d.timestamps));
   }
   if (n["tsc-resync"]) {
     int64_t ns;
-    BS_CHECK(rd.duration(n["tsc-resync"], "dpdk.tsc-resync", &ns));
+    BS_RETURN_IF_ERROR(rd.duration(n["tsc-resync"], "dpdk.tsc-resync", &ns));
     if (ns < 1'000'000) return rd.error(n["tsc-resync"], "dpdk.tsc-resync", "must be at least 1ms");
     d.tsc_resync_s = static_cast<double>(ns) * 1e-9;
   }
-  if (n["replay-speed"]) BS_CHECK(rd.number(n["replay-speed"], "dpdk.replay-speed", &d.replay_speed, 0, 1e6));
+  if (n["replay-speed"]) BS_RETURN_IF_ERROR(rd.number(n["replay-speed"], "dpdk.replay-speed", &d.replay_speed, 0, 1e6));
   return absl::OkStatus();
 }
 
 absl::Status readAfXdp(const Reader& rd, const YAML::Node& n, RunConfig* c) {
-  BS_CHECK(rd.checkKeys(n, "af-xdp", {"ports", "mode", "zero-copy", "timestamps", "frames", "frame-size", "rx-ring",
+  BS_RETURN_IF_ERROR(rd.checkKeys(n, "af-xdp", {"ports", "mode", "zero-copy", "timestamps", "frames", "frame-size", "rx-ring",
                                       "batch", "snaplen", "ip-only", "clock-resync"}));
   AfXdpConfig& a = c->afxdp;
   if (n["ports"]) {
-    BS_CHECK(rd.sequence(n["ports"], "af-xdp.ports"));
+    BS_RETURN_IF_ERROR(rd.sequence(n["ports"], "af-xdp.ports"));
     a.ports.clear();
     for (size_t i = 0; i < n["ports"].size(); ++i) {
       const YAML::Node p = n["ports"][i];
       const std::string key = absl::StrCat("af-xdp.ports[", i, "]");
-      BS_CHECK(rd.checkKeys(p, key, {"interface", "queues", "link-gbps"}));
+      BS_RETURN_IF_ERROR(rd.checkKeys(p, key, {"interface", "queues", "link-gbps"}));
       AfXdpPortConfig pc;
       if (!p["interface"]) return rd.error(p, key, "interface is required");
-      BS_CHECK(rd.scalar(p["interface"], key + ".interface", &pc.interface));
-      if (p["queues"]) BS_CHECK(rd.integer(p["queues"], key + ".queues", &pc.queues, 0, BS_MAX_QUEUES));
+      BS_RETURN_IF_ERROR(rd.scalar(p["interface"], key + ".interface", &pc.interface));
+      if (p["queues"]) BS_RETURN_IF_ERROR(rd.integer(p["queues"], key + ".queues", &pc.queues, 0, BS_MAX_QUEUES));
       if (p["link-gbps"]) {
         double g;
-        BS_CHECK(rd.number(p["link-gbps"], key + ".link-gbps", &g, 1e-6, 10000));
+        BS_RETURN_IF_ERROR(rd.number(p["link-gbps"], key + ".link-gbps", &g, 1e-6, 10000));
         pc.link_bps = g * 1e9;
       }
       a.ports.push_back(pc);
     }
   }
   if (n["mode"]) {
-    BS_CHECK(readChoice(rd, n["mode"], "af-xdp.mode",
-                        {{"auto", XdpMode::kAuto}, {"native", XdpMode::kNative}, {"skb", XdpMode::kSkb}}, &a.mode));
+    BS_RETURN_IF_ERROR(readChoice(rd, n["mode"], "af-xdp.mode", xdpModeWords(), &a.mode));
   }
   if (n["zero-copy"]) {
-    BS_CHECK(readChoice(rd, n["zero-copy"], "af-xdp.zero-copy",
-                        {{"auto", ZeroCopy::kAuto}, {"true", ZeroCopy::kOn}, {"on", ZeroCopy::kOn},
-                         {"false", ZeroCopy::kOff}, {"off", ZeroCopy::kOff}},
-                        &a.zero_copy));
+    BS_RETURN_IF_ERROR(readChoice(rd, n["zero-copy"], "af-xdp.zero-copy", zeroCopyWords(), &a.zero_copy));
   }
   if (n["timestamps"]) {
-    BS_CHECK(readChoice(rd, n["timestamps"], "af-xdp.timestamps",
-                        {{"auto", XdpTimestamps::kAuto}, {"kernel", XdpTimestamps::kKernel},
-                         {"nic", XdpTimestamps::kNic}},
-                        &a.timestamps));
+    BS_RETURN_IF_ERROR(readChoice(rd, n["timestamps"], "af-xdp.timestamps", xdpTimestampWords(), &a.timestamps));
   }
-  if (n["frames"]) BS_CHECK(rd.integer(n["frames"], "af-xdp.frames", &a.frames, 64, 1 << 20));
-  if (n["frame-size"]) BS_CHECK(rd.integer(n["frame-size"], "af-xdp.frame-size", &a.frame_size, 2048, 4096));
-  if (n["rx-ring"]) BS_CHECK(rd.integer(n["rx-ring"], "af-xdp.rx-ring", &a.rx_ring, 64, 1 << 16));
-  if (n["batch"]) BS_CHECK(rd.integer(n["batch"], "af-xdp.batch", &a.batch, 1, 1024));
-  if (n["snaplen"]) BS_CHECK(rd.integer(n["snaplen"], "af-xdp.snaplen", &a.snaplen, 64, 4096));
-  if (n["ip-only"]) BS_CHECK(rd.boolean(n["ip-only"], "af-xdp.ip-only", &a.ip_only));
+  if (n["frames"]) BS_RETURN_IF_ERROR(rd.integer(n["frames"], "af-xdp.frames", &a.frames, 64, 1 << 20));
+  if (n["frame-size"]) BS_RETURN_IF_ERROR(rd.integer(n["frame-size"], "af-xdp.frame-size", &a.frame_size, 2048, 4096));
+  if (n["rx-ring"]) BS_RETURN_IF_ERROR(rd.integer(n["rx-ring"], "af-xdp.rx-ring", &a.rx_ring, 64, 1 << 16));
+  if (n["batch"]) BS_RETURN_IF_ERROR(rd.integer(n["batch"], "af-xdp.batch", &a.batch, 1, 1024));
+  if (n["snaplen"]) BS_RETURN_IF_ERROR(rd.integer(n["snaplen"], "af-xdp.snaplen", &a.snaplen, 64, 4096));
+  if (n["ip-only"]) BS_RETURN_IF_ERROR(rd.boolean(n["ip-only"], "af-xdp.ip-only", &a.ip_only));
   if (n["clock-resync"]) {
     int64_t ns;
-    BS_CHECK(rd.duration(n["clock-resync"], "af-xdp.clock-resync", &ns));
+    BS_RETURN_IF_ERROR(rd.duration(n["clock-resync"], "af-xdp.clock-resync", &ns));
     if (ns < 1'000'000) return rd.error(n["clock-resync"], "af-xdp.clock-resync", "must be at least 1ms");
     a.resync_s = static_cast<double>(ns) * 1e-9;
   }
@@ -261,51 +248,56 @@ absl::Status readAfXdp(const Reader& rd, const YAML::Node& n, RunConfig* c) {
 }
 
 absl::Status readMetrics(const Reader& rd, const YAML::Node& n, RunConfig* c) {
-  BS_CHECK(rd.checkKeys(n, "metrics", {"scales", "rates-gbps", "microburst", "exact-max", "top-k", "flow-table",
-                                       "pair-table", "reorder"}));
+  BS_RETURN_IF_ERROR(rd.checkKeys(n, "metrics", {"scales", "rates-gbps", "microburst", "exact-max", "top-k", "flow-table",
+                                       "pair-table", "reorder", "link-gbps"}));
   EngineConfig& e = c->live.pipeline.engine;
   if (n["scales"]) {
-    BS_CHECK(rd.sequence(n["scales"], "metrics.scales"));
+    BS_RETURN_IF_ERROR(rd.sequence(n["scales"], "metrics.scales"));
     e.scales_ns.clear();
     for (const YAML::Node& s : n["scales"]) {
       int64_t ns;
-      BS_CHECK(rd.duration(s, "metrics.scales", &ns));
+      BS_RETURN_IF_ERROR(rd.duration(s, "metrics.scales", &ns));
       e.scales_ns.push_back(ns);
     }
     std::sort(e.scales_ns.begin(), e.scales_ns.end());
   }
   if (n["rates-gbps"]) {
-    BS_CHECK(rd.sequence(n["rates-gbps"], "metrics.rates-gbps"));
+    BS_RETURN_IF_ERROR(rd.sequence(n["rates-gbps"], "metrics.rates-gbps"));
     e.rates_bps.clear();
     for (const YAML::Node& r : n["rates-gbps"]) {
       double g;
-      BS_CHECK(rd.number(r, "metrics.rates-gbps", &g, 1e-6, 10000));
+      BS_RETURN_IF_ERROR(rd.number(r, "metrics.rates-gbps", &g, 1e-6, 10000));
       e.rates_bps.push_back(g * 1e9);
     }
   }
   if (const YAML::Node m = n["microburst"]) {
-    BS_CHECK(rd.checkKeys(m, "metrics.microburst", {"window", "threshold"}));
-    if (m["window"]) BS_CHECK(rd.duration(m["window"], "metrics.microburst.window", &e.microburst_tau_ns));
+    BS_RETURN_IF_ERROR(rd.checkKeys(m, "metrics.microburst", {"window", "threshold"}));
+    if (m["window"]) BS_RETURN_IF_ERROR(rd.duration(m["window"], "metrics.microburst.window", &e.microburst_tau_ns));
     if (m["threshold"]) {
-      BS_CHECK(rd.number(m["threshold"], "metrics.microburst.threshold", &e.microburst_threshold, 1e-6, 1));
+      BS_RETURN_IF_ERROR(rd.number(m["threshold"], "metrics.microburst.threshold", &e.microburst_threshold, 1e-6, 1));
     }
   }
-  if (n["exact-max"]) BS_CHECK(rd.duration(n["exact-max"], "metrics.exact-max", &e.exact_max_tau_ns));
+  if (n["link-gbps"]) {
+    double g;
+    BS_RETURN_IF_ERROR(rd.number(n["link-gbps"], "metrics.link-gbps", &g, 1e-6, 10000));
+    e.link_capacity_bps = g * 1e9;  // every port's, unless it names its own
+  }
+  if (n["exact-max"]) BS_RETURN_IF_ERROR(rd.duration(n["exact-max"], "metrics.exact-max", &e.exact_max_tau_ns));
   if (n["top-k"]) {
-    BS_CHECK(rd.integer(n["top-k"], "metrics.top-k", &e.top_k, 1, 1000));
+    BS_RETURN_IF_ERROR(rd.integer(n["top-k"], "metrics.top-k", &e.top_k, 1, 1000));
     e.tracked_streams = std::max(e.tracked_streams, 2 * e.top_k);
   }
-  if (n["flow-table"]) BS_CHECK(rd.integer(n["flow-table"], "metrics.flow-table", &e.flow_table_capacity, 64, 1LL << 28));
-  if (n["pair-table"]) BS_CHECK(rd.integer(n["pair-table"], "metrics.pair-table", &e.pair_table_capacity, 64, 1LL << 26));
-  if (n["reorder"]) BS_CHECK(rd.duration(n["reorder"], "metrics.reorder", &c->live.pipeline.reorder_horizon_ns));
+  if (n["flow-table"]) BS_RETURN_IF_ERROR(rd.integer(n["flow-table"], "metrics.flow-table", &e.flow_table_capacity, 64, 1LL << 28));
+  if (n["pair-table"]) BS_RETURN_IF_ERROR(rd.integer(n["pair-table"], "metrics.pair-table", &e.pair_table_capacity, 64, 1LL << 26));
+  if (n["reorder"]) BS_RETURN_IF_ERROR(rd.duration(n["reorder"], "metrics.reorder", &c->live.pipeline.reorder_horizon_ns));
   return absl::OkStatus();
 }
 
 absl::Status readDecoder(const Reader& rd, const YAML::Node& n, RunConfig* c) {
-  BS_CHECK(rd.checkKeys(n, "decoder", {"local-nets", "mirror-vlan-tags", "vxlan-port"}));
+  BS_RETURN_IF_ERROR(rd.checkKeys(n, "decoder", {"local-nets", "mirror-vlan-tags", "vxlan-port"}));
   DecoderConfig& d = c->dpdk.decoder;
   if (n["local-nets"]) {
-    BS_CHECK(rd.sequence(n["local-nets"], "decoder.local-nets"));
+    BS_RETURN_IF_ERROR(rd.sequence(n["local-nets"], "decoder.local-nets"));
     for (const YAML::Node& p : n["local-nets"]) {
       IpPrefix prefix;
       if (!p.IsScalar() || !parsePrefix(p.Scalar(), &prefix)) {
@@ -315,10 +307,10 @@ absl::Status readDecoder(const Reader& rd, const YAML::Node& n, RunConfig* c) {
     }
   }
   if (n["mirror-vlan-tags"]) {
-    BS_CHECK(rd.integer(n["mirror-vlan-tags"], "decoder.mirror-vlan-tags", &d.mirror_vlan_tags, 0,
+    BS_RETURN_IF_ERROR(rd.integer(n["mirror-vlan-tags"], "decoder.mirror-vlan-tags", &d.mirror_vlan_tags, 0,
                         Decoder::kMaxVlanTags));
   }
-  if (n["vxlan-port"]) BS_CHECK(rd.integer(n["vxlan-port"], "decoder.vxlan-port", &d.vxlan_port, 1, 65535));
+  if (n["vxlan-port"]) BS_RETURN_IF_ERROR(rd.integer(n["vxlan-port"], "decoder.vxlan-port", &d.vxlan_port, 1, 65535));
   return absl::OkStatus();
 }
 
@@ -333,24 +325,24 @@ absl::Status readLabels(const Reader& rd, const YAML::Node& n, const std::string
 }
 
 absl::Status readExport(const Reader& rd, const YAML::Node& n, RunConfig* c) {
-  BS_CHECK(rd.checkKeys(n, "export", {"listen", "sensor", "labels", "top-k", "switch-buffer-bytes", "basic-auth",
+  BS_RETURN_IF_ERROR(rd.checkKeys(n, "export", {"listen", "sensor", "labels", "top-k", "switch-buffer-bytes", "basic-auth",
                                       "ports"}));
   ExportConfig& x = c->exporter;
-  if (n["listen"]) BS_CHECK(rd.scalar(n["listen"], "export.listen", &x.listen));
+  if (n["listen"]) BS_RETURN_IF_ERROR(rd.scalar(n["listen"], "export.listen", &x.listen));
   if (x.listen == "none") x.listen.clear();
-  if (n["sensor"]) BS_CHECK(rd.scalar(n["sensor"], "export.sensor", &x.sensor));
-  if (n["labels"]) BS_CHECK(readLabels(rd, n["labels"], "export.labels", &x.labels));
-  if (n["top-k"]) BS_CHECK(rd.integer(n["top-k"], "export.top-k", &x.top_k, 1, 100));
+  if (n["sensor"]) BS_RETURN_IF_ERROR(rd.scalar(n["sensor"], "export.sensor", &x.sensor));
+  if (n["labels"]) BS_RETURN_IF_ERROR(readLabels(rd, n["labels"], "export.labels", &x.labels));
+  if (n["top-k"]) BS_RETURN_IF_ERROR(rd.integer(n["top-k"], "export.top-k", &x.top_k, 1, 100));
   if (n["switch-buffer-bytes"]) {
     double b;
-    BS_CHECK(rd.number(n["switch-buffer-bytes"], "export.switch-buffer-bytes", &b, 1, 1e12));
+    BS_RETURN_IF_ERROR(rd.number(n["switch-buffer-bytes"], "export.switch-buffer-bytes", &b, 1, 1e12));
     x.switch_buffer_bytes = b;
   }
   if (const YAML::Node a = n["basic-auth"]) {
-    BS_CHECK(rd.checkKeys(a, "export.basic-auth", {"username", "password-hash"}));
-    if (a["username"]) BS_CHECK(rd.scalar(a["username"], "export.basic-auth.username", &x.basic_auth_user));
+    BS_RETURN_IF_ERROR(rd.checkKeys(a, "export.basic-auth", {"username", "password-hash"}));
+    if (a["username"]) BS_RETURN_IF_ERROR(rd.scalar(a["username"], "export.basic-auth.username", &x.basic_auth_user));
     if (a["password-hash"]) {
-      BS_CHECK(rd.scalar(a["password-hash"], "export.basic-auth.password-hash", &x.basic_auth_hash));
+      BS_RETURN_IF_ERROR(rd.scalar(a["password-hash"], "export.basic-auth.password-hash", &x.basic_auth_hash));
     }
   }
   if (const YAML::Node ports = n["ports"]) {
@@ -359,14 +351,14 @@ absl::Status readExport(const Reader& rd, const YAML::Node& n, RunConfig* c) {
       const std::string name = it->first.Scalar();
       const std::string key = absl::StrCat("export.ports.", name);
       const YAML::Node p = it->second;
-      BS_CHECK(rd.checkKeys(p, key, {"switch-buffer-bytes", "labels"}));
+      BS_RETURN_IF_ERROR(rd.checkKeys(p, key, {"switch-buffer-bytes", "labels"}));
       ExportPortConfig& pc = x.ports[name];
       if (p["switch-buffer-bytes"]) {
         double b;
-        BS_CHECK(rd.number(p["switch-buffer-bytes"], key + ".switch-buffer-bytes", &b, 1, 1e12));
+        BS_RETURN_IF_ERROR(rd.number(p["switch-buffer-bytes"], key + ".switch-buffer-bytes", &b, 1, 1e12));
         pc.switch_buffer_bytes = b;
       }
-      if (p["labels"]) BS_CHECK(readLabels(rd, p["labels"], key + ".labels", &pc.labels));
+      if (p["labels"]) BS_RETURN_IF_ERROR(readLabels(rd, p["labels"], key + ".labels", &pc.labels));
     }
   }
   if (absl::Status s = validateExportConfig(x); !s.ok()) return rd.errorAt(n, s.message());
@@ -374,17 +366,17 @@ absl::Status readExport(const Reader& rd, const YAML::Node& n, RunConfig* c) {
 }
 
 absl::Status readReport(const Reader& rd, const YAML::Node& n, RunConfig* c) {
-  BS_CHECK(rd.checkKeys(n, "report", {"interval", "baseline", "quiet", "idle-exit", "duration"}));
-  if (n["interval"]) BS_CHECK(rd.duration(n["interval"], "report.interval", &c->live.pipeline.engine.report_interval_ns));
-  if (n["baseline"]) BS_CHECK(rd.duration(n["baseline"], "report.baseline", &c->live.pipeline.engine.baseline_ns));
-  if (n["quiet"]) BS_CHECK(rd.boolean(n["quiet"], "report.quiet", &c->live.quiet));
+  BS_RETURN_IF_ERROR(rd.checkKeys(n, "report", {"interval", "baseline", "quiet", "idle-exit", "duration"}));
+  if (n["interval"]) BS_RETURN_IF_ERROR(rd.duration(n["interval"], "report.interval", &c->live.pipeline.engine.report_interval_ns));
+  if (n["baseline"]) BS_RETURN_IF_ERROR(rd.duration(n["baseline"], "report.baseline", &c->live.pipeline.engine.baseline_ns));
+  if (n["quiet"]) BS_RETURN_IF_ERROR(rd.boolean(n["quiet"], "report.quiet", &c->live.quiet));
   int64_t ns;
   if (n["idle-exit"]) {
-    BS_CHECK(rd.duration(n["idle-exit"], "report.idle-exit", &ns));
+    BS_RETURN_IF_ERROR(rd.duration(n["idle-exit"], "report.idle-exit", &ns));
     c->live.pipeline.idle_exit_s = static_cast<double>(ns) * 1e-9;
   }
   if (n["duration"]) {
-    BS_CHECK(rd.duration(n["duration"], "report.duration", &ns));
+    BS_RETURN_IF_ERROR(rd.duration(n["duration"], "report.duration", &ns));
     c->live.pipeline.duration_s = static_cast<double>(ns) * 1e-9;
   }
   return absl::OkStatus();
@@ -392,10 +384,46 @@ absl::Status readReport(const Reader& rd, const YAML::Node& n, RunConfig* c) {
 
 }  // namespace
 
-absl::StatusOr<RunConfig> parseRunConfig(const std::string& yaml, const std::string& origin) {
+const Words<CaptureKind>& captureWords() {
+  static const Words<CaptureKind> w = {{"dpdk", CaptureKind::kDpdk}, {"af_xdp", CaptureKind::kAfXdp}};
+  return w;
+}
+const Words<TimestampMode>& dpdkTimestampWords() {
+  static const Words<TimestampMode> w = {
+      {"auto", TimestampMode::kAuto}, {"nic", TimestampMode::kNic}, {"tsc", TimestampMode::kTsc}};
+  return w;
+}
+const Words<XdpMode>& xdpModeWords() {
+  static const Words<XdpMode> w = {{"auto", XdpMode::kAuto}, {"native", XdpMode::kNative}, {"skb", XdpMode::kSkb}};
+  return w;
+}
+const Words<ZeroCopy>& zeroCopyWords() {
+  static const Words<ZeroCopy> w = {{"auto", ZeroCopy::kAuto}, {"on", ZeroCopy::kOn}, {"off", ZeroCopy::kOff},
+                                    {"true", ZeroCopy::kOn}, {"false", ZeroCopy::kOff}};
+  return w;
+}
+const Words<XdpTimestamps>& xdpTimestampWords() {
+  static const Words<XdpTimestamps> w = {
+      {"auto", XdpTimestamps::kAuto}, {"kernel", XdpTimestamps::kKernel}, {"nic", XdpTimestamps::kNic}};
+  return w;
+}
+const char* captureName(CaptureKind k) { return k == CaptureKind::kAfXdp ? "af_xdp" : "dpdk"; }
+
+RunConfig defaultRunConfig() {
   RunConfig c;
   c.live.pipeline.engine.report_interval_ns = 1'000'000'000;
   c.live.pipeline.engine.rates_bps.clear();  // the link speed of each port unless configured
+  return c;
+}
+
+void resolvePortLinks(RunConfig* c) {
+  const double link = c->live.pipeline.engine.link_capacity_bps;
+  for (DpdkPortConfig& p : c->dpdk.ports) p.link_bps = p.link_bps > 0 ? p.link_bps : link;
+  for (AfXdpPortConfig& p : c->afxdp.ports) p.link_bps = p.link_bps > 0 ? p.link_bps : link;
+}
+
+absl::StatusOr<RunConfig> parseRunConfig(const std::string& yaml, const std::string& origin) {
+  RunConfig c = defaultRunConfig();
   Reader rd(origin);
   YAML::Node root;
   try {
@@ -404,28 +432,22 @@ absl::StatusOr<RunConfig> parseRunConfig(const std::string& yaml, const std::str
     return absl::InvalidArgumentError(absl::StrCat(origin, ":", e.mark.line + 1, ": not valid YAML: ", e.msg));
   }
   if (root.IsNull()) return c;  // an empty file: all defaults
-  BS_CHECK(rd.checkKeys(root, "", {"capture", "dpdk", "af-xdp", "metrics", "decoder", "report", "ring-size",
+  BS_RETURN_IF_ERROR(rd.checkKeys(root, "", {"capture", "dpdk", "af-xdp", "metrics", "decoder", "report", "ring-size",
                                     "export"}));
-  if (root["capture"]) {
-    BS_CHECK(rd.scalar(root["capture"], "capture", &c.capture));
-    if (c.capture != "dpdk" && c.capture != "af_xdp") {
-      return rd.error(root["capture"], "capture",
-                      absl::StrCat("'", c.capture, "' is not a capture backend (dpdk, af_xdp)"));
-    }
-  }
-  if (root["dpdk"]) BS_CHECK(readDpdk(rd, root["dpdk"], &c));
-  if (root["af-xdp"]) BS_CHECK(readAfXdp(rd, root["af-xdp"], &c));
-  if (root["metrics"]) BS_CHECK(readMetrics(rd, root["metrics"], &c));
-  if (root["decoder"]) BS_CHECK(readDecoder(rd, root["decoder"], &c));
-  if (root["report"]) BS_CHECK(readReport(rd, root["report"], &c));
-  if (root["export"]) BS_CHECK(readExport(rd, root["export"], &c));
-  if (root["ring-size"]) BS_CHECK(rd.integer(root["ring-size"], "ring-size", &c.dpdk.ring_capacity, 1024, 1LL << 26));
+  if (root["capture"]) BS_RETURN_IF_ERROR(readChoice(rd, root["capture"], "capture", captureWords(), &c.capture));
+  if (root["dpdk"]) BS_RETURN_IF_ERROR(readDpdk(rd, root["dpdk"], &c));
+  if (root["af-xdp"]) BS_RETURN_IF_ERROR(readAfXdp(rd, root["af-xdp"], &c));
+  if (root["metrics"]) BS_RETURN_IF_ERROR(readMetrics(rd, root["metrics"], &c));
+  if (root["decoder"]) BS_RETURN_IF_ERROR(readDecoder(rd, root["decoder"], &c));
+  if (root["report"]) BS_RETURN_IF_ERROR(readReport(rd, root["report"], &c));
+  if (root["export"]) BS_RETURN_IF_ERROR(readExport(rd, root["export"], &c));
+  if (root["ring-size"]) BS_RETURN_IF_ERROR(rd.integer(root["ring-size"], "ring-size", &c.dpdk.ring_capacity, 1024, 1LL << 26));
   return c;
 }
 
 std::vector<std::pair<std::string, double>> capturePorts(const RunConfig& c) {
   std::vector<std::pair<std::string, double>> out;
-  if (c.capture == "af_xdp") {
+  if (c.capture == CaptureKind::kAfXdp) {
     for (const AfXdpPortConfig& p : c.afxdp.ports) out.emplace_back(p.interface, p.link_bps);
   } else {
     for (const DpdkPortConfig& p : c.dpdk.ports) out.emplace_back(p.device, p.link_bps);

@@ -1,6 +1,9 @@
 // The `run` YAML configuration: values land in the modules' structs, and every error names key and line.
 #include <gtest/gtest.h>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+
 #include "src/config/run_config.h"
 
 namespace burstscope {
@@ -115,9 +118,45 @@ TEST(RunConfigTest, ErrorsNameTheKeyAndLine) {
   EXPECT_NE(errorOf("decoder:\n  local-nets: [10.0.0.0/33]\n").find("decoder.local-nets: '10.0.0.0/33'"),
             std::string::npos);
   EXPECT_NE(errorOf("report:\n  quiet: maybe\n").find("report.quiet: must be true or false"), std::string::npos);
-  EXPECT_NE(errorOf("capture: pcap\n").find("capture: 'pcap' is not a capture backend"), std::string::npos);
+  EXPECT_NE(errorOf("capture: pcap\n").find("f.yaml:1: capture: 'pcap' is not dpdk or af_xdp"), std::string::npos);
   EXPECT_NE(errorOf("dpdk: [1, 2\n").find("f.yaml:"), std::string::npos);  // not YAML at all
   EXPECT_NE(errorOf("dpdk:\n  burst: 0\n").find("dpdk.burst: 0 is not in 1..512"), std::string::npos);
+}
+
+// Every word a setting takes is accepted in the file (any case), from the one list the flags use too.
+TEST(RunConfigTest, EveryWordOfEveryListIsAcceptedInTheFile) {
+  auto all = [](const auto& words, const std::string& key, const std::string& section, auto get) {
+    for (const auto& [word, value] : words) {
+      for (const std::string& w : {std::string(word), absl::AsciiStrToUpper(word)}) {
+        const std::string yaml = section.empty() ? absl::StrCat(key, ": ", w, "\n")
+                                                 : absl::StrCat(section, ":\n  ", key, ": ", w, "\n");
+        auto c = parseRunConfig(yaml, "f.yaml");
+        ASSERT_TRUE(c.ok()) << yaml << c.status();
+        EXPECT_EQ(get(*c), value) << yaml;
+      }
+    }
+  };
+  all(captureWords(), "capture", "", [](const RunConfig& c) { return c.capture; });
+  all(dpdkTimestampWords(), "timestamps", "dpdk", [](const RunConfig& c) { return c.dpdk.timestamps; });
+  all(xdpModeWords(), "mode", "af-xdp", [](const RunConfig& c) { return c.afxdp.mode; });
+  all(zeroCopyWords(), "zero-copy", "af-xdp", [](const RunConfig& c) { return c.afxdp.zero_copy; });
+  all(xdpTimestampWords(), "timestamps", "af-xdp", [](const RunConfig& c) { return c.afxdp.timestamps; });
+}
+
+// An empty file is the defaults; ports without a link speed take the metrics' one, in one place.
+TEST(RunConfigTest, DefaultsLiveInOnePlaceAndPortsTakeTheMetricsLinkSpeed) {
+  auto c = parseRunConfig("", "f.yaml");
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->live.pipeline.engine.report_interval_ns, defaultRunConfig().live.pipeline.engine.report_interval_ns);
+  EXPECT_EQ(c->live.pipeline.engine.report_interval_ns, 1'000'000'000);
+  EXPECT_TRUE(c->live.pipeline.engine.rates_bps.empty());
+  EXPECT_EQ(c->live.pipeline.engine.baseline_ns, EngineConfig{}.baseline_ns);
+  auto d = parseRunConfig("dpdk:\n  ports:\n    - device: a\n    - device: b\n      link-gbps: 100\n"
+                          "metrics:\n  link-gbps: 25\n", "f.yaml");
+  ASSERT_TRUE(d.ok()) << d.status();
+  resolvePortLinks(&*d);
+  EXPECT_EQ(d->dpdk.ports[0].link_bps, 25e9);
+  EXPECT_EQ(d->dpdk.ports[1].link_bps, 100e9);
 }
 
 TEST(RunConfigTest, ExportSectionMapsOntoItsStructAndNamesBadKeys) {

@@ -20,7 +20,7 @@ namespace burstscope {
 struct AfXdpPortConfig {
   std::string interface;
   uint32_t queues = 0;     // RX queues to bind, from 0 (0: all the interface has)
-  double link_bps = 10e9;  // capacity of the mirrored link
+  double link_bps = 0;     // capacity of the mirrored link (0: metrics' link speed, resolvePortLinks)
 };
 
 enum class ZeroCopy { kAuto, kOn, kOff };  // kAuto: zero-copy where the driver offers it, else copy

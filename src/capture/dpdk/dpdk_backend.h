@@ -17,7 +17,7 @@ namespace burstscope {
 struct DpdkPortConfig {
   std::string device;  // ethdev name ("net_pcap0", "0000:3b:00.0") or port id ("0")
   uint16_t rx_queues = 1;
-  double link_bps = 10e9;  // capacity of the mirrored link: utilisation and microburst threshold
+  double link_bps = 0;  // capacity of the mirrored link (0: metrics' link speed, resolvePortLinks)
 };
 
 enum class TimestampMode { kAuto, kNic, kTsc };

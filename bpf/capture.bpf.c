@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * burstscope's XDP capture program. Every frame on the mirror port is counted in one verdict and, where a
- * socket is bound on its RX queue, redirected to that queue's AF_XDP socket with a timestamp taken here
- * (long before user space sees it) and its wire length in the metadata area. Frames longer than the snap
- * length are cut: burstscope measures lengths and headers, so copying payload into user space is waste.
+ * burstscope's XDP capture program. Every frame on the mirror port is counted in one verdict and,
+ * where a socket is bound on its RX queue, redirected to that queue's AF_XDP socket with a
+ * timestamp taken here (long before user space sees it) and its wire length in the metadata area.
+ * Frames longer than the snap length are cut: burstscope measures lengths and headers, so copying
+ * payload into user space is waste.
  *
- * Two entry points share the code: bs_capture stamps with bpf_ktime_get_ns(); bs_capture_nic first asks
- * the driver for the NIC's RX timestamp through the XDP metadata kfunc and must be loaded device-bound.
+ * Two entry points share the code: bs_capture stamps with bpf_ktime_get_ns(); bs_capture_nic first
+ * asks the driver for the NIC's RX timestamp through the XDP metadata kfunc and must be loaded
+ * device-bound.
  */
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
@@ -15,8 +17,9 @@
 #include "capture_shared.h"
 
 /* Configuration, fixed at load time by user space (rodata). */
-const volatile __u32 cfg_ip_only = 0;	/* pass frames that are not IPv4/IPv6 (after up to two VLAN tags) */
-const volatile __u32 cfg_snaplen = 0;	/* cut redirected frames to this many bytes; 0: never */
+const volatile __u32 cfg_ip_only =
+    0; /* pass frames that are not IPv4/IPv6 (after up to two VLAN tags) */
+const volatile __u32 cfg_snaplen = 0; /* cut redirected frames to this many bytes; 0: never */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_XSKMAP);
@@ -62,7 +65,8 @@ static __always_inline int is_ip(struct xdp_md *ctx)
 	for (int i = 0; i < 2; i++) {
 		struct vlan_hdr *v = data + off;
 
-		if (proto != __builtin_bswap16(ETH_P_8021Q) && proto != __builtin_bswap16(ETH_P_8021AD))
+		if (proto != __builtin_bswap16(ETH_P_8021Q) &&
+		    proto != __builtin_bswap16(ETH_P_8021AD))
 			break;
 		if ((void *)(v + 1) > end)
 			return 0;
@@ -94,7 +98,8 @@ static __always_inline int capture(struct xdp_md *ctx, int nic_ts)
 		return XDP_ABORTED;
 	}
 	count(BS_STAT_REDIRECTED);
-	if (nic_ts && bpf_xdp_metadata_rx_timestamp && bpf_xdp_metadata_rx_timestamp(ctx, &ts) == 0 && ts) {
+	if (nic_ts && bpf_xdp_metadata_rx_timestamp &&
+	    bpf_xdp_metadata_rx_timestamp(ctx, &ts) == 0 && ts) {
 		flags |= BS_META_NIC_TS;
 		count(BS_STAT_NIC_TIMESTAMP);
 	} else {
@@ -120,15 +125,9 @@ static __always_inline int capture(struct xdp_md *ctx, int nic_ts)
 }
 
 SEC("xdp")
-int bs_capture(struct xdp_md *ctx)
-{
-	return capture(ctx, 0);
-}
+int bs_capture(struct xdp_md *ctx) { return capture(ctx, 0); }
 
 SEC("xdp")
-int bs_capture_nic(struct xdp_md *ctx)
-{
-	return capture(ctx, 1);
-}
+int bs_capture_nic(struct xdp_md *ctx) { return capture(ctx, 1); }
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

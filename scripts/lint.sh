@@ -33,3 +33,10 @@ cppcheck --quiet --error-exitcode=1 --std=c++20 --language=c++ --inline-suppr \
   --enable=warning,performance,portability --suppress=missingIncludeSystem --suppress=unknownMacro \
   -I include -I . -D__linux__ -DBURSTSCOPE_HAVE_DPDK -DBURSTSCOPE_HAVE_AFXDP src tools
 echo "cppcheck: clean"
+
+# Formatting: .clang-format for the C++, bpf/.clang-format for the BPF C. `clang-format -i FILE` mends one.
+mapfile -t formatted < <(git ls-files 'include/*.h' 'src/*.cc' 'src/*.h' 'tests/*.cc' 'tests/*.h' 'bench/*.cc' \
+  'bench/*.h' 'fuzz/*.cc' 'tools/*.cc' 'bpf/*.c' 'bpf/*.h')
+echo "clang-format: ${#formatted[@]} files"
+clang-format --dry-run --Werror "${formatted[@]}"
+echo "clang-format: clean"

@@ -10,8 +10,8 @@ PKGS=(
   # toolchain and build
   build-essential g++ meson ninja-build pkg-config git
   clang llvm libclang-rt-14-dev
-  # static analysis and fuzzing (scripts/lint.sh, scripts/fuzz.sh): libFuzzer comes with libclang-rt-14-dev
-  clang-tidy cppcheck
+  # static analysis, formatting and fuzzing (scripts/lint.sh, scripts/fuzz.sh): libFuzzer comes with libclang-rt-14-dev
+  clang-tidy clang-format cppcheck
   # libraries
   libdpdk-dev dpdk dpdk-dev libbpf-dev libxdp-dev bpftool
   prometheus-cpp-dev libabsl-dev libpcap-dev libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libcap-dev

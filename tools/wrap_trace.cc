@@ -15,9 +15,9 @@
 #include <pcap/pcap.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstdint>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -41,12 +41,12 @@ void outerIpv4(std::vector<uint8_t>& b, uint8_t proto, size_t payload_len) {
   b.push_back(0x45);
   b.push_back(0);
   put16(b, static_cast<uint16_t>(std::min<size_t>(20 + payload_len, 0xFFFF)));
-  put32(b, 0);                   // id, flags, fragment offset
+  put32(b, 0);  // id, flags, fragment offset
   b.push_back(64);
   b.push_back(proto);
-  put16(b, 0);                   // checksum (not checked by a monitor)
-  put32(b, 0xC0A80A01);          // 192.168.10.1: the switch
-  put32(b, 0xC0A80A02);          // 192.168.10.2: the collector
+  put16(b, 0);           // checksum (not checked by a monitor)
+  put32(b, 0xC0A80A01);  // 192.168.10.1: the switch
+  put32(b, 0xC0A80A02);  // 192.168.10.2: the collector
 }
 
 struct Wrapper {
@@ -83,9 +83,9 @@ struct Wrapper {
       put32(gre, 0x10000000u | 7);  // version 1, VLAN 0, session 7
       put32(gre, 0);
     } else if (mode == "erspan3" || mode == "erspan3-sub") {
-      put32(gre, 0x20000000u | 9);  // version 2, session 9
-      put32(gre, 0);                // timestamp
-      put16(gre, 0);                // SGT
+      put32(gre, 0x20000000u | 9);                          // version 2, session 9
+      put32(gre, 0);                                        // timestamp
+      put16(gre, 0);                                        // SGT
       put16(gre, mode == "erspan3-sub" ? 0x0001 : 0x0000);  // ingress (D=0), O flag for the subheader
       if (mode == "erspan3-sub") {
         put32(gre, 0);
@@ -106,15 +106,15 @@ int main(int argc, char** argv) {
     return 2;
   }
   Wrapper w{argv[1]};
-  const std::vector<std::string> modes = {"erspan1", "erspan2", "erspan3", "erspan3-sub", "teb", "vxlan", "qinq",
-                                          "pad-usec"};
+  const std::vector<std::string> modes = {"erspan1", "erspan2", "erspan3", "erspan3-sub",
+                                          "teb",     "vxlan",   "qinq",    "pad-usec"};
   if (std::find(modes.begin(), modes.end(), w.mode) == modes.end()) {
     std::fprintf(stderr, "wrap_trace: unknown mode '%s'\n", argv[1]);
     return 2;
   }
   const std::string opt = argc == 6 ? argv[4] : "";
   const long opt_n = argc == 6 ? std::strtol(argv[5], nullptr, 10) : 0;
-  if (argc == 6 && !((opt == "--drop-every" && w.mode != "pad-usec") || (opt == "--repeat" && w.mode == "pad-usec")) ) {
+  if (argc == 6 && !((opt == "--drop-every" && w.mode != "pad-usec") || (opt == "--repeat" && w.mode == "pad-usec"))) {
     std::fprintf(stderr, "wrap_trace: %s is not an option of mode %s\n", opt.c_str(), w.mode.c_str());
     return 2;
   }

@@ -62,9 +62,9 @@ struct SourceStats {
 
 // How a source timestamps packets, in words for the docs, the summary and the info metric.
 struct TimestampInfo {
-  std::string source;       // "nic", "tsc", "kernel", "pcap_file"
-  std::string description;  // e.g. "TSC 2.45 GHz per RX burst, re-synchronised to CLOCK_REALTIME every 1 s"
-  double error_bound_ns = 0;  // stated bound on |recorded - true arrival| beyond the source's own sync
+  std::string source;              // "nic", "tsc", "kernel", "pcap_file"
+  std::string description;         // e.g. "TSC 2.45 GHz per RX burst, re-synchronised to CLOCK_REALTIME every 1 s"
+  double error_bound_ns = 0;       // stated bound on |recorded - true arrival| beyond the source's own sync
   int64_t max_resync_step_ns = 0;  // largest correction seen at a re-synchronisation (tsc, nic, kernel)
 };
 

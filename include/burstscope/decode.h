@@ -22,7 +22,7 @@ enum class DecodeError : uint8_t {
   kTooManyVlanTags,
   kTruncatedIpv4,
   kBadIpv4Version,
-  kBadIpv4HeaderLength,  // IHL < 5, or total length shorter than the header
+  kBadIpv4HeaderLength,     // IHL < 5, or total length shorter than the header
   kIpv4LengthExceedsFrame,  // total length runs past the frame's wire length
   kTruncatedIpv6,
   kBadIpv6Version,
@@ -46,10 +46,10 @@ const char* decodeErrorName(DecodeError e);  // snake_case, stable: used as a me
 
 struct DecodeStats {
   std::array<uint64_t, kDecodeErrorCount> errors{};  // errors[0] (kNone) counts frames decoded fully
-  uint64_t non_ip = 0;             // decoded completely, but not IPv4/IPv6 (ARP, LLDP, ...)
-  uint64_t encapsulated = 0;      // frames measured as the inner frame of a mirror encapsulation
-  uint64_t mirror_seq_gaps = 0;   // packets the mirror lost, from ERSPAN/GRE sequence numbers
-  uint64_t mirror_seq_reorders = 0;  // a sequence number at or below the last one seen for its session
+  uint64_t non_ip = 0;                               // decoded completely, but not IPv4/IPv6 (ARP, LLDP, ...)
+  uint64_t encapsulated = 0;                         // frames measured as the inner frame of a mirror encapsulation
+  uint64_t mirror_seq_gaps = 0;                      // packets the mirror lost, from ERSPAN/GRE sequence numbers
+  uint64_t mirror_seq_reorders = 0;                  // a sequence number at or below the last one seen for its session
 
   uint64_t errorTotal() const;
   void merge(const DecodeStats& o);

@@ -59,9 +59,9 @@ std::string pairToString(const FlowKey& k);  // "10.0.0.1 > 10.0.0.2"
 
 // Flags on a record.
 enum RecordFlags : uint8_t {
-  kRecordDecodeError = 1 << 0,  // decoding stopped early; the record holds what decoded
-  kRecordEncapsulated = 1 << 1, // measured frame was the inner frame of a mirror encapsulation
-  kRecordFragment = 1 << 2,     // an IP fragment (ports only in the first one)
+  kRecordDecodeError = 1 << 0,   // decoding stopped early; the record holds what decoded
+  kRecordEncapsulated = 1 << 1,  // measured frame was the inner frame of a mirror encapsulation
+  kRecordFragment = 1 << 2,      // an IP fragment (ports only in the first one)
   // Not a packet: a capture queue's watermark. No later record on that queue is older than ts_ns, so the
   // worker merging queues may move on while the queue is idle. Never counted as a frame.
   kRecordTick = 1 << 7,

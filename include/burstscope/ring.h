@@ -24,8 +24,8 @@ class SpscRing {
 
  public:
   // `capacity` is rounded up to a power of two.
-  explicit SpscRing(size_t capacity) : mask_(std::bit_ceil(std::max<size_t>(capacity, 2)) - 1),
-                                       slots_(new T[mask_ + 1]) {}
+  explicit SpscRing(size_t capacity)
+      : mask_(std::bit_ceil(std::max<size_t>(capacity, 2)) - 1), slots_(new T[mask_ + 1]) {}
   SpscRing(const SpscRing&) = delete;
   SpscRing& operator=(const SpscRing&) = delete;
 

@@ -14,16 +14,15 @@
 #define BS_STATUS_CONCAT_(a, b) BS_STATUS_CONCAT_INNER_(a, b)
 
 // Returns from the enclosing function if `expr` (an absl::Status) is not OK.
-#define BS_RETURN_IF_ERROR(expr)                                      \
-  do {                                                                \
-    ::absl::Status bs_status_ = (expr);                               \
-    if (!bs_status_.ok()) return bs_status_;                          \
+#define BS_RETURN_IF_ERROR(expr)             \
+  do {                                       \
+    ::absl::Status bs_status_ = (expr);      \
+    if (!bs_status_.ok()) return bs_status_; \
   } while (0)
 
 // `lhs = value of expr` for an absl::StatusOr<T>, returning its status on error.
 // NOLINTBEGIN(bugprone-macro-parentheses): lhs is a declaration ("T x"), which parentheses would break.
-#define BS_ASSIGN_OR_RETURN(lhs, expr) \
-  BS_ASSIGN_OR_RETURN_IMPL_(BS_STATUS_CONCAT_(bs_statusor_, __LINE__), lhs, expr)
+#define BS_ASSIGN_OR_RETURN(lhs, expr) BS_ASSIGN_OR_RETURN_IMPL_(BS_STATUS_CONCAT_(bs_statusor_, __LINE__), lhs, expr)
 #define BS_ASSIGN_OR_RETURN_IMPL_(tmp, lhs, expr) \
   auto tmp = (expr);                              \
   if (!tmp.ok()) return tmp.status();             \

@@ -22,8 +22,7 @@ namespace burstscope {
 
 struct EngineConfig {
   // Window lengths τ in nanoseconds; each must be a multiple of base_bin_ns.
-  std::vector<int64_t> scales_ns{100'000, 1'000'000, 5'000'000, 10'000'000,
-                                 100'000'000, 1'000'000'000, 10'000'000'000};
+  std::vector<int64_t> scales_ns{100'000, 1'000'000, 5'000'000, 10'000'000, 100'000'000, 1'000'000'000, 10'000'000'000};
   int64_t base_bin_ns = 100'000;
   // Port and direction streams keep E(τ) exact (packet-level) for τ up to this; above it E(τ) comes from
   // base bins (SPEC's bound). Offline analysis raises it to the largest scale.
@@ -32,7 +31,7 @@ struct EngineConfig {
   // demoted to base-bin precision and marked inexact.
   size_t exact_max_entries = size_t{1} << 24;
   std::vector<double> rates_bps{1e9, 10e9, 25e9, 100e9};  // virtual backlog drain rates, bit/s
-  double link_capacity_bps = 10e9;                         // for utilisation and microbursts
+  double link_capacity_bps = 10e9;                        // for utilisation and microbursts
   int64_t microburst_tau_ns = 100'000;
   double microburst_threshold = 0.5;  // fraction of link capacity
   size_t top_k = 10;                  // pairs and flows reported by name
@@ -62,8 +61,8 @@ absl::Status validateConfig(const EngineConfig& c);
 
 // A classic cumulative-able histogram with fixed upper bounds (the last bucket is +Inf).
 struct Histogram {
-  std::vector<double> bounds;   // upper bounds, ascending
-  std::vector<uint64_t> counts; // bounds.size() + 1 buckets, non-cumulative
+  std::vector<double> bounds;    // upper bounds, ascending
+  std::vector<uint64_t> counts;  // bounds.size() + 1 buckets, non-cumulative
   double sum = 0;
   uint64_t count = 0;
   explicit Histogram(std::vector<double> b = {}) : bounds(std::move(b)), counts(bounds.size() + 1) {}
@@ -76,7 +75,7 @@ struct ScaleResult {
   bool exact = false;           // packet-level exact, or from base bins within SPEC's bound
   uint64_t peak_bin_bytes = 0;  // busiest aligned bin of width τ (exact)
   uint64_t peak_bin_packets = 0;
-  uint64_t bins_spanned = 0;    // aligned bins from the first packet's to the last packet's
+  uint64_t bins_spanned = 0;             // aligned bins from the first packet's to the last packet's
   std::optional<Histogram> utilisation;  // per aligned bin, fraction of link capacity (port/direction)
 };
 
@@ -88,8 +87,8 @@ struct BacklogResult {
 struct Microburst {
   int64_t start_ns = 0;
   int64_t end_ns = 0;
-  uint64_t bytes = 0;      // bytes of the packets arriving during the microburst
-  double peak_bps = 0;     // highest A(t-τ,t)*8/τ inside it
+  uint64_t bytes = 0;   // bytes of the packets arriving during the microburst
+  double peak_bps = 0;  // highest A(t-τ,t)*8/τ inside it
 };
 
 struct MicroburstResult {
@@ -106,7 +105,7 @@ struct StreamResult {
   int64_t first_ns = 0;
   int64_t last_ns = 0;
   std::vector<ScaleResult> scales;
-  std::vector<BacklogResult> backlog;         // port and direction streams only
+  std::vector<BacklogResult> backlog;           // port and direction streams only
   std::optional<MicroburstResult> microbursts;  // port and direction streams only
 };
 
@@ -125,23 +124,23 @@ struct HeavyResult {
   std::vector<HeavyHitter> top;  // at most top_k, by bytes, descending
   uint64_t other_packets = 0;    // everything not in `top`, evicted entries included
   uint64_t other_bytes = 0;
-  uint64_t entries = 0;          // distinct keys in the table at the end
-  uint64_t evictions = 0;        // entries evicted to keep the table within capacity
+  uint64_t entries = 0;    // distinct keys in the table at the end
+  uint64_t evictions = 0;  // entries evicted to keep the table within capacity
 };
 
 // One stream's figures over one report interval [start, end).
 struct IntervalStream {
   uint64_t packets = 0;
   uint64_t bytes = 0;
-  std::vector<uint64_t> envelope_bytes;  // per scale: max over t in the interval of A(t-τ, t)
-  std::vector<bool> exact;               // per scale: packet-exact, else within SPEC's base-bin bound
+  std::vector<uint64_t> envelope_bytes;    // per scale: max over t in the interval of A(t-τ, t)
+  std::vector<bool> exact;                 // per scale: packet-exact, else within SPEC's base-bin bound
   std::vector<std::optional<double>> ptm;  // per scale: E(τ) / (baseline rate · τ); none if undefined
-  std::vector<double> backlog_bytes;     // per rate: max virtual backlog during the interval
-  double mean_bps = 0;                   // the interval's own mean rate
-  double baseline_bps = 0;               // mean rate over the trailing baseline window
+  std::vector<double> backlog_bytes;       // per rate: max virtual backlog during the interval
+  double mean_bps = 0;                     // the interval's own mean rate
+  double baseline_bps = 0;                 // mean rate over the trailing baseline window
   // Cumulative since the start, for export as classic histograms (port and direction streams). A scale's
   // aligned window is observed once it has ended, at or before the interval's end (empty ones included).
-  std::vector<Histogram> utilisation;    // per scale
+  std::vector<Histogram> utilisation;  // per scale
   uint64_t microbursts = 0;
   std::optional<Histogram> microburst_durations_s, microburst_gaps_s, microburst_volumes_bytes;
 };
@@ -149,7 +148,7 @@ struct IntervalStream {
 struct IntervalReport {
   int64_t start_ns = 0;
   int64_t end_ns = 0;
-  int64_t baseline_ns = 0;  // how much trailing time the baseline covers (shorter just after start-up)
+  int64_t baseline_ns = 0;         // how much trailing time the baseline covers (shorter just after start-up)
   uint64_t skipped_intervals = 0;  // empty intervals before this one that were not reported one by one
   bool partial = false;            // the last interval, closed by finish() before its end
   IntervalStream port;
@@ -269,7 +268,7 @@ class Reorderer {
 
   int64_t horizon_ns_;
   std::vector<PacketRecord> buf_ = std::vector<PacketRecord>(1024);  // ring, power-of-two size
-  size_t head_ = 0;  // oldest
+  size_t head_ = 0;                                                  // oldest
   size_t size_ = 0;
   int64_t newest_ns_ = INT64_MIN;
   int64_t released_ns_ = INT64_MIN;

@@ -75,8 +75,7 @@ Json histogramJson(const Histogram& h) {
   uint64_t cumulative = 0;
   for (size_t i = 0; i < h.counts.size(); ++i) {
     cumulative += h.counts[i];
-    buckets.push_back(Json{{"le", i < h.bounds.size() ? Json(h.bounds[i]) : Json("+Inf")},
-                           {"count", cumulative}});
+    buckets.push_back(Json{{"le", i < h.bounds.size() ? Json(h.bounds[i]) : Json("+Inf")}, {"count", cumulative}});
   }
   return Json{{"count", h.count}, {"sum", h.sum}, {"buckets", buckets}};
 }
@@ -85,15 +84,15 @@ Json scalesJson(const StreamResult& s, bool with_histograms) {
   Json out = Json::array();
   for (const ScaleResult& sc : s.scales) {
     auto p = ptm(s, sc);
-    Json j{{"tau_us", sc.tau_ns / 1000},
-           {"envelope_bytes", sc.envelope_bytes},
-           {"ptm", p ? Json(*p) : Json(nullptr)},
-           {"peak_bin_bytes", sc.peak_bin_bytes},
-           {"mean_bin_bytes", sc.bins_spanned ? static_cast<double>(s.bytes) / static_cast<double>(sc.bins_spanned)
-                                              : 0.0},
-           {"peak_gbps", static_cast<double>(sc.envelope_bytes) * 8.0 / static_cast<double>(sc.tau_ns)},
-           {"peak_bin_packets", sc.peak_bin_packets},
-           {"exact", sc.exact}};
+    Json j{
+        {"tau_us", sc.tau_ns / 1000},
+        {"envelope_bytes", sc.envelope_bytes},
+        {"ptm", p ? Json(*p) : Json(nullptr)},
+        {"peak_bin_bytes", sc.peak_bin_bytes},
+        {"mean_bin_bytes", sc.bins_spanned ? static_cast<double>(s.bytes) / static_cast<double>(sc.bins_spanned) : 0.0},
+        {"peak_gbps", static_cast<double>(sc.envelope_bytes) * 8.0 / static_cast<double>(sc.tau_ns)},
+        {"peak_bin_packets", sc.peak_bin_packets},
+        {"exact", sc.exact}};
     if (with_histograms && sc.utilisation) j["utilisation"] = histogramJson(*sc.utilisation);
     out.push_back(std::move(j));
   }
@@ -117,8 +116,8 @@ Json microburstJson(const MicroburstResult& m, const EngineConfig& cfg) {
 }
 
 Json streamJson(const StreamResult& s, const EngineConfig& cfg) {
-  Json j{{"packets", s.packets}, {"bytes", s.bytes}, {"first_ns", s.first_ns}, {"last_ns", s.last_ns},
-         {"mean_bps", meanBps(s)}, {"scales", scalesJson(s, true)}};
+  Json j{{"packets", s.packets}, {"bytes", s.bytes},       {"first_ns", s.first_ns},
+         {"last_ns", s.last_ns}, {"mean_bps", meanBps(s)}, {"scales", scalesJson(s, true)}};
   Json backlog = Json::array();
   for (const BacklogResult& b : s.backlog) {
     backlog.push_back(Json{{"rate_gbps", b.rate_bps / 1e9}, {"max_backlog_bytes", b.max_backlog_bytes}});
@@ -151,8 +150,11 @@ Json heavyJson(const HeavyResult& h, uint64_t total_bytes, bool flows) {
     }
     top.push_back(std::move(j));
   }
-  return Json{{"top", top}, {"other_packets", h.other_packets}, {"other_bytes", h.other_bytes},
-              {"entries", h.entries}, {"evictions", h.evictions}};
+  return Json{{"top", top},
+              {"other_packets", h.other_packets},
+              {"other_bytes", h.other_bytes},
+              {"entries", h.entries},
+              {"evictions", h.evictions}};
 }
 
 Json decodeJson(const DecodeStats& d) {
@@ -160,9 +162,13 @@ Json decodeJson(const DecodeStats& d) {
   for (int i = 1; i < kDecodeErrorCount; ++i) {
     if (d.errors[i]) errors[decodeErrorName(static_cast<DecodeError>(i))] = d.errors[i];
   }
-  return Json{{"ok", d.errors[0]}, {"errors", errors}, {"error_total", d.errorTotal()},
-              {"non_ip", d.non_ip}, {"encapsulated", d.encapsulated},
-              {"mirror_seq_gaps", d.mirror_seq_gaps}, {"mirror_seq_reorders", d.mirror_seq_reorders}};
+  return Json{{"ok", d.errors[0]},
+              {"errors", errors},
+              {"error_total", d.errorTotal()},
+              {"non_ip", d.non_ip},
+              {"encapsulated", d.encapsulated},
+              {"mirror_seq_gaps", d.mirror_seq_gaps},
+              {"mirror_seq_reorders", d.mirror_seq_reorders}};
 }
 
 void appendHeavy(std::string& out, const char* title, const HeavyResult& h, uint64_t total, bool flows) {
@@ -173,17 +179,17 @@ void appendHeavy(std::string& out, const char* title, const HeavyResult& h, uint
     std::string burst;
     if (x.windows) {
       for (const ScaleResult& sc : x.windows->scales) {
-        if (sc.tau_ns == 1'000'000) burst = absl::StrCat("  peak(1 ms) ", humanRate(static_cast<double>(sc.envelope_bytes) * 8e9 / 1e6));
+        if (sc.tau_ns == 1'000'000)
+          burst = absl::StrCat("  peak(1 ms) ", humanRate(static_cast<double>(sc.envelope_bytes) * 8e9 / 1e6));
       }
     }
-    absl::StrAppend(&out, absl::StrFormat("  %-52s %10s %5.1f%%%s\n",
-                                          flows ? flowToString(x.key) : pairToString(x.key),
+    absl::StrAppend(&out, absl::StrFormat("  %-52s %10s %5.1f%%%s\n", flows ? flowToString(x.key) : pairToString(x.key),
                                           humanBytes(static_cast<double>(x.bytes)), share, burst));
   }
   if (h.other_bytes) {
-    absl::StrAppend(&out, absl::StrFormat("  %-52s %10s %5.1f%%\n", "other",
-                                          humanBytes(static_cast<double>(h.other_bytes)),
-                                          total ? 100.0 * static_cast<double>(h.other_bytes) / static_cast<double>(total) : 0));
+    absl::StrAppend(
+        &out, absl::StrFormat("  %-52s %10s %5.1f%%\n", "other", humanBytes(static_cast<double>(h.other_bytes)),
+                              total ? 100.0 * static_cast<double>(h.other_bytes) / static_cast<double>(total) : 0));
   }
 }
 
@@ -216,10 +222,10 @@ Json reportJson(const PortResult& r, const SourceStats& source, const ReportCont
   const StreamResult& port = r.engine.port;
   Json j = streamJson(port, cfg);
   j["files"] = ctx.files;
-  j["exactness"] = absl::StrCat(
-      "port and direction streams: E(tau) packet-level exact for tau <= ", cfg.exact_max_tau_ns / 1000,
-      " us (see scales[].exact); above that, and for pairs and flows, from ", cfg.base_bin_ns / 1000,
-      " us bins: never above the truth, never below it by more than one bin's bytes");
+  j["exactness"] =
+      absl::StrCat("port and direction streams: E(tau) packet-level exact for tau <= ", cfg.exact_max_tau_ns / 1000,
+                   " us (see scales[].exact); above that, and for pairs and flows, from ", cfg.base_bin_ns / 1000,
+                   " us bins: never above the truth, never below it by more than one bin's bytes");
   Json dirs = Json::object();
   for (const auto& [d, s] : r.engine.directions) dirs[directionName(d)] = streamJson(s, cfg);
   j["directions"] = dirs;
@@ -227,12 +233,15 @@ Json reportJson(const PortResult& r, const SourceStats& source, const ReportCont
   j["flows"] = heavyJson(r.engine.flows, port.bytes, true);
   j["non_ip_packets"] = r.engine.non_ip_packets;
   j["decode"] = decodeJson(r.decode);
-  j["timestamps"] = Json{{"reordered", r.reordered}, {"clamped", r.clamped},
+  j["timestamps"] = Json{{"reordered", r.reordered},
+                         {"clamped", r.clamped},
                          {"bad_timestamps", source.bad_timestamps},
                          {"max_lateness_ns", r.max_lateness_ns},
-                         {"clock_steps_back", r.clock_steps_back}, {"clock_shift_ns", r.clock_shift_ns},
+                         {"clock_steps_back", r.clock_steps_back},
+                         {"clock_shift_ns", r.clock_shift_ns},
                          {"reorder_horizon_ns", ctx.reorder_horizon_ns}};
-  j["ledger"] = Json{{"received", r.ledger.received}, {"analysed", r.ledger.analysed},
+  j["ledger"] = Json{{"received", r.ledger.received},
+                     {"analysed", r.ledger.analysed},
                      {"dropped", Json{{"ring_full", r.ledger.ring_drops}}},
                      {"truncated_records", source.truncated_records},
                      {"balanced", r.ledger.balanced()}};
@@ -248,12 +257,12 @@ std::string reportText(const PortResult& r, const SourceStats& source, const Rep
                                         humanBytes(static_cast<double>(port.bytes)),
                                         humanSeconds(durationNs(port) * 1e-9), humanRate(meanBps(port))));
   absl::StrAppend(&out, "\nBurstiness (sliding-window envelope E(tau), peak-to-mean PtM = E / (mean * tau))\n");
-  absl::StrAppend(&out, absl::StrFormat("  %-7s %14s %14s %9s %16s  %s\n", "tau", "E(tau) bytes", "peak rate",
-                                        "PtM", "peak aligned bin", "precision"));
+  absl::StrAppend(&out, absl::StrFormat("  %-7s %14s %14s %9s %16s  %s\n", "tau", "E(tau) bytes", "peak rate", "PtM",
+                                        "peak aligned bin", "precision"));
   for (const ScaleResult& sc : port.scales) {
     auto p = ptm(port, sc);
-    absl::StrAppend(&out, absl::StrFormat(
-                              "  %-7s %14d %14s %9s %16d  %s\n", humanTau(sc.tau_ns), sc.envelope_bytes,
+    absl::StrAppend(
+        &out, absl::StrFormat("  %-7s %14d %14s %9s %16d  %s\n", humanTau(sc.tau_ns), sc.envelope_bytes,
                               humanRate(static_cast<double>(sc.envelope_bytes) * 8e9 / static_cast<double>(sc.tau_ns)),
                               p ? absl::StrFormat("%.1f", *p) : std::string("n/a"), sc.peak_bin_bytes,
                               sc.exact ? "exact" : "100us bins"));
@@ -265,9 +274,9 @@ std::string reportText(const PortResult& r, const SourceStats& source, const Rep
   if (port.microbursts) {
     const MicroburstResult& m = *port.microbursts;
     MicroburstStats st = microburstStats(m);
-    absl::StrAppend(&out, absl::StrFormat("\nMicrobursts (tau %s, at or above %.0f%% of %s): %d\n",
-                                          humanTau(cfg.microburst_tau_ns), cfg.microburst_threshold * 100,
-                                          humanRate(cfg.link_capacity_bps), m.count));
+    absl::StrAppend(
+        &out, absl::StrFormat("\nMicrobursts (tau %s, at or above %.0f%% of %s): %d\n", humanTau(cfg.microburst_tau_ns),
+                              cfg.microburst_threshold * 100, humanRate(cfg.link_capacity_bps), m.count));
     if (m.count) {
       absl::StrAppend(&out, absl::StrFormat("  duration  p50 %s  p99 %s  max %s\n", humanSeconds(st.durations_s.p50),
                                             humanSeconds(st.durations_s.p99), humanSeconds(st.durations_s.max)));
@@ -296,8 +305,8 @@ std::string reportText(const PortResult& r, const SourceStats& source, const Rep
   }
   absl::StrAppend(&out, "Timestamps: ", r.reordered, " put back in order, ", r.clamped,
                   " later than the reorder horizon (clamped)\n");
-  absl::StrAppend(&out, "Ledger: received ", r.ledger.received, " = analysed ", r.ledger.analysed,
-                  " + dropped ", r.ledger.ring_drops, r.ledger.balanced() ? " (balanced)" : " (NOT BALANCED)", "\n");
+  absl::StrAppend(&out, "Ledger: received ", r.ledger.received, " = analysed ", r.ledger.analysed, " + dropped ",
+                  r.ledger.ring_drops, r.ledger.balanced() ? " (balanced)" : " (NOT BALANCED)", "\n");
   if (!source.warning.empty()) absl::StrAppend(&out, "Warning: ", source.warning, "\n");
   if (r.clock_steps_back > 0) {
     absl::StrAppend(&out, "Warning: timestamps stepped back by more than 1 s ", r.clock_steps_back,
@@ -315,7 +324,8 @@ Json runJson(const RunResult& r, int64_t reorder_horizon_ns) {
   Json out;
   out["backend"] = r.backend;
   out["stop_reason"] = r.stop_reason;
-  out["timestamps"] = {{"source", r.timestamps.source}, {"description", r.timestamps.description},
+  out["timestamps"] = {{"source", r.timestamps.source},
+                       {"description", r.timestamps.description},
                        {"error_bound_ns", r.timestamps.error_bound_ns},
                        {"max_resync_step_ns", r.timestamps.max_resync_step_ns}};
   out["ports"] = Json::array();
@@ -349,11 +359,10 @@ Json runJson(const RunResult& r, int64_t reorder_horizon_ns) {
 std::string intervalSummary(const std::string& port, const PortSnapshot& snap, const EngineConfig& c) {
   const IntervalReport& r = snap.interval;
   const IntervalStream& s = r.port;
-  std::string line = absl::StrFormat("%s %s%s  %s %7.3f Mpps", absl::FormatTime("%H:%M:%E3S",
-                                     absl::FromUnixNanos(r.start_ns), absl::UTCTimeZone()),
-                                     port, r.partial ? " (partial)" : "", humanRate(s.mean_bps),
-                                     static_cast<double>(s.packets) * 1e3 /
-                                         static_cast<double>(r.end_ns - r.start_ns));
+  std::string line = absl::StrFormat(
+      "%s %s%s  %s %7.3f Mpps", absl::FormatTime("%H:%M:%E3S", absl::FromUnixNanos(r.start_ns), absl::UTCTimeZone()),
+      port, r.partial ? " (partial)" : "", humanRate(s.mean_bps),
+      static_cast<double>(s.packets) * 1e3 / static_cast<double>(r.end_ns - r.start_ns));
   absl::StrAppend(&line, "  PtM");
   for (size_t i = 0; i < c.scales_ns.size(); ++i) {
     absl::StrAppend(&line, " ", absl::StrReplaceAll(humanTau(c.scales_ns[i]), {{" ", ""}}), ":",

@@ -54,8 +54,10 @@ template <typename T>
 std::string joinList(const std::vector<T>& v, double unit) {
   return absl::StrJoin(v, ",", [unit](std::string* out, T x) {
     const double d = static_cast<double>(x) / unit;
-    if (d == std::floor(d) && std::fabs(d) < 1e15) absl::StrAppend(out, static_cast<int64_t>(d));
-    else absl::StrAppend(out, d);
+    if (d == std::floor(d) && std::fabs(d) < 1e15)
+      absl::StrAppend(out, static_cast<int64_t>(d));
+    else
+      absl::StrAppend(out, d);
   });
 }
 // "1s", "60s", "250ms": the shortest exact way to write a duration.
@@ -90,7 +92,8 @@ struct MetricFlags {
     a->add_option("--scales-us", scales_us, "window lengths tau in microseconds")->capture_default_str();
     a->add_option("--rates-gbps", rates_gbps,
                   live ? "virtual backlog drain rates in Gbit/s (default: each port's link speed)"
-                       : "virtual backlog drain rates in Gbit/s")->capture_default_str();
+                       : "virtual backlog drain rates in Gbit/s")
+        ->capture_default_str();
     a->add_option("--link-gbps", link_gbps, "capacity of the mirrored link (utilisation, microbursts)")
         ->capture_default_str();
     a->add_option("--microburst-us", microburst_us, "microburst window tau")->capture_default_str();
@@ -98,7 +101,8 @@ struct MetricFlags {
     a->add_option("--top-k", top_k, "host pairs and flows to report")->capture_default_str();
     a->add_option("--local-net", local_nets, "prefix of monitored hosts, for direction (repeatable)");
     a->add_option("--mirror-vlan-tags", mirror_vlan_tags,
-                  "outermost VLAN tags added by the mirror (RSPAN/QinQ), not counted")->capture_default_str();
+                  "outermost VLAN tags added by the mirror (RSPAN/QinQ), not counted")
+        ->capture_default_str();
     a->add_option("--reorder-us", reorder_us, "timestamp reorder horizon")->capture_default_str();
     a->add_option("--exact-max-us", exact_max_us,
                   live ? "largest tau computed packet-exactly on port/direction streams (default 10000)"
@@ -190,7 +194,7 @@ struct RunOptions {
   std::vector<std::string> vdevs;
   std::vector<std::string> ports;
   std::vector<std::string> xdp_interfaces;
-  std::string xdp_mode = "auto";   // the first word of each list (run_config.h)
+  std::string xdp_mode = "auto";  // the first word of each list (run_config.h)
   std::string zero_copy = "auto";
   uint32_t snaplen = 0;
   bool ip_only = false;
@@ -338,15 +342,17 @@ absl::StatusOr<std::unique_ptr<CaptureSource>> openBackend(const RunConfig& c) {
 #ifdef BURSTSCOPE_HAVE_AFXDP
     return openAfXdp(c.afxdp);
 #else
-    return absl::UnimplementedError("this build has no AF_XDP capture backend (install libxdp-dev, libbpf-dev, "
-                                    "clang and bpftool, then configure with -Dafxdp=enabled)");
+    return absl::UnimplementedError(
+        "this build has no AF_XDP capture backend (install libxdp-dev, libbpf-dev, "
+        "clang and bpftool, then configure with -Dafxdp=enabled)");
 #endif
   }
 #ifdef BURSTSCOPE_HAVE_DPDK
   return openDpdk(c.dpdk);
 #else
-  return absl::UnimplementedError("this build has no DPDK capture backend (configure with -Ddpdk=enabled), "
-                                  "use --xdp IFACE for AF_XDP");
+  return absl::UnimplementedError(
+      "this build has no DPDK capture backend (configure with -Ddpdk=enabled), "
+      "use --xdp IFACE for AF_XDP");
 #endif
 }
 
@@ -366,9 +372,9 @@ int runLiveCommand(const RunOptions& o) {
   for (const std::string& note : (*backend)->notes()) summary << "burstscope run: " << note << std::endl;
   // Printed even when quiet: it says capture is up (scripts wait for it before sending traffic).
   for (const CapturePort& p : (*backend)->ports()) {
-    summary << "burstscope run: " << p.name << " (" << p.rings.size() << " RX queue"
-            << (p.rings.size() > 1 ? "s" : "") << ", link " << p.link_bps / 1e9 << " Gb/s), timestamps: "
-            << (*backend)->timestampInfo().description << std::endl;
+    summary << "burstscope run: " << p.name << " (" << p.rings.size() << " RX queue" << (p.rings.size() > 1 ? "s" : "")
+            << ", link " << p.link_bps / 1e9 << " Gb/s), timestamps: " << (*backend)->timestampInfo().description
+            << std::endl;
   }
   // Set-up is done (program attached, sockets and UMEMs or ports open): keep only what shutting down needs,
   // before the capture threads and the HTTP listener start.
@@ -439,8 +445,9 @@ int mainImpl(int argc, char** argv) {
   ao.metrics.add(analyze, /*live=*/false);
 
   RunOptions ro;
-  CLI::App* run = app.add_subcommand("run", "Live capture (DPDK or AF_XDP): per-interval summary, ledger on "
-                                            "SIGINT/SIGTERM. EAL arguments go after --");
+  CLI::App* run = app.add_subcommand("run",
+                                     "Live capture (DPDK or AF_XDP): per-interval summary, ledger on "
+                                     "SIGINT/SIGTERM. EAL arguments go after --");
   ro.app = run;
   run->add_option("-c,--config", ro.config_file, "YAML configuration (see etc/burstscope.yaml)")
       ->check(CLI::ExistingFile);
@@ -450,8 +457,10 @@ int mainImpl(int argc, char** argv) {
   run->add_option("--zero-copy", ro.zero_copy, "AF_XDP: auto, on or off")->capture_default_str();
   run->add_option("--snaplen", ro.snaplen, "AF_XDP: bytes of each frame copied to user space (default 256)");
   run->add_flag("--ip-only", ro.ip_only, "AF_XDP: leave frames that are not IP to the kernel (counted as filtered)");
-  run->add_option("--rx-queues", ro.rx_queues, "RX queues per port (DPDK: RSS queues; AF_XDP: sockets on queues "
-                                               "0..N-1, default all)")->capture_default_str();
+  run->add_option("--rx-queues", ro.rx_queues,
+                  "RX queues per port (DPDK: RSS queues; AF_XDP: sockets on queues "
+                  "0..N-1, default all)")
+      ->capture_default_str();
   run->add_option("--vdev", ro.vdevs, "a DPDK virtual device for the EAL (repeatable)");
   run->add_option("--interval", ro.interval, "report interval")->capture_default_str();
   run->add_option("--baseline", ro.baseline, "trailing window of the PtM mean rate")->capture_default_str();
@@ -473,8 +482,8 @@ int mainImpl(int argc, char** argv) {
   ro.metrics.add(run, /*live=*/true);
   run->footer("EAL arguments follow --, e.g. burstscope run --port 0 -- -l 0-1 -a 0000:3b:00.0\n");
 
-  CLI::App* hash = app.add_subcommand("hash-password",
-                                      "Read a password on stdin, print its bcrypt hash for export.basic-auth");
+  CLI::App* hash =
+      app.add_subcommand("hash-password", "Read a password on stdin, print its bcrypt hash for export.basic-auth");
 
   std::signal(SIGINT, onSignal);
   std::signal(SIGTERM, onSignal);

@@ -161,8 +161,9 @@ absl::Status readChoice(const Reader& rd, const YAML::Node& n, const std::string
 }
 
 absl::Status readDpdk(const Reader& rd, const YAML::Node& n, RunConfig* c) {
-  BS_RETURN_IF_ERROR(rd.checkKeys(n, "dpdk", {"eal-params", "ports", "mbufs", "rx-descriptors", "burst", "timestamps",
-                                    "tsc-resync", "replay-speed"}));
+  BS_RETURN_IF_ERROR(rd.checkKeys(
+      n, "dpdk",
+      {"eal-params", "ports", "mbufs", "rx-descriptors", "burst", "timestamps", "tsc-resync", "replay-speed"}));
   DpdkConfig& d = c->dpdk;
   if (n["eal-params"]) BS_RETURN_IF_ERROR(readEal(rd, n["eal-params"], &d.eal_args));
   if (n["ports"]) {
@@ -185,7 +186,8 @@ absl::Status readDpdk(const Reader& rd, const YAML::Node& n, RunConfig* c) {
     }
   }
   if (n["mbufs"]) BS_RETURN_IF_ERROR(rd.integer(n["mbufs"], "dpdk.mbufs", &d.mbufs_per_port, 511, 16'777'215));
-  if (n["rx-descriptors"]) BS_RETURN_IF_ERROR(rd.integer(n["rx-descriptors"], "dpdk.rx-descriptors", &d.rx_descriptors, 32, 32768));
+  if (n["rx-descriptors"])
+    BS_RETURN_IF_ERROR(rd.integer(n["rx-descriptors"], "dpdk.rx-descriptors", &d.rx_descriptors, 32, 32768));
   if (n["burst"]) BS_RETURN_IF_ERROR(rd.integer(n["burst"], "dpdk.burst", &d.burst, 1, 512));
   if (n["timestamps"]) {
     BS_RETURN_IF_ERROR(readChoice(rd, n["timestamps"], "dpdk.timestamps", dpdkTimestampWords(), &d.timestamps));
@@ -201,8 +203,9 @@ absl::Status readDpdk(const Reader& rd, const YAML::Node& n, RunConfig* c) {
 }
 
 absl::Status readAfXdp(const Reader& rd, const YAML::Node& n, RunConfig* c) {
-  BS_RETURN_IF_ERROR(rd.checkKeys(n, "af-xdp", {"ports", "mode", "zero-copy", "timestamps", "frames", "frame-size", "rx-ring",
-                                      "batch", "snaplen", "ip-only", "clock-resync"}));
+  BS_RETURN_IF_ERROR(rd.checkKeys(n, "af-xdp",
+                                  {"ports", "mode", "zero-copy", "timestamps", "frames", "frame-size", "rx-ring",
+                                   "batch", "snaplen", "ip-only", "clock-resync"}));
   AfXdpConfig& a = c->afxdp;
   if (n["ports"]) {
     BS_RETURN_IF_ERROR(rd.sequence(n["ports"], "af-xdp.ports"));
@@ -248,8 +251,9 @@ absl::Status readAfXdp(const Reader& rd, const YAML::Node& n, RunConfig* c) {
 }
 
 absl::Status readMetrics(const Reader& rd, const YAML::Node& n, RunConfig* c) {
-  BS_RETURN_IF_ERROR(rd.checkKeys(n, "metrics", {"scales", "rates-gbps", "microburst", "exact-max", "top-k", "flow-table",
-                                       "pair-table", "reorder", "link-gbps"}));
+  BS_RETURN_IF_ERROR(rd.checkKeys(n, "metrics",
+                                  {"scales", "rates-gbps", "microburst", "exact-max", "top-k", "flow-table",
+                                   "pair-table", "reorder", "link-gbps"}));
   EngineConfig& e = c->live.pipeline.engine;
   if (n["scales"]) {
     BS_RETURN_IF_ERROR(rd.sequence(n["scales"], "metrics.scales"));
@@ -287,9 +291,12 @@ absl::Status readMetrics(const Reader& rd, const YAML::Node& n, RunConfig* c) {
     BS_RETURN_IF_ERROR(rd.integer(n["top-k"], "metrics.top-k", &e.top_k, 1, 1000));
     e.tracked_streams = std::max(e.tracked_streams, 2 * e.top_k);
   }
-  if (n["flow-table"]) BS_RETURN_IF_ERROR(rd.integer(n["flow-table"], "metrics.flow-table", &e.flow_table_capacity, 64, 1LL << 28));
-  if (n["pair-table"]) BS_RETURN_IF_ERROR(rd.integer(n["pair-table"], "metrics.pair-table", &e.pair_table_capacity, 64, 1LL << 26));
-  if (n["reorder"]) BS_RETURN_IF_ERROR(rd.duration(n["reorder"], "metrics.reorder", &c->live.pipeline.reorder_horizon_ns));
+  if (n["flow-table"])
+    BS_RETURN_IF_ERROR(rd.integer(n["flow-table"], "metrics.flow-table", &e.flow_table_capacity, 64, 1LL << 28));
+  if (n["pair-table"])
+    BS_RETURN_IF_ERROR(rd.integer(n["pair-table"], "metrics.pair-table", &e.pair_table_capacity, 64, 1LL << 26));
+  if (n["reorder"])
+    BS_RETURN_IF_ERROR(rd.duration(n["reorder"], "metrics.reorder", &c->live.pipeline.reorder_horizon_ns));
   return absl::OkStatus();
 }
 
@@ -307,8 +314,8 @@ absl::Status readDecoder(const Reader& rd, const YAML::Node& n, RunConfig* c) {
     }
   }
   if (n["mirror-vlan-tags"]) {
-    BS_RETURN_IF_ERROR(rd.integer(n["mirror-vlan-tags"], "decoder.mirror-vlan-tags", &d.mirror_vlan_tags, 0,
-                        Decoder::kMaxVlanTags));
+    BS_RETURN_IF_ERROR(
+        rd.integer(n["mirror-vlan-tags"], "decoder.mirror-vlan-tags", &d.mirror_vlan_tags, 0, Decoder::kMaxVlanTags));
   }
   if (n["vxlan-port"]) BS_RETURN_IF_ERROR(rd.integer(n["vxlan-port"], "decoder.vxlan-port", &d.vxlan_port, 1, 65535));
   return absl::OkStatus();
@@ -325,8 +332,8 @@ absl::Status readLabels(const Reader& rd, const YAML::Node& n, const std::string
 }
 
 absl::Status readExport(const Reader& rd, const YAML::Node& n, RunConfig* c) {
-  BS_RETURN_IF_ERROR(rd.checkKeys(n, "export", {"listen", "sensor", "labels", "top-k", "switch-buffer-bytes", "basic-auth",
-                                      "ports"}));
+  BS_RETURN_IF_ERROR(
+      rd.checkKeys(n, "export", {"listen", "sensor", "labels", "top-k", "switch-buffer-bytes", "basic-auth", "ports"}));
   ExportConfig& x = c->exporter;
   if (n["listen"]) BS_RETURN_IF_ERROR(rd.scalar(n["listen"], "export.listen", &x.listen));
   if (x.listen == "none") x.listen.clear();
@@ -367,8 +374,10 @@ absl::Status readExport(const Reader& rd, const YAML::Node& n, RunConfig* c) {
 
 absl::Status readReport(const Reader& rd, const YAML::Node& n, RunConfig* c) {
   BS_RETURN_IF_ERROR(rd.checkKeys(n, "report", {"interval", "baseline", "quiet", "idle-exit", "duration"}));
-  if (n["interval"]) BS_RETURN_IF_ERROR(rd.duration(n["interval"], "report.interval", &c->live.pipeline.engine.report_interval_ns));
-  if (n["baseline"]) BS_RETURN_IF_ERROR(rd.duration(n["baseline"], "report.baseline", &c->live.pipeline.engine.baseline_ns));
+  if (n["interval"])
+    BS_RETURN_IF_ERROR(rd.duration(n["interval"], "report.interval", &c->live.pipeline.engine.report_interval_ns));
+  if (n["baseline"])
+    BS_RETURN_IF_ERROR(rd.duration(n["baseline"], "report.baseline", &c->live.pipeline.engine.baseline_ns));
   if (n["quiet"]) BS_RETURN_IF_ERROR(rd.boolean(n["quiet"], "report.quiet", &c->live.quiet));
   int64_t ns;
   if (n["idle-exit"]) {
@@ -398,8 +407,11 @@ const Words<XdpMode>& xdpModeWords() {
   return w;
 }
 const Words<ZeroCopy>& zeroCopyWords() {
-  static const Words<ZeroCopy> w = {{"auto", ZeroCopy::kAuto}, {"on", ZeroCopy::kOn}, {"off", ZeroCopy::kOff},
-                                    {"true", ZeroCopy::kOn}, {"false", ZeroCopy::kOff}};
+  static const Words<ZeroCopy> w = {{"auto", ZeroCopy::kAuto},
+                                    {"on", ZeroCopy::kOn},
+                                    {"off", ZeroCopy::kOff},
+                                    {"true", ZeroCopy::kOn},
+                                    {"false", ZeroCopy::kOff}};
   return w;
 }
 const Words<XdpTimestamps>& xdpTimestampWords() {
@@ -432,8 +444,8 @@ absl::StatusOr<RunConfig> parseRunConfig(const std::string& yaml, const std::str
     return absl::InvalidArgumentError(absl::StrCat(origin, ":", e.mark.line + 1, ": not valid YAML: ", e.msg));
   }
   if (root.IsNull()) return c;  // an empty file: all defaults
-  BS_RETURN_IF_ERROR(rd.checkKeys(root, "", {"capture", "dpdk", "af-xdp", "metrics", "decoder", "report", "ring-size",
-                                    "export"}));
+  BS_RETURN_IF_ERROR(
+      rd.checkKeys(root, "", {"capture", "dpdk", "af-xdp", "metrics", "decoder", "report", "ring-size", "export"}));
   if (root["capture"]) BS_RETURN_IF_ERROR(readChoice(rd, root["capture"], "capture", captureWords(), &c.capture));
   if (root["dpdk"]) BS_RETURN_IF_ERROR(readDpdk(rd, root["dpdk"], &c));
   if (root["af-xdp"]) BS_RETURN_IF_ERROR(readAfXdp(rd, root["af-xdp"], &c));
@@ -441,7 +453,8 @@ absl::StatusOr<RunConfig> parseRunConfig(const std::string& yaml, const std::str
   if (root["decoder"]) BS_RETURN_IF_ERROR(readDecoder(rd, root["decoder"], &c));
   if (root["report"]) BS_RETURN_IF_ERROR(readReport(rd, root["report"], &c));
   if (root["export"]) BS_RETURN_IF_ERROR(readExport(rd, root["export"], &c));
-  if (root["ring-size"]) BS_RETURN_IF_ERROR(rd.integer(root["ring-size"], "ring-size", &c.dpdk.ring_capacity, 1024, 1LL << 26));
+  if (root["ring-size"])
+    BS_RETURN_IF_ERROR(rd.integer(root["ring-size"], "ring-size", &c.dpdk.ring_capacity, 1024, 1LL << 26));
   return c;
 }
 

@@ -25,7 +25,7 @@ enum class CaptureKind { kDpdk, kAfXdp };
 
 struct RunConfig {
   CaptureKind capture = CaptureKind::kDpdk;
-  DpdkConfig dpdk;               // also holds the decoder and ring size both backends use
+  DpdkConfig dpdk;  // also holds the decoder and ring size both backends use
   AfXdpConfig afxdp;
   LiveConfig live;
   ExportConfig exporter;
@@ -46,11 +46,11 @@ absl::StatusOr<RunConfig> loadRunConfig(const std::string& path);
 // the same words and name them alike in an error.
 template <typename Enum>
 using Words = std::vector<std::pair<const char*, Enum>>;
-const Words<CaptureKind>& captureWords();      // dpdk, af_xdp
+const Words<CaptureKind>& captureWords();          // dpdk, af_xdp
 const Words<TimestampMode>& dpdkTimestampWords();  // auto, nic, tsc
-const Words<XdpMode>& xdpModeWords();          // auto, native, skb
-const Words<ZeroCopy>& zeroCopyWords();        // auto, on, off (true, false)
-const Words<XdpTimestamps>& xdpTimestampWords();  // auto, kernel, nic
+const Words<XdpMode>& xdpModeWords();              // auto, native, skb
+const Words<ZeroCopy>& zeroCopyWords();            // auto, on, off (true, false)
+const Words<XdpTimestamps>& xdpTimestampWords();   // auto, kernel, nic
 const char* captureName(CaptureKind k);
 
 // `word` (any case) among `choices` into *out, else an error "'word' is not a, b or c" (callers prefix the

@@ -37,39 +37,66 @@ struct Decoder::Cursor {
 
 const char* directionName(Direction d) {
   switch (d) {
-    case Direction::kIngress: return "ingress";
-    case Direction::kEgress: return "egress";
-    case Direction::kUnknown: break;
+    case Direction::kIngress:
+      return "ingress";
+    case Direction::kEgress:
+      return "egress";
+    case Direction::kUnknown:
+      break;
   }
   return "unknown";
 }
 
 const char* decodeErrorName(DecodeError e) {
   switch (e) {
-    case DecodeError::kNone: return "none";
-    case DecodeError::kTruncatedEthernet: return "truncated_ethernet";
-    case DecodeError::kTruncatedVlan: return "truncated_vlan";
-    case DecodeError::kTooManyVlanTags: return "too_many_vlan_tags";
-    case DecodeError::kTruncatedIpv4: return "truncated_ipv4";
-    case DecodeError::kBadIpv4Version: return "bad_ipv4_version";
-    case DecodeError::kBadIpv4HeaderLength: return "bad_ipv4_header_length";
-    case DecodeError::kIpv4LengthExceedsFrame: return "ipv4_length_exceeds_frame";
-    case DecodeError::kTruncatedIpv6: return "truncated_ipv6";
-    case DecodeError::kBadIpv6Version: return "bad_ipv6_version";
-    case DecodeError::kIpv6LengthExceedsFrame: return "ipv6_length_exceeds_frame";
-    case DecodeError::kTruncatedIpv6ExtHeader: return "truncated_ipv6_ext_header";
-    case DecodeError::kIpv6ExtChainTooLong: return "ipv6_ext_chain_too_long";
-    case DecodeError::kTruncatedL4: return "truncated_l4";
-    case DecodeError::kTruncatedGre: return "truncated_gre";
-    case DecodeError::kBadGreHeader: return "bad_gre_header";
-    case DecodeError::kUnknownGreProtocol: return "unknown_gre_protocol";
-    case DecodeError::kTruncatedErspan: return "truncated_erspan";
-    case DecodeError::kBadErspanVersion: return "bad_erspan_version";
-    case DecodeError::kTruncatedVxlan: return "truncated_vxlan";
-    case DecodeError::kVxlanFlagsInvalid: return "vxlan_flags_invalid";
-    case DecodeError::kTooManyEncapsulations: return "too_many_encapsulations";
-    case DecodeError::kCaplenExceedsWireLen: return "caplen_exceeds_wire_len";
-    case DecodeError::kCount: break;
+    case DecodeError::kNone:
+      return "none";
+    case DecodeError::kTruncatedEthernet:
+      return "truncated_ethernet";
+    case DecodeError::kTruncatedVlan:
+      return "truncated_vlan";
+    case DecodeError::kTooManyVlanTags:
+      return "too_many_vlan_tags";
+    case DecodeError::kTruncatedIpv4:
+      return "truncated_ipv4";
+    case DecodeError::kBadIpv4Version:
+      return "bad_ipv4_version";
+    case DecodeError::kBadIpv4HeaderLength:
+      return "bad_ipv4_header_length";
+    case DecodeError::kIpv4LengthExceedsFrame:
+      return "ipv4_length_exceeds_frame";
+    case DecodeError::kTruncatedIpv6:
+      return "truncated_ipv6";
+    case DecodeError::kBadIpv6Version:
+      return "bad_ipv6_version";
+    case DecodeError::kIpv6LengthExceedsFrame:
+      return "ipv6_length_exceeds_frame";
+    case DecodeError::kTruncatedIpv6ExtHeader:
+      return "truncated_ipv6_ext_header";
+    case DecodeError::kIpv6ExtChainTooLong:
+      return "ipv6_ext_chain_too_long";
+    case DecodeError::kTruncatedL4:
+      return "truncated_l4";
+    case DecodeError::kTruncatedGre:
+      return "truncated_gre";
+    case DecodeError::kBadGreHeader:
+      return "bad_gre_header";
+    case DecodeError::kUnknownGreProtocol:
+      return "unknown_gre_protocol";
+    case DecodeError::kTruncatedErspan:
+      return "truncated_erspan";
+    case DecodeError::kBadErspanVersion:
+      return "bad_erspan_version";
+    case DecodeError::kTruncatedVxlan:
+      return "truncated_vxlan";
+    case DecodeError::kVxlanFlagsInvalid:
+      return "vxlan_flags_invalid";
+    case DecodeError::kTooManyEncapsulations:
+      return "too_many_encapsulations";
+    case DecodeError::kCaplenExceedsWireLen:
+      return "caplen_exceeds_wire_len";
+    case DecodeError::kCount:
+      break;
   }
   return "invalid";
 }
@@ -152,9 +179,12 @@ DecodeError Decoder::decodeEthernet(Cursor& c, PacketRecord* out, int depth) {
     c.off += 4;
   }
   switch (type) {
-    case kEthIpv4: return decodeIpv4(c, out, depth);
-    case kEthIpv6: return decodeIpv6(c, out, depth);
-    default: return DecodeError::kNone;  // non-IP: measured on the port stream only
+    case kEthIpv4:
+      return decodeIpv4(c, out, depth);
+    case kEthIpv6:
+      return decodeIpv6(c, out, depth);
+    default:
+      return DecodeError::kNone;  // non-IP: measured on the port stream only
   }
 }
 
@@ -206,20 +236,20 @@ DecodeError Decoder::decodeIpv6Chain(Cursor& c, uint8_t next, PacketRecord* out,
     size_t len;
     bool fragment_rest = false;
     switch (next) {
-      case 0:     // hop-by-hop options
-      case 43:    // routing
-      case 60:    // destination options
-      case 135:   // mobility
-      case 139:   // HIP
-      case 140:   // shim6
+      case 0:    // hop-by-hop options
+      case 43:   // routing
+      case 60:   // destination options
+      case 135:  // mobility
+      case 139:  // HIP
+      case 140:  // shim6
         if (!c.have(2)) return DecodeError::kTruncatedIpv6ExtHeader;
         len = (size_t{c.at()[1]} + 1) * 8;
         break;
-      case 51:    // authentication header: length in 4-byte units, minus 2
+      case 51:  // authentication header: length in 4-byte units, minus 2
         if (!c.have(2)) return DecodeError::kTruncatedIpv6ExtHeader;
         len = (size_t{c.at()[1]} + 2) * 4;
         break;
-      case 44:    // fragment
+      case 44:  // fragment
         if (!c.have(8)) return DecodeError::kTruncatedIpv6ExtHeader;
         len = 8;
         out->flags |= kRecordFragment;
@@ -294,7 +324,8 @@ DecodeError Decoder::decodeGre(Cursor& c, PacketRecord* out, int depth) {
       // Sessions keyed by GRE key live in the upper half of the id space, apart from ERSPAN's 10-bit ids.
       if (has_seq) noteSequence(0x80000000u | (key & 0x7FFFFFFFu), seq);
       return decodeInnerEthernet(c, out, depth);
-    default: return DecodeError::kUnknownGreProtocol;
+    default:
+      return DecodeError::kUnknownGreProtocol;
   }
 }
 

@@ -25,12 +25,18 @@ std::string addressToString(const FlowKey& k, bool source) {
 namespace {
 const char* protoName(uint8_t p) {
   switch (p) {
-    case 6: return "tcp";
-    case 17: return "udp";
-    case 132: return "sctp";
-    case 1: return "icmp";
-    case 58: return "icmpv6";
-    default: return nullptr;
+    case 6:
+      return "tcp";
+    case 17:
+      return "udp";
+    case 132:
+      return "sctp";
+    case 1:
+      return "icmp";
+    case 58:
+      return "icmpv6";
+    default:
+      return nullptr;
   }
 }
 std::string endpoint(const FlowKey& k, bool source) {

@@ -10,9 +10,9 @@
 #include <set>
 #include <stdexcept>
 
-#include "absl/strings/str_cat.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "burstscope/status.h"
 #include "prometheus/exposer.h"
@@ -28,9 +28,9 @@ using LabelVec = std::vector<ClientMetric::Label>;
 
 // Labels that burstscope itself sets, or that Prometheus sets on every target.
 const std::set<std::string>& reservedLabels() {
-  static const std::set<std::string> r = {"job", "instance", "sensor", "port", "direction", "scale", "le",
-                                          "rate_bps", "stage", "reason", "source", "src", "dst", "src_port",
-                                          "dst_port", "proto", "table", "version", "backend"};
+  static const std::set<std::string> r = {"job",      "instance", "sensor", "port",    "direction", "scale", "le",
+                                          "rate_bps", "stage",    "reason", "source",  "src",       "dst",   "src_port",
+                                          "dst_port", "proto",    "table",  "version", "backend"};
   return r;
 }
 
@@ -38,7 +38,8 @@ absl::Status checkLabels(const Labels& labels, const std::string& key) {
   // [a-zA-Z_][a-zA-Z0-9_]*, not starting with "__" (reserved by Prometheus).
   auto valid = [](const std::string& k) {
     if (k.empty() || absl::ascii_isdigit(static_cast<unsigned char>(k[0])) || k.rfind("__", 0) == 0) return false;
-    return std::all_of(k.begin(), k.end(), [](char c) { return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+    return std::all_of(k.begin(), k.end(),
+                       [](char c) { return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '_'; });
   };
   for (const auto& [k, v] : labels) {
     if (!valid(k)) {
@@ -123,8 +124,8 @@ absl::Status validateExportConfig(const ExportConfig& c) {
   if (!c.listen.empty()) {
     const size_t colon = c.listen.rfind(':');
     int port = -1;
-    if (colon == std::string::npos || colon == 0 ||
-        !absl::SimpleAtoi(c.listen.substr(colon + 1), &port) || port < 0 || port > 65535) {
+    if (colon == std::string::npos || colon == 0 || !absl::SimpleAtoi(c.listen.substr(colon + 1), &port) || port < 0 ||
+        port > 65535) {
       return absl::InvalidArgumentError(
           absl::StrCat("export.listen: '", c.listen, "' is not host:port (e.g. 127.0.0.1:19464)"));
     }
@@ -196,10 +197,12 @@ LiveMetrics::LiveMetrics(const ExportConfig& config, std::vector<ExportPortInfo>
     if (auto it = config.ports.find(info.name); it != config.ports.end()) {
       if (it->second.switch_buffer_bytes) p.switch_buffer_bytes = it->second.switch_buffer_bytes;
       for (const auto& [name, value] : it->second.labels) {
-        auto same = std::find_if(labels.begin(), labels.end(),
-                                 [&name = name](const auto& l) { return l.name == name; });
-        if (same != labels.end()) same->value = value;
-        else labels.push_back({name, value});
+        auto same =
+            std::find_if(labels.begin(), labels.end(), [&name = name](const auto& l) { return l.name == name; });
+        if (same != labels.end())
+          same->value = value;
+        else
+          labels.push_back({name, value});
       }
     }
     labels.push_back({"port", info.name});
@@ -249,8 +252,8 @@ std::vector<MetricFamily> LiveMetrics::Collect() const {
   Families f;
   f.gauge("burstscope_build_info", "burstscope version and capture backend (always 1)",
           with(identity_, {{"version", BURSTSCOPE_VERSION}, {"backend", backend_}}), 1);
-  f.gauge("burstscope_start_time_seconds", "when this burstscope process started, seconds since the epoch",
-          identity_, start_time_s_);
+  f.gauge("burstscope_start_time_seconds", "when this burstscope process started, seconds since the epoch", identity_,
+          start_time_s_);
   for (size_t port = 0; port < ports_.size(); ++port) {
     const PortState& p = ports_[port];
     const PortView empty;
@@ -302,8 +305,8 @@ std::vector<MetricFamily> LiveMetrics::Collect() const {
                 st->exact[i] ? 1 : 0);
         if (st->ptm[i]) {
           f.gauge("burstscope_peak_to_mean_ratio",
-                  "E(scale) / (baseline rate x scale) for the last interval; absent while the baseline is shorter",
-                  S, *st->ptm[i]);
+                  "E(scale) / (baseline rate x scale) for the last interval; absent while the baseline is shorter", S,
+                  *st->ptm[i]);
         }
       }
       for (size_t i = 0; i < p.info.rates_bps.size() && i < st->backlog_bytes.size(); ++i) {
@@ -327,13 +330,13 @@ std::vector<MetricFamily> LiveMetrics::Collect() const {
                     with(D, {{"scale", secondsLabel(p.info.scales_ns[i])}}), st->utilisation[i]);
       }
       f.counter("burstscope_microbursts_total",
-                "microbursts: stretches where the 100 us window carries at least the threshold share of capacity",
-                D, static_cast<double>(st->microbursts));
+                "microbursts: stretches where the 100 us window carries at least the threshold share of capacity", D,
+                static_cast<double>(st->microbursts));
       if (st->microburst_durations_s) {
         f.histogram("burstscope_microburst_duration_seconds", "duration of each microburst", D,
                     *st->microburst_durations_s);
-        f.histogram("burstscope_microburst_gap_seconds", "time between the end of a microburst and the next",
-                    D, *st->microburst_gaps_s);
+        f.histogram("burstscope_microburst_gap_seconds", "time between the end of a microburst and the next", D,
+                    *st->microburst_gaps_s);
         f.histogram("burstscope_microburst_size_bytes", "bytes carried by each microburst", D,
                     *st->microburst_volumes_bytes);
       }
@@ -387,8 +390,8 @@ std::vector<MetricFamily> LiveMetrics::Collect() const {
             with(L, {{"source", s.timestamps.source}}), 1);
     f.gauge("burstscope_timestamp_error_bound_seconds", "stated bound on the timestamp error of the source", L,
             s.timestamps.error_bound_ns * 1e-9);
-    f.gauge("burstscope_timestamp_max_resync_step_seconds", "largest clock correction at a re-synchronisation",
-            L, static_cast<double>(s.timestamps.max_resync_step_ns) * 1e-9);
+    f.gauge("burstscope_timestamp_max_resync_step_seconds", "largest clock correction at a re-synchronisation", L,
+            static_cast<double>(s.timestamps.max_resync_step_ns) * 1e-9);
 
     // Top-K host pairs and flows; everything else in "other", so that the series sum to the IP total.
     auto heavy = [&](const TopKCounters& c, const HeavyResult& h, bool flow) {
@@ -401,13 +404,17 @@ std::vector<MetricFamily> LiveMetrics::Collect() const {
                                 : "packets of the top-K directed host pairs, and other";
       auto keyLabels = [&](const FlowKey* k) {
         if (!k) {
-          return flow ? with(L, {{"src", "other"}, {"dst", "other"}, {"src_port", "other"}, {"dst_port", "other"},
+          return flow ? with(L, {{"src", "other"},
+                                 {"dst", "other"},
+                                 {"src_port", "other"},
+                                 {"dst_port", "other"},
                                  {"proto", "other"}})
                       : with(L, {{"src", "other"}, {"dst", "other"}});
         }
         LabelVec l = with(L, {{"src", addressToString(*k, true)}, {"dst", addressToString(*k, false)}});
         if (flow) {
-          l = with(l, {{"src_port", absl::StrCat(k->src_port)}, {"dst_port", absl::StrCat(k->dst_port)},
+          l = with(l, {{"src_port", absl::StrCat(k->src_port)},
+                       {"dst_port", absl::StrCat(k->dst_port)},
                        {"proto", absl::StrCat(k->proto)}});
         }
         return l;

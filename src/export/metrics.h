@@ -1,9 +1,9 @@
 // Prometheus export of a live run (SPEC "Live reporting semantics"). The driver's control thread publishes
 // one snapshot per port per completed report interval (never a packet worker); a scrape turns the latest
 // snapshots into metric families. Publishing builds an immutable view and swaps it in under a short lock;
-// a scrape takes the views under that lock and renders them after it, so a slow scrape delays nobody. Nothing on the packet
-// path touches prometheus-cpp: its counters are an atomic CAS and its histograms take a mutex per
-// observation, so the figures are kept by the engine as plain numbers and only copied here once a second.
+// a scrape takes the views under that lock and renders them after it, so a slow scrape delays nobody. Nothing on the
+// packet path touches prometheus-cpp: its counters are an atomic CAS and its histograms take a mutex per observation,
+// so the figures are kept by the engine as plain numbers and only copied here once a second.
 //
 // A scrape reads and never writes, so several Prometheus servers may scrape one monitor: gauges hold the
 // last completed interval, counters and histograms are cumulative.
@@ -35,9 +35,9 @@ struct ExportPortConfig {
 struct ExportConfig {
   // host:port of /metrics. Loopback unless the operator names another address; "" serves nothing.
   std::string listen = "127.0.0.1:19464";
-  std::string sensor;  // this monitor's name in every series; empty: the host name
-  Labels labels;       // on every series, e.g. rack, cluster
-  size_t top_k = 10;   // host pairs and flows named in series; the rest are folded into "other"
+  std::string sensor;                         // this monitor's name in every series; empty: the host name
+  Labels labels;                              // on every series, e.g. rack, cluster
+  size_t top_k = 10;                          // host pairs and flows named in series; the rest are folded into "other"
   std::optional<double> switch_buffer_bytes;  // every port's, unless its own entry in `ports` says otherwise
   // Optional HTTP basic auth: a crypt(3) hash (bcrypt "$2b$", yescrypt "$y$", sha512crypt "$6$"), never a
   // clear-text password. `burstscope hash-password` makes one.

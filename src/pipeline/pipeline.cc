@@ -52,7 +52,12 @@ class Mailbox {
 class PortWorker {
  public:
   PortWorker(size_t index, const CapturePort& port, const EngineConfig& ec, int64_t horizon, Mailbox& mailbox)
-      : index_(index), port_(port), engine_config_(ec), engine_(ec), reorder_(horizon), horizon_ns_(horizon),
+      : index_(index),
+        port_(port),
+        engine_config_(ec),
+        engine_(ec),
+        reorder_(horizon),
+        horizon_ns_(horizon),
         watermark_(port.rings.size(), INT64_MIN) {
     engine_.setIntervalSink([this, &mailbox](const IntervalReport& r) {
       PortSnapshot s;
@@ -175,8 +180,8 @@ bool ledgerBalanced(const PortResult& p) {
          (!d.seen || *d.seen == l.received + d.dropStagesTotal() + d.filtered);
 }
 
-absl::StatusOr<RunResult> runCapture(CaptureSource& source, const PipelineConfig& config,
-                                     const std::atomic<bool>& stop, const IntervalCallback& on_interval) {
+absl::StatusOr<RunResult> runCapture(CaptureSource& source, const PipelineConfig& config, const std::atomic<bool>& stop,
+                                     const IntervalCallback& on_interval) {
   const std::vector<CapturePort>& ports = source.ports();
   Mailbox mailbox;
   std::vector<std::unique_ptr<PortWorker>> workers;
@@ -232,8 +237,7 @@ absl::StatusOr<RunResult> runCapture(CaptureSource& source, const PipelineConfig
       result.stop_reason = "duration";
       break;
     }
-    if (config.idle_exit_s > 0 && seen > 0 &&
-        now - last_packet >= std::chrono::duration<double>(config.idle_exit_s)) {
+    if (config.idle_exit_s > 0 && seen > 0 && now - last_packet >= std::chrono::duration<double>(config.idle_exit_s)) {
       result.stop_reason = "idle";
       break;
     }

@@ -85,8 +85,8 @@ using IntervalCallback = std::function<void(size_t port, const PortSnapshot&)>;
 
 // Starts the source and runs until `stop`, the idle timeout, the duration, or the end of a finite source;
 // then stops the source, drains every queue and finishes the engines.
-absl::StatusOr<RunResult> runCapture(CaptureSource& source, const PipelineConfig& config,
-                                     const std::atomic<bool>& stop, const IntervalCallback& on_interval = {});
+absl::StatusOr<RunResult> runCapture(CaptureSource& source, const PipelineConfig& config, const std::atomic<bool>& stop,
+                                     const IntervalCallback& on_interval = {});
 
 // received by RX = analysed + ring drops, the device's own RX count (if any) agrees, and frames seen before
 // RX (if counted) = received + drop stages + filtered.

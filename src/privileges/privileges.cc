@@ -1,7 +1,7 @@
 #include "src/privileges/privileges.h"
 
-#include <sys/capability.h>
 #include <linux/capability.h>
+#include <sys/capability.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>

@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "burstscope/window.h"
-#include "src/flows/heavy_table.h"
+#include "src/window/heavy_table.h"
 #include "src/window/stream.h"
 
 namespace burstscope {
@@ -20,9 +20,7 @@ void Histogram::observe(double v, uint64_t n) {
 }
 
 absl::Status validateConfig(const EngineConfig& c) {
-  auto bad = [](const char* key, auto... why) {
-    return absl::InvalidArgumentError(absl::StrCat(key, ": ", why...));
-  };
+  auto bad = [](const char* key, auto... why) { return absl::InvalidArgumentError(absl::StrCat(key, ": ", why...)); };
   if (c.base_bin_ns <= 0) return bad("base_bin_ns", "must be positive, got ", c.base_bin_ns);
   if (c.scales_ns.empty()) return bad("scales_ns", "at least one scale is needed");
   for (size_t i = 0; i < c.scales_ns.size(); ++i) {
@@ -54,8 +52,8 @@ absl::Status validateConfig(const EngineConfig& c) {
                  c.scales_ns.back(), " ns)");
     }
     if (c.baseline_ns % c.report_interval_ns != 0) {
-      return bad("baseline_ns", c.baseline_ns, " ns is not a multiple of the report interval ",
-                 c.report_interval_ns, " ns");
+      return bad("baseline_ns", c.baseline_ns, " ns is not a multiple of the report interval ", c.report_interval_ns,
+                 " ns");
     }
   }
   return absl::OkStatus();
@@ -126,9 +124,8 @@ class StreamsAggregator final : public Aggregator {
     s.ptm.clear();
     for (size_t i = 0; i < cfg_.scales_ns.size(); ++i) {
       const int64_t tau = cfg_.scales_ns[i];
-      s.ptm.push_back(tau <= covered && baseline_bytes > 0
-                          ? peakToMean(s.envelope_bytes[i], tau, s.baseline_bps)
-                          : std::nullopt);
+      s.ptm.push_back(tau <= covered && baseline_bytes > 0 ? peakToMean(s.envelope_bytes[i], tau, s.baseline_bps)
+                                                           : std::nullopt);
     }
   }
 

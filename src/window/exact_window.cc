@@ -6,8 +6,7 @@
 
 namespace burstscope::internal {
 
-ExactWindows::ExactWindows(std::vector<int64_t> taus_ns, size_t max_entries,
-                           std::optional<MicroburstSpec> mb)
+ExactWindows::ExactWindows(std::vector<int64_t> taus_ns, size_t max_entries, std::optional<MicroburstSpec> mb)
     : max_entries_(max_entries) {
   for (int64_t t : taus_ns) scales_.push_back(Scale{t});
   for (int i = 0; i < static_cast<int>(scales_.size()); ++i) {
@@ -19,8 +18,11 @@ ExactWindows::ExactWindows(std::vector<int64_t> taus_ns, size_t max_entries,
     mb_threshold_ = mb->threshold_bytes;
     mb_bps_per_byte_ = 8e9 / static_cast<double>(mb->tau_ns);
     mb_max_events_ = mb->max_events;
-    mb_result_ = MicroburstResult{0, {}, Histogram(microburstDurationBounds()),
-                                  Histogram(microburstGapBounds()), Histogram(microburstVolumeBounds())};
+    mb_result_ = MicroburstResult{0,
+                                  {},
+                                  Histogram(microburstDurationBounds()),
+                                  Histogram(microburstGapBounds()),
+                                  Histogram(microburstVolumeBounds())};
   }
 }
 

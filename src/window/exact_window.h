@@ -50,7 +50,7 @@ class ExactWindows {
     uint64_t sum = 0;
     uint64_t max = 0;         // over the current report interval (the whole run when there are none)
     uint64_t closed_max = 0;  // over the report intervals already closed
-    bool active = true;  // false once demoted for memory: max is then only a lower bound
+    bool active = true;       // false once demoted for memory: max is then only a lower bound
   };
 
   void makeRoom();

@@ -33,9 +33,9 @@ Stream::Stream(const EngineConfig& cfg, bool full) : base_bin_ns_(cfg.base_bin_n
   }
   const double threshold_bytes =
       cfg.microburst_threshold * cfg.link_capacity_bps * static_cast<double>(cfg.microburst_tau_ns) / 8e9;
-  exact_ = std::make_unique<ExactWindows>(
-      exact_taus, cfg.exact_max_entries,
-      MicroburstSpec{cfg.microburst_tau_ns, threshold_bytes, cfg.max_microburst_events});
+  exact_ =
+      std::make_unique<ExactWindows>(exact_taus, cfg.exact_max_entries,
+                                     MicroburstSpec{cfg.microburst_tau_ns, threshold_bytes, cfg.max_microburst_events});
   for (double r : cfg.rates_bps) backlog_.emplace_back(r);
 }
 
@@ -155,8 +155,8 @@ StreamResult Stream::result() const {
     if (s.exact_index >= 0) {
       sr.exact = exact_->exact(s.exact_index);
       // A demoted exact window's maximum is still a valid lower bound, as is the bin-window value.
-      sr.envelope_bytes = sr.exact ? exact_->maxBytes(s.exact_index)
-                                   : std::max(window_max, exact_->maxBytes(s.exact_index));
+      sr.envelope_bytes =
+          sr.exact ? exact_->maxBytes(s.exact_index) : std::max(window_max, exact_->maxBytes(s.exact_index));
     }
     sr.peak_bin_bytes = s.peak_bytes;
     sr.peak_bin_packets = s.peak_packets;

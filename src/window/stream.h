@@ -47,9 +47,7 @@ class VirtualQueue {
 
  private:
   static constexpr int64_t kUnitsPerByte = 8'000'000'000;
-  static double toBytes(__int128 units) {
-    return static_cast<double>(units) / static_cast<double>(kUnitsPerByte);
-  }
+  static double toBytes(__int128 units) { return static_cast<double>(units) / static_cast<double>(kUnitsPerByte); }
   int64_t rate_;
   int64_t last_ns_ = 0;
   __int128 q_ = 0;
@@ -87,17 +85,15 @@ class Stream {
     observer_ = o;
     if (exact_) exact_->setObserver(o);
   }
-  uint64_t microburstCount() const {
-    return exact_ && exact_->microbursts() ? exact_->microbursts()->count : 0;
-  }
+  uint64_t microburstCount() const { return exact_ && exact_->microbursts() ? exact_->microbursts()->count : 0; }
 
  private:
   struct Scale {
     int64_t tau_ns = 0;
-    int64_t bins = 0;          // base bins per τ
-    int exact_index = -1;    // into exact_, or -1
+    int64_t bins = 0;      // base bins per τ
+    int exact_index = -1;  // into exact_, or -1
     // Bin-window envelope: bytes in the last `bins` base bins.
-    uint64_t first = 0;      // absolute position in nonempty_ of the oldest bin inside
+    uint64_t first = 0;  // absolute position in nonempty_ of the oldest bin inside
     uint64_t window_sum = 0;
     uint64_t window_max = 0;         // over the current report interval (the whole run without intervals)
     uint64_t window_closed_max = 0;  // over the closed report intervals

@@ -112,12 +112,12 @@ TEST_F(XdpProgramTest, IpOnlyFilterPassesNonIpAndLooksThroughTwoVlanTags) {
   cfg.ip_only = true;
   auto p = XdpProgram::load(cfg);
   ASSERT_TRUE(p.ok()) << p.status();
-  EXPECT_EQ(run(**p, frame(64, 0x0806)).retval, XDP_PASS);      // ARP: filtered
-  EXPECT_EQ(run(**p, frame(64, 0x86dd)).retval, XDP_PASS);      // IPv6: no socket
-  EXPECT_EQ(run(**p, frame(64, 0x0800, 1)).retval, XDP_PASS);   // 802.1Q + IPv4: no socket
-  EXPECT_EQ(run(**p, frame(64, 0x0800, 2)).retval, XDP_PASS);   // QinQ + IPv4: no socket
-  EXPECT_EQ(run(**p, frame(64, 0x0800, 3)).retval, XDP_PASS);   // three tags: not looked through, filtered
-  EXPECT_EQ(run(**p, frame(17, 0x8100, 0)).retval, XDP_PASS);   // a tag cut short: filtered, not read past
+  EXPECT_EQ(run(**p, frame(64, 0x0806)).retval, XDP_PASS);     // ARP: filtered
+  EXPECT_EQ(run(**p, frame(64, 0x86dd)).retval, XDP_PASS);     // IPv6: no socket
+  EXPECT_EQ(run(**p, frame(64, 0x0800, 1)).retval, XDP_PASS);  // 802.1Q + IPv4: no socket
+  EXPECT_EQ(run(**p, frame(64, 0x0800, 2)).retval, XDP_PASS);  // QinQ + IPv4: no socket
+  EXPECT_EQ(run(**p, frame(64, 0x0800, 3)).retval, XDP_PASS);  // three tags: not looked through, filtered
+  EXPECT_EQ(run(**p, frame(17, 0x8100, 0)).retval, XDP_PASS);  // a tag cut short: filtered, not read past
   const XdpCounters c = (*p)->counters();
   EXPECT_EQ(c[BS_STAT_FILTERED], 3u);
   EXPECT_EQ(c[BS_STAT_NO_SOCKET], 3u);

@@ -37,8 +37,7 @@ class FrameBuilder {
     return u16(vid).u16(type);
   }
   // IPv4 header; total length covers `payload` bytes after the header (IHL in 32-bit words).
-  FrameBuilder& ipv4(uint32_t src, uint32_t dst, uint8_t proto, uint16_t payload, uint8_t ihl = 5,
-                     uint16_t frag = 0) {
+  FrameBuilder& ipv4(uint32_t src, uint32_t dst, uint8_t proto, uint16_t payload, uint8_t ihl = 5, uint16_t frag = 0) {
     mark("ipv4");
     u8(static_cast<uint8_t>(0x40 | ihl)).u8(0).u16(static_cast<uint16_t>(ihl * 4 + payload));
     u16(1).u16(frag).u8(64).u8(proto).u16(0).u32(src).u32(dst);

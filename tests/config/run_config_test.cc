@@ -56,10 +56,11 @@ report:
   quiet: yes
   idle-exit: 2s
 ring-size: 4096
-)", "t.yaml");
+)",
+                          "t.yaml");
   ASSERT_TRUE(c.ok()) << c.status();
-  const std::vector<std::string> eal{"-l", "0-1", "--no-huge", "--no-pci", "-m", "512", "--vdev", "net_null0",
-                                     "--vdev", "net_pcap0,rx_pcap=x.pcap"};
+  const std::vector<std::string> eal{"-l",  "0-1",    "--no-huge", "--no-pci", "-m",
+                                     "512", "--vdev", "net_null0", "--vdev",   "net_pcap0,rx_pcap=x.pcap"};
   EXPECT_EQ(c->dpdk.eal_args, eal);
   ASSERT_EQ(c->dpdk.ports.size(), 2u);
   EXPECT_EQ(c->dpdk.ports[0].device, "net_null0");
@@ -128,8 +129,8 @@ TEST(RunConfigTest, EveryWordOfEveryListIsAcceptedInTheFile) {
   auto all = [](const auto& words, const std::string& key, const std::string& section, auto get) {
     for (const auto& [word, value] : words) {
       for (const std::string& w : {std::string(word), absl::AsciiStrToUpper(word)}) {
-        const std::string yaml = section.empty() ? absl::StrCat(key, ": ", w, "\n")
-                                                 : absl::StrCat(section, ":\n  ", key, ": ", w, "\n");
+        const std::string yaml =
+            section.empty() ? absl::StrCat(key, ": ", w, "\n") : absl::StrCat(section, ":\n  ", key, ": ", w, "\n");
         auto c = parseRunConfig(yaml, "f.yaml");
         ASSERT_TRUE(c.ok()) << yaml << c.status();
         EXPECT_EQ(get(*c), value) << yaml;
@@ -151,8 +152,10 @@ TEST(RunConfigTest, DefaultsLiveInOnePlaceAndPortsTakeTheMetricsLinkSpeed) {
   EXPECT_EQ(c->live.pipeline.engine.report_interval_ns, 1'000'000'000);
   EXPECT_TRUE(c->live.pipeline.engine.rates_bps.empty());
   EXPECT_EQ(c->live.pipeline.engine.baseline_ns, EngineConfig{}.baseline_ns);
-  auto d = parseRunConfig("dpdk:\n  ports:\n    - device: a\n    - device: b\n      link-gbps: 100\n"
-                          "metrics:\n  link-gbps: 25\n", "f.yaml");
+  auto d = parseRunConfig(
+      "dpdk:\n  ports:\n    - device: a\n    - device: b\n      link-gbps: 100\n"
+      "metrics:\n  link-gbps: 25\n",
+      "f.yaml");
   ASSERT_TRUE(d.ok()) << d.status();
   resolvePortLinks(&*d);
   EXPECT_EQ(d->dpdk.ports[0].link_bps, 25e9);

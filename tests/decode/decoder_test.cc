@@ -15,8 +15,7 @@ using testing::ip4;
 
 // Decodes `n` bytes of `f` from a heap buffer of exactly n bytes, so that AddressSanitizer catches any
 // read past the captured length.
-DecodeError decodePrefix(Decoder& d, const std::vector<uint8_t>& f, size_t n, uint32_t wire_len,
-                         PacketRecord* r) {
+DecodeError decodePrefix(Decoder& d, const std::vector<uint8_t>& f, size_t n, uint32_t wire_len, PacketRecord* r) {
   std::unique_ptr<uint8_t[]> copy(new uint8_t[n == 0 ? 1 : n]);
   std::copy(f.begin(), f.begin() + static_cast<ptrdiff_t>(n), copy.get());
   return d.decode({copy.get(), n}, wire_len, r);
@@ -145,8 +144,8 @@ TEST(DecoderTest, Ipv6ExtensionHeadersAreWalked) {
   PacketRecord r;
   FrameBuilder b;
   b.eth(0x86DD).ipv6(1, 2, 0, 8 + 16 + 20);
-  b.mark("ext").u8(60).u8(0).zeros(6);          // hop-by-hop, 8 bytes, next: destination options
-  b.mark("ext").u8(6).u8(1).zeros(14);          // destination options, 16 bytes, next: TCP
+  b.mark("ext").u8(60).u8(0).zeros(6);  // hop-by-hop, 8 bytes, next: destination options
+  b.mark("ext").u8(6).u8(1).zeros(14);  // destination options, 16 bytes, next: TCP
   b.ports(5555, 443).zeros(16);
   EXPECT_EQ(decodeAll(d, b, &r), DecodeError::kNone);
   EXPECT_EQ(r.key.family, 6);
@@ -261,12 +260,15 @@ TEST(DecoderTest, MirrorEncapsulationsAreRemovedAndTheInnerFrameMeasured) {
 // Cuts every frame at every byte: never a crash or an over-read, exactly one count per frame, and at each
 // header boundary the error names the layer that was cut.
 TEST(DecoderTest, TruncationAtEveryHeaderBoundaryIsCountedByLayer) {
-  const std::map<std::string, DecodeError> want_at_layer = {
-      {"ethernet", DecodeError::kTruncatedEthernet}, {"vlan", DecodeError::kTruncatedVlan},
-      {"ipv4", DecodeError::kTruncatedIpv4},         {"ipv6", DecodeError::kTruncatedIpv6},
-      {"l4", DecodeError::kTruncatedL4},             {"gre", DecodeError::kTruncatedGre},
-      {"erspan", DecodeError::kTruncatedErspan},     {"vxlan", DecodeError::kTruncatedVxlan},
-      {"ext", DecodeError::kTruncatedIpv6ExtHeader}};
+  const std::map<std::string, DecodeError> want_at_layer = {{"ethernet", DecodeError::kTruncatedEthernet},
+                                                            {"vlan", DecodeError::kTruncatedVlan},
+                                                            {"ipv4", DecodeError::kTruncatedIpv4},
+                                                            {"ipv6", DecodeError::kTruncatedIpv6},
+                                                            {"l4", DecodeError::kTruncatedL4},
+                                                            {"gre", DecodeError::kTruncatedGre},
+                                                            {"erspan", DecodeError::kTruncatedErspan},
+                                                            {"vxlan", DecodeError::kTruncatedVxlan},
+                                                            {"ext", DecodeError::kTruncatedIpv6ExtHeader}};
   std::vector<std::pair<std::string, FrameBuilder>> frames;
   for (const EncapCase& c : encapsulations()) {
     FrameBuilder b = c.outer;
@@ -321,16 +323,32 @@ TEST(DecoderTest, BadGreErspanAndVxlanHeadersAreCountedByReason) {
     DecodeError want;
   };
   std::vector<Case> cases = {
-      {"gre version 1", build([&](FrameBuilder& b) { ipgre(b); b.gre(0x0001, 0x88BE); }), DecodeError::kBadGreHeader},
-      {"gre routing bit", build([&](FrameBuilder& b) { ipgre(b); b.gre(0x4000, 0x6558); }), DecodeError::kBadGreHeader},
-      {"unknown gre protocol", build([&](FrameBuilder& b) { ipgre(b); b.gre(0, 0x0800); }),
+      {"gre version 1", build([&](FrameBuilder& b) {
+         ipgre(b);
+         b.gre(0x0001, 0x88BE);
+       }),
+       DecodeError::kBadGreHeader},
+      {"gre routing bit", build([&](FrameBuilder& b) {
+         ipgre(b);
+         b.gre(0x4000, 0x6558);
+       }),
+       DecodeError::kBadGreHeader},
+      {"unknown gre protocol", build([&](FrameBuilder& b) {
+         ipgre(b);
+         b.gre(0, 0x0800);
+       }),
        DecodeError::kUnknownGreProtocol},
-      {"erspan2 version 3", build([&](FrameBuilder& b) { ipgre(b); b.gre(0x1000, 0x88BE, 1).erspan2(1, 3); }),
+      {"erspan2 version 3", build([&](FrameBuilder& b) {
+         ipgre(b);
+         b.gre(0x1000, 0x88BE, 1).erspan2(1, 3);
+       }),
        DecodeError::kBadErspanVersion},
-      {"erspan3 version 1", build([&](FrameBuilder& b) { ipgre(b); b.gre(0x1000, 0x22EB, 1).erspan3(1, 0, 0, 1); }),
+      {"erspan3 version 1", build([&](FrameBuilder& b) {
+         ipgre(b);
+         b.gre(0x1000, 0x22EB, 1).erspan3(1, 0, 0, 1);
+       }),
        DecodeError::kBadErspanVersion},
-      {"vxlan without I flag",
-       build([&](FrameBuilder& b) {
+      {"vxlan without I flag", build([&](FrameBuilder& b) {
          b.eth(0x0800).ipv4(ip4(1, 1, 1, 1), ip4(2, 2, 2, 2), 17, 0).ports(1, 4789, 0).vxlan(0x00);
        }),
        DecodeError::kVxlanFlagsInvalid},

@@ -9,9 +9,9 @@
 
 #include <atomic>
 #include <cmath>
-#include <thread>
 #include <map>
 #include <random>
+#include <thread>
 
 #include "absl/strings/escaping.h"
 #include "gmock/gmock.h"
@@ -126,7 +126,8 @@ TEST(LiveMetricsTest, FamiliesCarryTheLastCompletedIntervalAndCumulativeTotals) 
   EXPECT_EQ(bytes[0]->counter.value, static_cast<double>(fx.bytes));
   // Directions sum to the port here (every packet had one).
   double dir_bytes = 0;
-  for (const char* d : {"ingress", "egress"}) dir_bytes += select(fs, "burstscope_bytes_total", {{"direction", d}})[0]->counter.value;
+  for (const char* d : {"ingress", "egress"})
+    dir_bytes += select(fs, "burstscope_bytes_total", {{"direction", d}})[0]->counter.value;
   EXPECT_EQ(dir_bytes, static_cast<double>(fx.bytes));
   for (size_t i = 0; i < fx.ec.scales_ns.size(); ++i) {
     const std::string scale = i == 0 ? "0.0001" : i == 1 ? "0.001" : "0.005";
@@ -146,7 +147,8 @@ TEST(LiveMetricsTest, FamiliesCarryTheLastCompletedIntervalAndCumulativeTotals) 
     EXPECT_TRUE(std::isinf(h.bucket.back().upper_bound));
     EXPECT_EQ(h.bucket.back().cumulative_count, h.sample_count);
     EXPECT_EQ(h.sample_count, last.port.utilisation[i].count);
-    for (size_t b = 1; b < h.bucket.size(); ++b) EXPECT_GE(h.bucket[b].cumulative_count, h.bucket[b - 1].cumulative_count);
+    for (size_t b = 1; b < h.bucket.size(); ++b)
+      EXPECT_GE(h.bucket[b].cumulative_count, h.bucket[b - 1].cumulative_count);
   }
   // Backlog per rate, and the link-rate one under its own name.
   auto b10 = select(fs, "burstscope_virtual_backlog_max_bytes", {{"direction", "all"}, {"rate_bps", "10000000000"}});
@@ -228,11 +230,12 @@ TEST(LiveMetricsTest, TopKSeriesNeverGoBackwardsAndSumToTheTotalThroughChurn) {
     previous = now;
     EXPECT_GE(static_cast<double>(pairs.otherBytes()), last_other);
     last_other = static_cast<double>(pairs.otherBytes());
-    EXPECT_EQ(sum, r.pairs.other_bytes + [&] {
-      uint64_t t = 0;
-      for (const auto& h : r.pairs.top) t += h.bytes;
-      return t;
-    }());
+    EXPECT_EQ(
+        sum, r.pairs.other_bytes + [&] {
+          uint64_t t = 0;
+          for (const auto& h : r.pairs.top) t += h.bytes;
+          return t;
+        }());
   });
   std::mt19937 rng(3);
   int64_t t = 1'795'294'232'000'000'000;

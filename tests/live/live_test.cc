@@ -248,11 +248,14 @@ TEST(LiveMergeTest, ASlowDeviceReadAndAStalledPublisherLoseNoPacket) {
     while (scraping.load()) (void)metrics->Collect();
   });
   size_t published = 0;
-  auto r = runUntilIdle(backend, [&](size_t port, const PortSnapshot& s) {
-    metrics->publish(port, s);
-    ++published;
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  }, ec);
+  auto r = runUntilIdle(
+      backend,
+      [&](size_t port, const PortSnapshot& s) {
+        metrics->publish(port, s);
+        ++published;
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      },
+      ec);
   scraping.store(false);
   scraper.join();
   ASSERT_TRUE(r.ok()) << r.status();

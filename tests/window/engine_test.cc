@@ -170,8 +170,8 @@ TEST(EngineTest, WindowIsHalfOpenAtItsOldEnd) {
   // Two packets exactly tau apart never share a window (t - tau, t]; three within tau do.
   EngineConfig c = smallConfig();
   const int64_t t0 = 1'700'000'000'000'000'000;
-  EngineResult r = run(c, {{t0, 1000}, {t0 + 100'000, 1000}, {t0 + 400'000, 500}, {t0 + 499'999, 500},
-                           {t0 + 499'999, 700}});
+  EngineResult r =
+      run(c, {{t0, 1000}, {t0 + 100'000, 1000}, {t0 + 400'000, 500}, {t0 + 499'999, 500}, {t0 + 499'999, 700}});
   EXPECT_EQ(r.port.scales[0].envelope_bytes, 1700u);  // 100 us: the last three (1 ns inside)
   EXPECT_EQ(r.port.scales[1].envelope_bytes, 2000u);  // 300 us: the first two
 }
@@ -466,7 +466,7 @@ TEST(EngineIntervalTest, AdvanceClosesIntervalsInSilenceAndLongGapsAreSkippedInC
   const int64_t t0 = 1'795'294'232'000'000'000;
   e.add(record({t0 + 100, 1000}));
   e.advance(t0 + 999'999);
-  EXPECT_TRUE(out.empty());  // the interval is not over yet
+  EXPECT_TRUE(out.empty());   // the interval is not over yet
   e.advance(t0 + 3'000'000);  // three intervals complete: the busy one and two silent ones
   ASSERT_EQ(out.size(), 3u);
   EXPECT_EQ(out[0].port.bytes, 1000u);

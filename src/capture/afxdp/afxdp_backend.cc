@@ -32,7 +32,6 @@
 namespace burstscope {
 namespace {
 
-
 // CLOCK_REALTIME - CLOCK_MONOTONIC, from the tightest of a few (monotonic, realtime, monotonic) triples:
 // the XDP program stamps frames with bpf_ktime_get_ns(), which is CLOCK_MONOTONIC.
 int64_t monotonicToRealtime() {
@@ -53,8 +52,9 @@ int64_t monotonicToRealtime() {
 uint32_t rxQueueCount(const std::string& ifname) {
   uint32_t n = 0;
   if (DIR* d = opendir(absl::StrCat("/sys/class/net/", ifname, "/queues").c_str())) {
-    while (dirent* e = readdir(d)) n +=  // NOLINT(concurrency-mt-unsafe): this DIR is ours alone
-         std::strncmp(e->d_name, "rx-", 3) == 0;
+    while (dirent* e = readdir(d)) {  // NOLINT(concurrency-mt-unsafe): this DIR is ours alone
+      n += std::strncmp(e->d_name, "rx-", 3) == 0;
+    }
     closedir(d);
   }
   return n;
@@ -182,7 +182,8 @@ absl::Status AfXdpBackend::openSocket(Port& port, size_t index, uint32_t queue) 
   if (!skb && cfg_.zero_copy != ZeroCopy::kOff) binds.emplace_back(XDP_ZEROCOPY | XDP_USE_NEED_WAKEUP, true);
   if (cfg_.zero_copy != ZeroCopy::kOn) binds.emplace_back(XDP_COPY | XDP_USE_NEED_WAKEUP, false);
   if (binds.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat("interface '", port.config.interface, "': zero-copy needs native "
+    return absl::InvalidArgumentError(absl::StrCat("interface '", port.config.interface,
+                                                   "': zero-copy needs native "
                                                    "XDP mode, and the program runs in skb mode"));
   }
   std::string failures;
@@ -198,7 +199,8 @@ absl::Status AfXdpBackend::openSocket(Port& port, size_t index, uint32_t queue) 
       return absl::ResourceExhaustedError(absl::StrCat("interface '", port.config.interface, "' queue ", queue,
                                                        ": cannot register the UMEM: ", errnoText(-rc),
                                                        -rc == ENOBUFS ? " (raise RLIMIT_MEMLOCK or grant CAP_IPC_LOCK)"
-                                                       : -rc == EPERM ? " (AF_XDP sockets need CAP_NET_RAW)" : ""));
+                                                       : -rc == EPERM ? " (AF_XDP sockets need CAP_NET_RAW)"
+                                                                      : ""));
     }
     xsk_socket_config sc{};
     sc.rx_size = cfg_.rx_ring;
@@ -249,8 +251,10 @@ absl::Status AfXdpBackend::initPort(const AfXdpPortConfig& pc, size_t index) {
   const uint32_t have = rxQueueCount(ifname);
   uint32_t queues = pc.queues == 0 ? std::max(1u, have) : pc.queues;
   if (have > 0 && queues > have) {
-    return absl::InvalidArgumentError(absl::StrCat("interface '", ifname, "': ", queues, " RX queues asked for, "
-                                                   "it has ", have));
+    return absl::InvalidArgumentError(absl::StrCat("interface '", ifname, "': ", queues,
+                                                   " RX queues asked for, "
+                                                   "it has ",
+                                                   have));
   }
   if (queues > BS_MAX_QUEUES) {
     return absl::InvalidArgumentError(absl::StrCat("interface '", ifname, "': at most ", BS_MAX_QUEUES, " queues"));
@@ -376,7 +380,7 @@ void AfXdpBackend::rxLoop(Socket& s) {
       if ((meta->flags & BS_META_MAGIC_MASK) == BS_META_MAGIC) {
         wire_len = std::max(wire_len, meta->wire_len);
         ts = (meta->flags & BS_META_NIC_TS) ? static_cast<int64_t>(meta->ts_ns)
-                                             : static_cast<int64_t>(meta->ts_ns) + offset;
+                                            : static_cast<int64_t>(meta->ts_ns) + offset;
         meta->flags = 0;  // the frame goes back to the kernel: no stale metadata for its next use
       } else {
         ts = mono_now + offset;
@@ -431,16 +435,14 @@ DeviceStats AfXdpBackend::deviceStats(size_t index) const {
       *d.seen += *v;
     }
   }
-  d.drop_stages.insert(d.drop_stages.end(), {{"xdp_no_socket", c[BS_STAT_NO_SOCKET]},
-                                             {"xdp_aborted", c[BS_STAT_ABORTED]}, {"xsk_rx_dropped", rx_dropped}});
+  d.drop_stages.insert(
+      d.drop_stages.end(),
+      {{"xdp_no_socket", c[BS_STAT_NO_SOCKET]}, {"xdp_aborted", c[BS_STAT_ABORTED]}, {"xsk_rx_dropped", rx_dropped}});
   if (have_ring_full) d.drop_stages.emplace_back("xsk_rx_ring_full", ring_full);
-  d.extra = {{"xdp_redirected", c[BS_STAT_REDIRECTED]},
-              {"xdp_truncated", c[BS_STAT_TRUNCATED]},
-              {"xdp_no_metadata", c[BS_STAT_NO_METADATA]},
-              {"xdp_nic_timestamps", c[BS_STAT_NIC_TIMESTAMP]},
-              {"xsk_rx_fill_ring_empty_descs", fill_empty},
-              {"xsk_rx_invalid_descs", invalid},
-              {"rx_frames_without_metadata", no_meta}};
+  d.extra = {{"xdp_redirected", c[BS_STAT_REDIRECTED]},    {"xdp_truncated", c[BS_STAT_TRUNCATED]},
+             {"xdp_no_metadata", c[BS_STAT_NO_METADATA]},  {"xdp_nic_timestamps", c[BS_STAT_NIC_TIMESTAMP]},
+             {"xsk_rx_fill_ring_empty_descs", fill_empty}, {"xsk_rx_invalid_descs", invalid},
+             {"rx_frames_without_metadata", no_meta}};
   return d;
 }
 
@@ -450,9 +452,10 @@ TimestampInfo AfXdpBackend::timestampInfo() const {
   const std::optional<uint32_t>& coalesce = rx_coalesce_us_;
   if (cfg_.timestamps == XdpTimestamps::kNic) {
     t.source = "nic";
-    t.description = "the NIC's RX timestamp through the XDP metadata kfunc, taken as CLOCK_REALTIME (keep the "
-                    "NIC clock synchronised, e.g. phc2sys); frames the driver gives none are stamped by "
-                    "bpf_ktime_get_ns() (xstats xdp_nic_timestamps of xdp_redirected)";
+    t.description =
+        "the NIC's RX timestamp through the XDP metadata kfunc, taken as CLOCK_REALTIME (keep the "
+        "NIC clock synchronised, e.g. phc2sys); frames the driver gives none are stamped by "
+        "bpf_ktime_get_ns() (xstats xdp_nic_timestamps of xdp_redirected)";
   } else {
     t.source = "kernel";
     t.description = absl::StrCat("bpf_ktime_get_ns() when the XDP program runs, mapped to CLOCK_REALTIME every ",
@@ -469,8 +472,10 @@ std::vector<std::string> AfXdpBackend::notes() const {
   std::vector<std::string> out;
   for (const Port& p : ports_) {
     if (!p.replaced.empty()) {
-      out.push_back(absl::StrCat(p.config.interface, ": removed a stale burstscope XDP program left by an earlier "
-                                 "run: ", p.replaced));
+      out.push_back(absl::StrCat(p.config.interface,
+                                 ": removed a stale burstscope XDP program left by an earlier "
+                                 "run: ",
+                                 p.replaced));
     }
     size_t zc = 0, n = 0;
     for (const auto& s : sockets_) {
@@ -480,7 +485,9 @@ std::vector<std::string> AfXdpBackend::notes() const {
     }
     out.push_back(absl::StrCat(p.config.interface, ": XDP ", xdpModeName(p.program->mode()), " mode, ", n,
                                " AF_XDP socket", n == 1 ? "" : "s", ", ",
-                               zc == n ? "zero-copy" : zc == 0 ? "copy mode" : "partly zero-copy",
+                               zc == n   ? "zero-copy"
+                               : zc == 0 ? "copy mode"
+                                         : "partly zero-copy",
                                ", snap length ", cfg_.snaplen, " bytes", cfg_.ip_only ? ", IP frames only" : ""));
   }
   return out;

@@ -11,16 +11,16 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "burstscope/capture.h"
 #include "burstscope/decode.h"
 #include "src/capture/afxdp/xdp_program.h"
-#include "burstscope/capture.h"
 
 namespace burstscope {
 
 struct AfXdpPortConfig {
   std::string interface;
-  uint32_t queues = 0;     // RX queues to bind, from 0 (0: all the interface has)
-  double link_bps = 0;     // capacity of the mirrored link (0: metrics' link speed, resolvePortLinks)
+  uint32_t queues = 0;  // RX queues to bind, from 0 (0: all the interface has)
+  double link_bps = 0;  // capacity of the mirrored link (0: metrics' link speed, resolvePortLinks)
 };
 
 enum class ZeroCopy { kAuto, kOn, kOff };  // kAuto: zero-copy where the driver offers it, else copy
@@ -42,9 +42,9 @@ struct AfXdpConfig {
   uint32_t batch = 64;
   // After a partial batch (the ring drained), the RX thread waits this long for frames to gather; 0: never.
   uint32_t coalesce_us = 500;
-  uint32_t snaplen = 256;      // bytes of each frame copied to user space (0: all that fits a frame)
+  uint32_t snaplen = 256;  // bytes of each frame copied to user space (0: all that fits a frame)
   bool ip_only = false;
-  double resync_s = 1.0;       // re-map CLOCK_MONOTONIC to CLOCK_REALTIME this often
+  double resync_s = 1.0;                   // re-map CLOCK_MONOTONIC to CLOCK_REALTIME this often
   size_t ring_capacity = size_t{1} << 16;  // records per RX queue
   DecoderConfig decoder;
 };

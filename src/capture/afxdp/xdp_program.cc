@@ -71,9 +71,11 @@ absl::Status removeStale(int ifindex, const std::string& ifname, std::string* re
     LIBBPF_OPTS(bpf_xdp_query_opts, q);
     if (bpf_xdp_query(ifindex, 0, &q) == 0 && q.prog_id != 0) {
       return absl::FailedPreconditionError(absl::StrCat(
-          "interface '", ifname, "' already has XDP program id ", q.prog_id, " attached, which this process "
+          "interface '", ifname, "' already has XDP program id ", q.prog_id,
+          " attached, which this process "
           "cannot identify without CAP_SYS_ADMIN; if it is a burstscope program left by a crashed run, remove it "
-          "with `ip link set dev ", ifname, " xdp off`"));
+          "with `ip link set dev ",
+          ifname, " xdp off`"));
     }
     return absl::OkStatus();  // nothing attached
   }
@@ -98,9 +100,10 @@ absl::Status removeStale(int ifindex, const std::string& ifname, std::string* re
   }
   absl::Status status;
   if (legacy && !others.empty()) {
-    status = absl::FailedPreconditionError(absl::StrCat(
-        "interface '", ifname, "' already has XDP program ", others, " attached; burstscope does not replace "
-        "another program (remove it with `ip link set dev ", ifname, " xdp off` if it is not needed)"));
+    status = absl::FailedPreconditionError(absl::StrCat("interface '", ifname, "' already has XDP program ", others,
+                                                        " attached; burstscope does not replace "
+                                                        "another program (remove it with `ip link set dev ",
+                                                        ifname, " xdp off` if it is not needed)"));
   } else if (!ours.empty()) {
     int rc = 0;
     if (legacy || others.empty()) {
@@ -111,9 +114,10 @@ absl::Status removeStale(int ifindex, const std::string& ifname, std::string* re
       }
     }
     if (rc != 0) {
-      status = absl::FailedPreconditionError(absl::StrCat("interface '", ifname, "': cannot remove the stale "
-                                                          "burstscope XDP program ", *replaced, ": ",
-                                                          errnoText(rc), hint(rc)));
+      status = absl::FailedPreconditionError(absl::StrCat("interface '", ifname,
+                                                          "': cannot remove the stale "
+                                                          "burstscope XDP program ",
+                                                          *replaced, ": ", errnoText(rc), hint(rc)));
     }
   }
   xdp_multiprog__close(mp);
@@ -124,9 +128,12 @@ absl::Status removeStale(int ifindex, const std::string& ifname, std::string* re
 
 const char* xdpModeName(XdpMode m) {
   switch (m) {
-    case XdpMode::kNative: return "native";
-    case XdpMode::kSkb: return "skb";
-    case XdpMode::kAuto: break;
+    case XdpMode::kNative:
+      return "native";
+    case XdpMode::kSkb:
+      return "skb";
+    case XdpMode::kAuto:
+      break;
   }
   return "auto";
 }
@@ -149,15 +156,14 @@ absl::StatusOr<std::unique_ptr<XdpProgram>> XdpProgram::load(const XdpProgramCon
   if (!skel.ok()) return skel.status();
   p->skel_ = *skel;
   if (int rc = capture::load(p->skel_); rc != 0) {
-    return absl::PermissionDeniedError(absl::StrCat("cannot load the XDP capture program: ", errnoText(rc),
-                                                    hint(rc)));
+    return absl::PermissionDeniedError(absl::StrCat("cannot load the XDP capture program: ", errnoText(rc), hint(rc)));
   }
   return p;
 }
 
 absl::StatusOr<std::unique_ptr<XdpProgram>> XdpProgram::attach(const XdpProgramConfig& config,
-                                                              const std::string& ifname, XdpMode mode,
-                                                              std::string* replaced) {
+                                                               const std::string& ifname, XdpMode mode,
+                                                               std::string* replaced) {
   quietLibraries();
   const int ifindex = static_cast<int>(if_nametoindex(ifname.c_str()));
   if (ifindex == 0) {
@@ -183,9 +189,11 @@ absl::StatusOr<std::unique_ptr<XdpProgram>> XdpProgram::attach(const XdpProgramC
     bpf_program__set_flags(p->skel_->progs.bs_capture_nic,
                            bpf_program__flags(p->skel_->progs.bs_capture_nic) | BPF_F_XDP_DEV_BOUND_ONLY);
     if (int rc = capture::load(p->skel_); rc != 0) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "interface '", ifname, "': NIC timestamps: the kernel or driver refused the device-bound program "
-          "with the XDP RX-timestamp kfunc (", errnoText(rc), ")", hint(rc)));
+      return absl::FailedPreconditionError(
+          absl::StrCat("interface '", ifname,
+                       "': NIC timestamps: the kernel or driver refused the device-bound program "
+                       "with the XDP RX-timestamp kfunc (",
+                       errnoText(rc), ")", hint(rc)));
     }
     opts.fd = bpf_program__fd(p->skel_->progs.bs_capture_nic);
     mode = XdpMode::kNative;
@@ -196,15 +204,14 @@ absl::StatusOr<std::unique_ptr<XdpProgram>> XdpProgram::attach(const XdpProgramC
   p->prog_ = xdp_program__create(&opts);
   if (long err = libxdp_get_error(p->prog_); err != 0) {
     p->prog_ = nullptr;
-    return absl::InternalError(absl::StrCat("cannot prepare the XDP capture program: ",
-                                            errnoText(static_cast<int>(err)), hint(static_cast<int>(err))));
+    return absl::InternalError(absl::StrCat(
+        "cannot prepare the XDP capture program: ", errnoText(static_cast<int>(err)), hint(static_cast<int>(err))));
   }
-  std::vector<XdpMode> tries = mode == XdpMode::kAuto ? std::vector{XdpMode::kNative, XdpMode::kSkb}
-                                                      : std::vector{mode};
+  std::vector<XdpMode> tries =
+      mode == XdpMode::kAuto ? std::vector{XdpMode::kNative, XdpMode::kSkb} : std::vector{mode};
   std::string failures;
   for (XdpMode m : tries) {
-    const int rc = xdp_program__attach(p->prog_, ifindex,
-                                       m == XdpMode::kNative ? XDP_MODE_NATIVE : XDP_MODE_SKB, 0);
+    const int rc = xdp_program__attach(p->prog_, ifindex, m == XdpMode::kNative ? XDP_MODE_NATIVE : XDP_MODE_SKB, 0);
     if (rc == 0) {
       p->mode_ = m;
       p->attached_ = true;
@@ -214,8 +221,10 @@ absl::StatusOr<std::unique_ptr<XdpProgram>> XdpProgram::attach(const XdpProgramC
     if (rc == -EOPNOTSUPP) absl::StrAppend(&failures, " (the driver has no XDP support in this mode)");
     if (rc == -EPERM || rc == -EACCES) break;  // no other mode will be allowed either
   }
-  return absl::FailedPreconditionError(absl::StrCat("interface '", ifname, "': cannot attach the XDP capture "
-                                                    "program: ", failures));
+  return absl::FailedPreconditionError(absl::StrCat("interface '", ifname,
+                                                    "': cannot attach the XDP capture "
+                                                    "program: ",
+                                                    failures));
 }
 
 void XdpProgram::detach() {

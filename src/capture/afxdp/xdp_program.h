@@ -21,8 +21,8 @@ enum class XdpMode { kAuto, kNative, kSkb };  // kAuto: native (driver) mode whe
 const char* xdpModeName(XdpMode m);
 
 struct XdpProgramConfig {
-  bool ip_only = false;     // pass frames that are not IPv4/IPv6 to the kernel, counted as filtered
-  uint32_t snaplen = 0;     // cut longer redirected frames to this many bytes (0: never)
+  bool ip_only = false;         // pass frames that are not IPv4/IPv6 to the kernel, counted as filtered
+  uint32_t snaplen = 0;         // cut longer redirected frames to this many bytes (0: never)
   bool nic_timestamps = false;  // the bs_capture_nic variant: device-bound, asks the driver for RX timestamps
 };
 
@@ -40,16 +40,15 @@ class XdpProgram {
   // Opens the program and attaches it to `ifindex` in `mode` (kAuto: native, then generic). A burstscope
   // program already attached (a crashed run) is removed first and reported in `replaced`; another
   // program is an error naming it. The nic_timestamps variant is loaded bound to the device.
-  static absl::StatusOr<std::unique_ptr<XdpProgram>> attach(const XdpProgramConfig& config,
-                                                           const std::string& ifname, XdpMode mode,
-                                                           std::string* replaced);
+  static absl::StatusOr<std::unique_ptr<XdpProgram>> attach(const XdpProgramConfig& config, const std::string& ifname,
+                                                            XdpMode mode, std::string* replaced);
 
   // Removes the program from the interface; idempotent. Counters stay readable.
   void detach();
 
   int progFd() const;
   int xskMapFd() const;
-  XdpCounters counters() const;  // summed over CPUs
+  XdpCounters counters() const;           // summed over CPUs
   XdpMode mode() const { return mode_; }  // as attached
   const XdpProgramConfig& config() const { return config_; }
 

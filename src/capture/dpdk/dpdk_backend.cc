@@ -47,8 +47,8 @@ class CounterClock {
     ns_per_tick_ = 1e9 / hz;
   }
   int64_t toNs(uint64_t counter) const {
-    return base_ns_ + static_cast<int64_t>(static_cast<double>(static_cast<int64_t>(counter - base_counter_)) *
-                                           ns_per_tick_);
+    return base_ns_ +
+           static_cast<int64_t>(static_cast<double>(static_cast<int64_t>(counter - base_counter_)) * ns_per_tick_);
   }
   uint64_t base() const { return base_counter_; }
   double hz() const { return hz_; }
@@ -87,7 +87,7 @@ struct RxQueue {
   uint16_t queue_id = 0;
   size_t port_index = 0;
   std::unique_ptr<QueueProducer> producer;  // decode, enqueue, count, tick
-  int64_t last_ts = INT64_MIN;  // this queue's watermark
+  int64_t last_ts = INT64_MIN;              // this queue's watermark
   uint64_t last_tick_tsc = 0;
   CounterClock nic_clock;  // a copy per queue, so that each RX lcore re-synchronises its own
 };
@@ -166,7 +166,7 @@ absl::Status DpdkBackend::initEal() {
     has_log_level |= a.rfind("--log-level", 0) == 0;
     has_telemetry |= a == "--telemetry" || a == "--no-telemetry";
   }
-  if (!has_log_level) args.push_back("--log-level=3");  // critical only: our own errors say what failed
+  if (!has_log_level) args.push_back("--log-level=3");   // critical only: our own errors say what failed
   if (!has_telemetry) args.push_back("--no-telemetry");  // no telemetry socket unless asked for
   args.insert(args.end(), cfg_.eal_args.begin(), cfg_.eal_args.end());
   std::vector<char*> argv;
@@ -175,8 +175,7 @@ absl::Status DpdkBackend::initEal() {
   argv.push_back(nullptr);
   if (rte_eal_init(static_cast<int>(args.size()), argv.data()) < 0) {
     return absl::InvalidArgumentError(absl::StrCat("DPDK EAL initialisation failed (", rte_strerror(rte_errno),
-                                                   ") with EAL arguments: ",
-                                                   absl::StrJoin(cfg_.eal_args, " ")));
+                                                   ") with EAL arguments: ", absl::StrJoin(cfg_.eal_args, " ")));
   }
   eal_ready_ = true;
   tsc_hz_ = static_cast<double>(rte_get_tsc_hz());
@@ -213,8 +212,8 @@ absl::Status DpdkBackend::initPort(const DpdkPortConfig& pc, size_t index) {
   p.driver = info.driver_name ? info.driver_name : "";
   p.dev_flags = info.dev_flags ? *info.dev_flags : 0;
   if (pc.rx_queues == 0 || pc.rx_queues > info.max_rx_queues) {
-    return absl::InvalidArgumentError(absl::StrCat("port '", pc.device, "': rx-queues ", pc.rx_queues,
-                                                   " is not in 1..", info.max_rx_queues, " for driver ", p.driver));
+    return absl::InvalidArgumentError(absl::StrCat("port '", pc.device, "': rx-queues ", pc.rx_queues, " is not in 1..",
+                                                   info.max_rx_queues, " for driver ", p.driver));
   }
   p.queues = pc.rx_queues;
 
@@ -229,8 +228,8 @@ absl::Status DpdkBackend::initPort(const DpdkPortConfig& pc, size_t index) {
   }
   if (p.queues > 1) {
     conf.rxmode.mq_mode = RTE_ETH_MQ_RX_RSS;
-    conf.rx_adv_conf.rss_conf.rss_hf = (RTE_ETH_RSS_IP | RTE_ETH_RSS_TCP | RTE_ETH_RSS_UDP) &
-                                       info.flow_type_rss_offloads;
+    conf.rx_adv_conf.rss_conf.rss_hf =
+        (RTE_ETH_RSS_IP | RTE_ETH_RSS_TCP | RTE_ETH_RSS_UDP) & info.flow_type_rss_offloads;
     if (info.hash_key_size == sizeof(symmetric_key)) {
       conf.rx_adv_conf.rss_conf.rss_key = symmetric_key;
       conf.rx_adv_conf.rss_conf.rss_key_len = sizeof(symmetric_key);
@@ -248,12 +247,13 @@ absl::Status DpdkBackend::initPort(const DpdkPortConfig& pc, size_t index) {
     conf.rxmode.offloads |= RTE_ETH_RX_OFFLOAD_TIMESTAMP;
   }
   if (cfg_.replay_speed > 0 && p.ts != TsSource::kPcapFile) {
-    return absl::InvalidArgumentError(absl::StrCat("port '", pc.device, "': replay-speed applies only to net_pcap "
+    return absl::InvalidArgumentError(absl::StrCat("port '", pc.device,
+                                                   "': replay-speed applies only to net_pcap "
                                                    "with recorded timestamps"));
   }
   if (int rc = rte_eth_dev_configure(id, p.queues, 0, &conf); rc != 0) {
-    return absl::InternalError(absl::StrCat("port '", pc.device, "': configure with ", p.queues,
-                                            " RX queues failed: ", rte_strerror(-rc)));
+    return absl::InternalError(
+        absl::StrCat("port '", pc.device, "': configure with ", p.queues, " RX queues failed: ", rte_strerror(-rc)));
   }
   uint16_t rx_desc = cfg_.rx_descriptors, tx_desc = 0;
   rte_eth_dev_adjust_nb_rx_tx_desc(id, &rx_desc, &tx_desc);
@@ -270,8 +270,8 @@ absl::Status DpdkBackend::initPort(const DpdkPortConfig& pc, size_t index) {
   lp.link_bps = pc.link_bps;
   for (uint16_t q = 0; q < p.queues; ++q) {
     if (int rc = rte_eth_rx_queue_setup(id, q, rx_desc, static_cast<unsigned>(socket), nullptr, p.pool); rc != 0) {
-      return absl::InternalError(absl::StrCat("port '", pc.device, "': RX queue ", q, " set-up failed: ",
-                                              rte_strerror(-rc)));
+      return absl::InternalError(
+          absl::StrCat("port '", pc.device, "': RX queue ", q, " set-up failed: ", rte_strerror(-rc)));
     }
     auto rq = std::make_unique<RxQueue>();
     rq->port_id = id;
@@ -291,7 +291,8 @@ absl::Status DpdkBackend::initPort(const DpdkPortConfig& pc, size_t index) {
     // The NIC clock's frequency, from two readings 100 ms apart against CLOCK_REALTIME.
     uint64_t c0, c1;
     if (rte_eth_read_clock(id, &c0) != 0) {
-      return absl::FailedPreconditionError(absl::StrCat("port '", pc.device, "': RX timestamps offered, but the "
+      return absl::FailedPreconditionError(absl::StrCat("port '", pc.device,
+                                                        "': RX timestamps offered, but the "
                                                         "device clock cannot be read (rte_eth_read_clock)"));
     }
     const int64_t t0 = realtimeNs();
@@ -316,8 +317,9 @@ absl::Status DpdkBackend::init() {
   unsigned lcore;
   RTE_LCORE_FOREACH_WORKER(lcore) lcores_.push_back(Lcore{lcore, {}, this});
   if (lcores_.empty()) {
-    return absl::InvalidArgumentError("EAL lcores: at least two are needed (e.g. -l 0-1): the main lcore runs the "
-                                      "engine worker, the others poll RX queues");
+    return absl::InvalidArgumentError(
+        "EAL lcores: at least two are needed (e.g. -l 0-1): the main lcore runs the "
+        "engine worker, the others poll RX queues");
   }
   for (size_t i = 0; i < queues_.size(); ++i) {
     queues_[i]->nic_clock = ports_[queues_[i]->port_index].nic_clock;
@@ -447,8 +449,10 @@ void DpdkBackend::rxLoop(Lcore& lc) {
         const uint64_t due_tsc = anchor_tsc + static_cast<uint64_t>(std::max(0.0, due) * tsc_hz_ / 1e9);
         while (rte_rdtsc() < due_tsc && !rx_stop_.load(std::memory_order_relaxed)) {
           const double wait_us = static_cast<double>(due_tsc - rte_rdtsc()) * 1e6 / tsc_hz_;
-          if (wait_us > 200) rte_delay_us_sleep(static_cast<unsigned>(std::min(wait_us - 100, 10'000.0)));
-          else rte_pause();
+          if (wait_us > 200)
+            rte_delay_us_sleep(static_cast<unsigned>(std::min(wait_us - 100, 10'000.0)));
+          else
+            rte_pause();
         }
       }
       q.producer->flush();
@@ -492,9 +496,9 @@ DeviceStats DpdkBackend::deviceStats(size_t index) const {
         rte_eth_xstats_get(p.port_id, values.data(), static_cast<unsigned>(n)) == n) {
       for (int i = 0; i < n; ++i) {
         const std::string_view name = names[i].name;
-        static constexpr std::string_view generic[] = {
-            "rx_good_packets", "tx_good_packets", "rx_good_bytes", "tx_good_bytes", "rx_missed_errors",
-            "rx_errors", "tx_errors", "rx_mbuf_allocation_errors"};
+        static constexpr std::string_view generic[] = {"rx_good_packets", "tx_good_packets",          "rx_good_bytes",
+                                                       "tx_good_bytes",   "rx_missed_errors",         "rx_errors",
+                                                       "tx_errors",       "rx_mbuf_allocation_errors"};
         const bool is_generic = std::find(std::begin(generic), std::end(generic), name) != std::end(generic) ||
                                 name.rfind("rx_q", 0) == 0 || name.rfind("tx_q", 0) == 0;
         if (!is_generic) d.extra.emplace_back(std::string(name), values[i].value);
@@ -522,8 +526,10 @@ TimestampInfo DpdkBackend::timestampInfo() const {
       break;
     case TsSource::kTsc:
       t.source = "tsc";
-      t.description = absl::StrCat("one TSC read per RX burst (", tsc_hz_ / 1e9, " GHz), re-synchronised to "
-                                   "CLOCK_REALTIME every ", cfg_.tsc_resync_s, " s");
+      t.description = absl::StrCat("one TSC read per RX burst (", tsc_hz_ / 1e9,
+                                   " GHz), re-synchronised to "
+                                   "CLOCK_REALTIME every ",
+                                   cfg_.tsc_resync_s, " s");
       // A packet waits at most one full RX ring at line rate before the burst that reads it; the bound
       // is stated for the configured ring at the first port's link speed with minimum-size frames.
       t.error_bound_ns = static_cast<double>(cfg_.rx_descriptors) * 84 * 8 * 1e9 /

@@ -1,6 +1,6 @@
 // The DPDK capture backend: EAL set-up, one RX queue per (port, queue) with RSS, poll-mode RX lcores that
-// timestamp every packet and hand it to its queue's QueueProducer (include/burstscope/capture.h). This header is free of
-// DPDK includes, so that only dpdk_backend.cc sees DPDK's compiler flags.
+// timestamp every packet and hand it to its queue's QueueProducer (include/burstscope/capture.h). This header is free
+// of DPDK includes, so that only dpdk_backend.cc sees DPDK's compiler flags.
 #pragma once
 
 #include <cstdint>
@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "burstscope/decode.h"
 #include "burstscope/capture.h"
+#include "burstscope/decode.h"
 
 namespace burstscope {
 

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "src/capture/pcap/pcap_reader.h"
 #include "burstscope/status.h"
+#include "src/capture/pcap/pcap_reader.h"
 
 namespace burstscope {
 namespace {
@@ -37,9 +37,8 @@ absl::StatusOr<PcapHandle> openOne(const std::string& path) {
   const int link = pcap_datalink(p.get());
   if (link != DLT_EN10MB) {
     const char* name = pcap_datalink_val_to_name(link);
-    return absl::InvalidArgumentError(absl::StrCat("cannot analyse ", path, ": link type ",
-                                                   name ? name : "unknown", " (", link,
-                                                   ") is not supported; only Ethernet (EN10MB) is"));
+    return absl::InvalidArgumentError(absl::StrCat("cannot analyse ", path, ": link type ", name ? name : "unknown",
+                                                   " (", link, ") is not supported; only Ethernet (EN10MB) is"));
   }
   return p;
 }
@@ -81,8 +80,8 @@ class PcapFileSource final : public PacketSource {
     constexpr int64_t kMaxSeconds = int64_t{1} << 33;  // the year 2242: beyond it, a corrupt record
     // Both bounds keep the sum below in int64: 2^33 s is 8.6e18 ns, and libpcap's sub-second field is at
     // most a 32-bit count of microseconds, in ns 4.3e12.
-    const bool seconds_ok = tv.tv_sec >= 0 && tv.tv_sec < kMaxSeconds && tv.tv_usec >= 0 &&
-                            tv.tv_usec < 10'000'000'000'000;
+    const bool seconds_ok =
+        tv.tv_sec >= 0 && tv.tv_sec < kMaxSeconds && tv.tv_usec >= 0 && tv.tv_usec < 10'000'000'000'000;
     if (seconds_ok && tv.tv_usec < 1'000'000'000) return int64_t{tv.tv_sec} * 1'000'000'000 + tv.tv_usec;
     if (stats_.bad_timestamps++ == 0 && stats_.warning.empty()) {
       stats_.warning = absl::StrCat(path, ": a record's timestamp (", tv.tv_sec, " s + ", tv.tv_usec, " ns) ",
@@ -131,9 +130,7 @@ class PcapCapture final : public CaptureSource, private FrameSink {
   absl::Status status() const override { return status_; }
   DeviceStats deviceStats(size_t) const override { return {}; }
   SourceStats sourceStats() const override { return reader_->stats(); }
-  TimestampInfo timestampInfo() const override {
-    return {"pcap_file", "the capture file's recorded timestamps", 0, 0};
-  }
+  TimestampInfo timestampInfo() const override { return {"pcap_file", "the capture file's recorded timestamps", 0, 0}; }
 
  private:
   void onFrame(const Frame& f) override {
@@ -156,8 +153,7 @@ class PcapCapture final : public CaptureSource, private FrameSink {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<CaptureSource>> openPcapCapture(std::vector<std::string> paths,
-                                                               const DecoderConfig& decoder,
-                                                               size_t ring_capacity) {
+                                                               const DecoderConfig& decoder, size_t ring_capacity) {
   BS_ASSIGN_OR_RETURN(std::unique_ptr<PacketSource> reader, openPcapFiles(std::move(paths)));
   return std::make_unique<PcapCapture>(std::move(reader), decoder, ring_capacity);
 }

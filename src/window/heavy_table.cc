@@ -1,4 +1,4 @@
-#include "src/flows/heavy_table.h"
+#include "src/window/heavy_table.h"
 
 #include <algorithm>
 #include <cstring>
@@ -62,8 +62,8 @@ void HeavyTable::promote(const FlowKey& key, Entry& e, int64_t ts, uint32_t len)
     slot = static_cast<int32_t>(slots_.size());
     slots_.emplace_back();
   } else {
-    auto lightest = std::min_element(slots_.begin(), slots_.end(),
-                                     [](const Slot& a, const Slot& b) { return a.bytes < b.bytes; });
+    auto lightest =
+        std::min_element(slots_.begin(), slots_.end(), [](const Slot& a, const Slot& b) { return a.bytes < b.bytes; });
     promote_above_ = lightest->bytes + lightest->bytes / 4;
     if (e.bytes <= promote_above_) return;
     slot = static_cast<int32_t>(lightest - slots_.begin());
@@ -110,11 +110,10 @@ HeavyResult HeavyTable::result(size_t top_k, bool with_windows) const {
   all.reserve(entries_.size());
   for (const auto& [k, e] : entries_) all.emplace_back(k, &e);
   const size_t n = std::min(top_k, all.size());
-  std::partial_sort(all.begin(), all.begin() + static_cast<ptrdiff_t>(n), all.end(),
-                    [](const auto& a, const auto& b) {
-                      if (a.second->bytes != b.second->bytes) return a.second->bytes > b.second->bytes;
-                      return a.second->first_ns < b.second->first_ns;
-                    });
+  std::partial_sort(all.begin(), all.begin() + static_cast<ptrdiff_t>(n), all.end(), [](const auto& a, const auto& b) {
+    if (a.second->bytes != b.second->bytes) return a.second->bytes > b.second->bytes;
+    return a.second->first_ns < b.second->first_ns;
+  });
   HeavyResult r;
   r.entries = entries_.size();
   r.evictions = evictions_;

@@ -39,7 +39,7 @@ struct EngineConfig {
   size_t flow_table_capacity = size_t{1} << 16;
   size_t pair_table_capacity = size_t{1} << 14;
   size_t max_microburst_events = size_t{1} << 20;  // kept for quantiles; all are counted
-  // Live reporting (SPEC "Live reporting semantics"): report intervals aligned to the epoch, 0 = none
+  // Live reporting (docs/SPEC.md "Live reporting semantics"): report intervals aligned to the epoch, 0 = none
   // (offline analysis reports the whole trace). A multiple of base_bin_ns.
   int64_t report_interval_ns = 0;
   // The trailing window whose mean rate is the PtM baseline; a multiple of the report interval and never

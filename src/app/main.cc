@@ -373,7 +373,7 @@ int runLiveCommand(const RunOptions& o) {
   // Printed even when quiet: it says capture is up (scripts wait for it before sending traffic).
   for (const CapturePort& p : (*backend)->ports()) {
     summary << "burstscope run: " << p.name << " (" << p.rings.size() << " RX queue" << (p.rings.size() > 1 ? "s" : "")
-            << ", link " << p.link_bps / 1e9 << " Gb/s), timestamps: " << (*backend)->timestampInfo().description
+            << ", link " << humanRate(p.link_bps) << "), timestamps: " << (*backend)->timestampInfo().description
             << std::endl;
   }
   // Set-up is done (program attached, sockets and UMEMs or ports open): keep only what shutting down needs,

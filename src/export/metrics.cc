@@ -342,7 +342,7 @@ std::vector<MetricFamily> LiveMetrics::Collect() const {
       }
     }
 
-    // Accounting (SPEC "Accounting"): received = analysed + dropped at the ring; the NIC's own drops before.
+    // Accounting (docs/SPEC.md "Accounting"): received = analysed + dropped at the ring; the NIC's own drops before.
     f.counter("burstscope_capture_received_packets_total", "frames taken from the capture device", L,
               static_cast<double>(s.ledger.received));
     f.counter("burstscope_capture_analysed_packets_total", "frames measured by the engine", L,

@@ -1,4 +1,4 @@
-// Prometheus export of a live run (SPEC "Live reporting semantics"). The driver's control thread publishes
+// Prometheus export of a live run (docs/SPEC.md "Live reporting semantics"). The driver's control thread publishes
 // one snapshot per port per completed report interval (never a packet worker); a scrape turns the latest
 // snapshots into metric families. Publishing builds an immutable view and swaps it in under a short lock;
 // a scrape takes the views under that lock and renders them after it, so a slow scrape delays nobody. Nothing on the

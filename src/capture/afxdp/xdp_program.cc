@@ -21,7 +21,9 @@
 namespace burstscope {
 namespace {
 
-std::string errnoText(int err) {
+// libxdp's text for its own error numbers (LIBXDP_ERR_*, beyond errno's range) as well as errno's; errnoText
+// (burstscope/status.h) knows only errno's.
+std::string libxdpErrorText(int err) {
   char buf[128];
   libxdp_strerror(err < 0 ? err : -err, buf, sizeof(buf));
   return buf;
@@ -53,7 +55,7 @@ absl::StatusOr<capture*> openSkeleton(const XdpProgramConfig& c) {
   quietLibraries();
   capture* skel = capture::open();
   if (skel == nullptr) {
-    return absl::InternalError(absl::StrCat("cannot open the XDP capture program: ", errnoText(errno)));
+    return absl::InternalError(absl::StrCat("cannot open the XDP capture program: ", libxdpErrorText(errno)));
   }
   skel->rodata->cfg_ip_only = c.ip_only ? 1 : 0;
   skel->rodata->cfg_snaplen = c.snaplen;
@@ -117,7 +119,7 @@ absl::Status removeStale(int ifindex, const std::string& ifname, std::string* re
       status = absl::FailedPreconditionError(absl::StrCat("interface '", ifname,
                                                           "': cannot remove the stale "
                                                           "burstscope XDP program ",
-                                                          *replaced, ": ", errnoText(rc), hint(rc)));
+                                                          *replaced, ": ", libxdpErrorText(rc), hint(rc)));
     }
   }
   xdp_multiprog__close(mp);
@@ -156,7 +158,8 @@ absl::StatusOr<std::unique_ptr<XdpProgram>> XdpProgram::load(const XdpProgramCon
   if (!skel.ok()) return skel.status();
   p->skel_ = *skel;
   if (int rc = capture::load(p->skel_); rc != 0) {
-    return absl::PermissionDeniedError(absl::StrCat("cannot load the XDP capture program: ", errnoText(rc), hint(rc)));
+    return absl::PermissionDeniedError(
+        absl::StrCat("cannot load the XDP capture program: ", libxdpErrorText(rc), hint(rc)));
   }
   return p;
 }
@@ -193,7 +196,7 @@ absl::StatusOr<std::unique_ptr<XdpProgram>> XdpProgram::attach(const XdpProgramC
           absl::StrCat("interface '", ifname,
                        "': NIC timestamps: the kernel or driver refused the device-bound program "
                        "with the XDP RX-timestamp kfunc (",
-                       errnoText(rc), ")", hint(rc)));
+                       libxdpErrorText(rc), ")", hint(rc)));
     }
     opts.fd = bpf_program__fd(p->skel_->progs.bs_capture_nic);
     mode = XdpMode::kNative;
@@ -204,8 +207,8 @@ absl::StatusOr<std::unique_ptr<XdpProgram>> XdpProgram::attach(const XdpProgramC
   p->prog_ = xdp_program__create(&opts);
   if (long err = libxdp_get_error(p->prog_); err != 0) {
     p->prog_ = nullptr;
-    return absl::InternalError(absl::StrCat(
-        "cannot prepare the XDP capture program: ", errnoText(static_cast<int>(err)), hint(static_cast<int>(err))));
+    return absl::InternalError(absl::StrCat("cannot prepare the XDP capture program: ",
+                                            libxdpErrorText(static_cast<int>(err)), hint(static_cast<int>(err))));
   }
   std::vector<XdpMode> tries =
       mode == XdpMode::kAuto ? std::vector{XdpMode::kNative, XdpMode::kSkb} : std::vector{mode};
@@ -217,7 +220,7 @@ absl::StatusOr<std::unique_ptr<XdpProgram>> XdpProgram::attach(const XdpProgramC
       p->attached_ = true;
       return p;
     }
-    absl::StrAppend(&failures, failures.empty() ? "" : "; ", xdpModeName(m), " mode: ", errnoText(rc), hint(rc));
+    absl::StrAppend(&failures, failures.empty() ? "" : "; ", xdpModeName(m), " mode: ", libxdpErrorText(rc), hint(rc));
     if (rc == -EOPNOTSUPP) absl::StrAppend(&failures, " (the driver has no XDP support in this mode)");
     if (rc == -EPERM || rc == -EACCES) break;  // no other mode will be allowed either
   }

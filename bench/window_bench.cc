@@ -31,6 +31,37 @@ void BM_Window_Update(benchmark::State& state) {
 }
 BENCHMARK(BM_Window_Update)->ArgName("all_exact")->Arg(1)->Arg(0);
 
+// As the driver feeds the engine: batches of 256 records in order, live defaults (report intervals of 1 s
+// aligned to the epoch, E(τ) exact up to 10 ms, pairs and flows, the port's link speed among the rates).
+void BM_Window_UpdateBatch(benchmark::State& state) {
+  static const std::vector<PacketRecord> records = bench::bundledRecords();
+  EngineConfig cfg;
+  cfg.report_interval_ns = 1'000'000'000;
+  cfg.report_top_k = 10;
+  Engine engine(cfg);
+  uint64_t intervals = 0;
+  engine.setIntervalSink([&intervals](const IntervalReport&) { ++intervals; });
+  const size_t batch = static_cast<size_t>(state.range(0));
+  const int64_t span = records.back().ts_ns - records.front().ts_ns + 1'000'000;
+  std::vector<PacketRecord> buf(batch);
+  int64_t shift = 0;
+  size_t i = 0;
+  for (auto _ : state) {
+    for (PacketRecord& r : buf) {
+      r = records[i];
+      r.ts_ns += shift;
+      if (++i == records.size()) {
+        i = 0;
+        shift += span;
+      }
+    }
+    engine.add(buf);
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * batch));
+  state.counters["intervals"] = static_cast<double>(intervals);
+}
+BENCHMARK(BM_Window_UpdateBatch)->ArgName("batch")->Arg(256)->Arg(1);
+
 }  // namespace
 }  // namespace burstscope
 

@@ -198,16 +198,21 @@ class Fanout final : public EngineObserver {
 }  // namespace
 
 struct Engine::Impl {
-  explicit Impl(const EngineConfig& c) : cfg(c) {
-    auto s = std::make_unique<StreamsAggregator>(cfg);
-    streams = s.get();
-    aggregators.push_back(std::move(s));
-    aggregators.push_back(std::make_unique<HeavyAggregator>(cfg));
+  explicit Impl(const EngineConfig& c) : cfg(c), streams(cfg), heavy(cfg) {}
+
+  // The built-in aggregators are members of their own (final) types, so that the per-packet calls to them
+  // are direct; added ones come after them, through the interface.
+  template <typename F>
+  void forEach(F&& f) {
+    f(streams);
+    f(heavy);
+    for (auto& a : added) f(*a);
   }
 
   EngineConfig cfg;
-  std::vector<std::unique_ptr<Aggregator>> aggregators;
-  StreamsAggregator* streams;
+  StreamsAggregator streams;
+  HeavyAggregator heavy;
+  std::vector<std::unique_ptr<Aggregator>> added;
   Fanout fanout;
   std::function<void(const IntervalReport&)> sink;
 
@@ -255,7 +260,7 @@ void Engine::Impl::closeInterval(uint64_t skipped, bool partial) {
   r.skipped_intervals = skipped;
   r.baseline_ns = std::min(cfg.baseline_ns, interval_end - monitoring_start);
   const IntervalContext c{interval_start, interval_end, r.baseline_ns, partial, skipped};
-  for (auto& a : aggregators) a->closeInterval(c, &r);
+  forEach([&](auto& a) { a.closeInterval(c, &r); });
   interval_start = interval_end;
   interval_end += cfg.report_interval_ns;
   fanout.onInterval(r);
@@ -267,11 +272,11 @@ Engine::Engine(const EngineConfig& config) : impl_(std::make_unique<Impl>(config
 }
 Engine::~Engine() = default;
 
-void Engine::addAggregator(std::unique_ptr<Aggregator> a) { impl_->aggregators.push_back(std::move(a)); }
+void Engine::addAggregator(std::unique_ptr<Aggregator> a) { impl_->added.push_back(std::move(a)); }
 
 void Engine::subscribe(EngineObserver* o) {
   impl_->fanout.list.push_back(o);
-  impl_->streams->setObserver(&impl_->fanout);
+  impl_->streams.setObserver(&impl_->fanout);
 }
 
 void Engine::setIntervalSink(std::function<void(const IntervalReport&)> sink) { impl_->sink = std::move(sink); }
@@ -292,20 +297,20 @@ void Engine::add(std::span<const PacketRecord> records) {
       while (j < records.size() && records[j].ts_ns < m.interval_end) ++j;
     }
     const std::span<const PacketRecord> run = records.subspan(i, j - i);
-    for (auto& a : m.aggregators) a->add(run);
+    m.forEach([run](auto& a) { a.add(run); });
     i = j;
   }
 }
 
 void Engine::finish() {
   Impl& m = *impl_;
-  for (auto& a : m.aggregators) a->finish();
+  m.forEach([](auto& a) { a.finish(); });
   if (m.cfg.report_interval_ns > 0 && m.interval_start != INT64_MIN) m.closeInterval(0, /*partial=*/true);
 }
 
 EngineResult Engine::result() const {
   EngineResult r;
-  for (const auto& a : impl_->aggregators) a->result(&r);
+  impl_->forEach([&r](const auto& a) { a.result(&r); });
   return r;
 }
 

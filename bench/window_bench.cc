@@ -2,6 +2,7 @@
 
 #include "bench/bench_common.h"
 #include "burstscope/window.h"
+#include "src/window/heavy_table.h"
 
 namespace burstscope {
 namespace {
@@ -61,6 +62,27 @@ void BM_Window_UpdateBatch(benchmark::State& state) {
   state.counters["intervals"] = static_cast<double>(intervals);
 }
 BENCHMARK(BM_Window_UpdateBatch)->ArgName("batch")->Arg(256)->Arg(1);
+
+// The top K of a full flow table, as every report interval's close asks for it on the worker: ns per call.
+void BM_HeavyTable_TopK(benchmark::State& state) {
+  EngineConfig cfg;
+  const size_t n = static_cast<size_t>(state.range(0));
+  cfg.flow_table_capacity = n + 1024;
+  internal::HeavyTable table(cfg, cfg.flow_table_capacity);
+  for (size_t i = 0; i < n; ++i) {
+    FlowKey k;
+    k.family = 4;
+    k.src = {10, 0, static_cast<uint8_t>(i >> 8), static_cast<uint8_t>(i)};
+    k.dst = {10, 1, 0, 1};
+    k.proto = 6;
+    k.src_port = static_cast<uint16_t>(i * 7919);
+    k.dst_port = 5000;
+    table.add(k, static_cast<int64_t>(i) * 1000, static_cast<uint32_t>(64 + (i * 2654435761u) % 1400));
+  }
+  for (auto _ : state) benchmark::DoNotOptimize(table.result(10, /*with_windows=*/false));
+  state.SetLabel("flows in the table: " + std::to_string(n));
+}
+BENCHMARK(BM_HeavyTable_TopK)->Arg(1 << 16)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace burstscope

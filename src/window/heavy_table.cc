@@ -106,14 +106,27 @@ void HeavyTable::finish() {
 }
 
 HeavyResult HeavyTable::result(size_t top_k, bool with_windows) const {
-  std::vector<std::pair<FlowKey, const Entry*>> all;
-  all.reserve(entries_.size());
-  for (const auto& [k, e] : entries_) all.emplace_back(k, &e);
-  const size_t n = std::min(top_k, all.size());
-  std::partial_sort(all.begin(), all.begin() + static_cast<ptrdiff_t>(n), all.end(), [](const auto& a, const auto& b) {
+  // The top_k heaviest by one pass over the table with a bounded heap (no copy of the table): it runs on
+  // the worker at every report interval's close. Heaviest first; among equals, the earliest first.
+  using Item = std::pair<const FlowKey*, const Entry*>;
+  auto heavier = [](const Item& a, const Item& b) {
     if (a.second->bytes != b.second->bytes) return a.second->bytes > b.second->bytes;
     return a.second->first_ns < b.second->first_ns;
-  });
+  };
+  std::vector<Item> all;  // a heap whose top is the lightest kept
+  all.reserve(top_k + 1);
+  for (const auto& [k, e] : entries_) {
+    if (top_k == 0) break;
+    if (all.size() == top_k && !heavier({&k, &e}, all.front())) continue;
+    all.emplace_back(&k, &e);
+    std::push_heap(all.begin(), all.end(), heavier);
+    if (all.size() > top_k) {
+      std::pop_heap(all.begin(), all.end(), heavier);
+      all.pop_back();
+    }
+  }
+  std::sort_heap(all.begin(), all.end(), heavier);
+  const size_t n = all.size();
   HeavyResult r;
   r.entries = entries_.size();
   r.evictions = evictions_;
@@ -121,7 +134,7 @@ HeavyResult HeavyTable::result(size_t top_k, bool with_windows) const {
   for (size_t i = 0; i < n; ++i) {
     const Entry& e = *all[i].second;
     HeavyHitter h;
-    h.key = all[i].first;
+    h.key = *all[i].first;
     h.packets = e.packets;
     h.bytes = e.bytes;
     h.first_ns = e.first_ns;

@@ -313,13 +313,14 @@ absl::Status DpdkBackend::init() {
   for (size_t i = 0; i < cfg_.ports.size(); ++i) {
     if (absl::Status s = initPort(cfg_.ports[i], i); !s.ok()) return s;
   }
-  // RX queues over the worker lcores, round robin; the main lcore runs the engine worker.
+  // RX queues over the worker lcores, round robin. The main lcore runs the control loop, and the port workers
+  // (threads it starts, which inherit its CPU set) run beside it.
   unsigned lcore;
   RTE_LCORE_FOREACH_WORKER(lcore) lcores_.push_back(Lcore{lcore, {}, this});
   if (lcores_.empty()) {
     return absl::InvalidArgumentError(
         "EAL lcores: at least two are needed (e.g. -l 0-1): the main lcore runs the "
-        "engine worker, the others poll RX queues");
+        "port workers, the others poll RX queues");
   }
   for (size_t i = 0; i < queues_.size(); ++i) {
     queues_[i]->nic_clock = ports_[queues_[i]->port_index].nic_clock;

@@ -41,8 +41,9 @@ struct alignas(kCacheLine) QueueCounters {
 
 // What the device says about a port. A counter the device does not report is nullopt, never 0.
 struct DeviceStats {
-  // Frames counted at the earliest point the backend sees them (AF_XDP: the XDP program's verdicts); when
-  // known, seen = received by RX + the drop stages + filtered.
+  // Frames that reached the port since capture began, where the backend can count them (AF_XDP: the XDP
+  // program's verdicts plus the NIC's drops before it); when known, seen = received by RX + the drop
+  // stages + filtered.
   std::optional<uint64_t> seen;
   // Where frames were lost before RX, in path order: ("nic_missed", n), ("xsk_rx_ring_full", n), ...
   std::vector<std::pair<std::string, uint64_t>> drop_stages;
@@ -118,8 +119,9 @@ class QueueProducer {
   std::span<PacketRecord> pending() { return {pending_.data(), n_}; }
   // Enqueues the pending records; returns how many were dropped (always 0 when lossless).
   size_t flush(const std::atomic<bool>* stop = nullptr);
-  // Publishes the decoder's counts and pushes a tick record: nothing older than `watermark_ns` will come
-  // from this queue. A tick that finds the ring full is dropped (the next one supersedes it).
+  // Flushes what is pending, publishes the decoder's counts and pushes a tick record: nothing older than
+  // `watermark_ns` will come from this queue. A tick that finds the ring full is dropped (the next one
+  // supersedes it).
   void tick(int64_t watermark_ns);
 
   static constexpr size_t kMaxBatch = 1024;

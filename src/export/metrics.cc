@@ -357,8 +357,9 @@ std::vector<MetricFamily> LiveMetrics::Collect() const {
     }
     if (s.device.seen) {
       f.counter("burstscope_capture_seen_packets_total",
-                "frames the capture hook saw before any drop stage (AF_XDP: runs of the XDP program)", L,
-                static_cast<double>(*s.device.seen));
+                "frames that reached the port, counted before any drop stage (AF_XDP: the XDP program's runs and the "
+                "NIC's drops before it)",
+                L, static_cast<double>(*s.device.seen));
       f.counter("burstscope_capture_filtered_packets_total",
                 "frames the configured capture filter left to the kernel (not lost: not asked for)", L,
                 static_cast<double>(s.device.filtered));

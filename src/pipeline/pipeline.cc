@@ -60,10 +60,13 @@ class PortWorker {
         horizon_ns_(horizon),
         watermark_(port.rings.size(), INT64_MIN) {
     engine_.setIntervalSink([this, &mailbox](const IntervalReport& r) {
+      // What the engine has measured up to this close (the port stream counts every record), not what the
+      // batch being added holds: the snapshot's ledger agrees with its intervals.
+      measured_ += r.port.packets;
       PortSnapshot s;
       s.interval = r;
       s.intervals = ++intervals_;
-      s.ledger = Ledger{sumReceived(port_), analysed_, sumRingDrops(port_)};
+      s.ledger = Ledger{sumReceived(port_), measured_, sumRingDrops(port_)};
       s.reordered = reorder_.reordered();
       s.clamped = reorder_.clamped();
       mailbox.push(index_, std::move(s));
@@ -159,14 +162,16 @@ class PortWorker {
   std::vector<int64_t> watermark_;
   std::vector<PacketRecord> released_;
   uint64_t analysed_ = 0;
+  uint64_t measured_ = 0;  // records in the intervals closed so far
   uint64_t intervals_ = 0;
 };
 
 }  // namespace
 
 EngineConfig portEngineConfig(const EngineConfig& base, double link_bps) {
+  if (link_bps <= 0) return base;  // no link of its own (a capture file): the configuration as given
   EngineConfig c = base;
-  if (link_bps > 0) c.link_capacity_bps = link_bps;
+  c.link_capacity_bps = link_bps;
   if (std::find(c.rates_bps.begin(), c.rates_bps.end(), c.link_capacity_bps) == c.rates_bps.end()) {
     c.rates_bps.push_back(c.link_capacity_bps);
   }

@@ -38,8 +38,9 @@ struct Ledger {
   bool balanced() const { return received == analysed + ring_drops; }
 };
 
-// What a port publishes at the close of each report interval, all read at that moment, so that an exporter
-// serves self-consistent figures that change only once per interval.
+// What a port publishes at the close of each report interval, so that an exporter serves figures that change
+// only once per interval. The interval and the ledger are taken by the worker at the close; the device and
+// decoder counts by the control thread just after it.
 struct PortSnapshot {
   IntervalReport interval;
   uint64_t intervals = 0;  // reported so far, this one included
@@ -76,8 +77,9 @@ struct RunResult {
   std::string stop_reason;  // "signal", "idle", "duration", "end of input"
 };
 
-// The engine configuration a port runs with: the port's link speed as capacity (unless 0), and among the
-// backlog rates (the congestion alert compares that backlog with the switch buffer).
+// The engine configuration a port runs with: the port's link speed as capacity and among the backlog rates
+// (the congestion alert compares that backlog with the switch buffer); a port without a link speed of its
+// own (0: a capture file) runs the configuration as given.
 EngineConfig portEngineConfig(const EngineConfig& base, double link_bps);
 
 // Called on the control thread with each port's snapshot at every interval close.

@@ -114,7 +114,7 @@ HeavyResult HeavyTable::result(size_t top_k, bool with_windows) const {
     return a.second->first_ns < b.second->first_ns;
   };
   std::vector<Item> all;  // a heap whose top is the lightest kept
-  all.reserve(top_k + 1);
+  all.reserve(std::min(top_k, entries_.size()) + 1);
   for (const auto& [k, e] : entries_) {
     if (top_k == 0) break;
     if (all.size() == top_k && !heavier({&k, &e}, all.front())) continue;

@@ -106,10 +106,18 @@ struct Socket {
   }
 };
 
+// The interface's own drops before XDP runs (NIC ring overruns, bad frames), where the driver reports them
+// in sysfs: (our stage name, the sysfs counter).
+constexpr std::pair<const char*, const char*> kNicStages[] = {{"nic_missed", "rx_missed_errors"},
+                                                              {"nic_errors", "rx_errors"}};
+
 struct Port {
   AfXdpPortConfig config;
   std::unique_ptr<XdpProgram> program;
   std::string replaced;  // a stale program removed at start
+  // The NIC counters when our program was attached: they count since the interface came up, the
+  // program's verdicts since the attach, so the ledger takes the NIC's drops since then.
+  std::optional<uint64_t> nic_base[std::size(kNicStages)];
 };
 
 // XDP_STATISTICS of one socket; kernels before 5.9 return only the first three fields (checked by size).
@@ -269,6 +277,7 @@ absl::Status AfXdpBackend::initPort(const AfXdpPortConfig& pc, size_t index) {
   auto prog = XdpProgram::attach(xc, ifname, cfg_.mode, &port.replaced);
   if (!prog.ok()) return prog.status();
   port.program = std::move(*prog);
+  for (size_t i = 0; i < std::size(kNicStages); ++i) port.nic_base[i] = sysfsCounter(ifname, kNicStages[i].second);
   ports_.push_back(std::move(port));
   CapturePort lp;
   lp.name = ifname;
@@ -427,13 +436,14 @@ DeviceStats AfXdpBackend::deviceStats(size_t index) const {
     fill_empty += st.rx_fill_ring_empty_descs.value_or(0);
     no_meta += s->no_metadata.load(std::memory_order_relaxed);
   }
-  // The interface's own drops before XDP runs (NIC ring overruns), where the driver reports them. They count
-  // since the interface came up, not since this run, so they are stages before `seen` rather than in it.
-  for (const auto& [stage, sysfs] : {std::pair{"nic_missed", "rx_missed_errors"}, {"nic_errors", "rx_errors"}}) {
-    if (const std::optional<uint64_t> v = sysfsCounter(p.config.interface, sysfs)) {
-      d.drop_stages.emplace_back(stage, *v);
-      *d.seen += *v;
-    }
+  // The NIC's drops since the attach come first: they reached the port and never reached XDP, so `seen`
+  // (what reached the port) counts them too. A counter that went backwards (an interface reset) counts anew.
+  for (size_t i = 0; i < std::size(kNicStages); ++i) {
+    const std::optional<uint64_t> v = sysfsCounter(p.config.interface, kNicStages[i].second);
+    if (!v || !p.nic_base[i]) continue;
+    const uint64_t since = *v >= *p.nic_base[i] ? *v - *p.nic_base[i] : *v;
+    d.drop_stages.emplace_back(kNicStages[i].first, since);
+    *d.seen += since;
   }
   d.drop_stages.insert(
       d.drop_stages.end(),

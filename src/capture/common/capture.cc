@@ -57,6 +57,7 @@ size_t QueueProducer::flush(const std::atomic<bool>* stop) {
 }
 
 void QueueProducer::tick(int64_t watermark_ns) {
+  flush();  // a watermark must never overtake the records it promises are older
   counters_.publishDecode(decoder_.stats());
   if (watermark_ns == INT64_MIN) return;
   PacketRecord t;

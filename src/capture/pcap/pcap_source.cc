@@ -109,14 +109,17 @@ class PcapCapture final : public CaptureSource, private FrameSink {
     port_.ordered_lossless = true;
     ports_.push_back(port_);
   }
-  ~PcapCapture() override { stop(); }
+  ~PcapCapture() override {
+    abort_.store(true);  // no worker may be left to take the records: stop waiting for room
+    stop();
+  }
 
   std::string name() const override { return "pcap"; }
   const std::vector<CapturePort>& ports() const override { return ports_; }
   absl::Status start() override {
     thread_ = std::thread([this] {
       status_ = reader_->run(*this, stop_);
-      producer_.flush(&stop_);
+      producer_.flush(&abort_);  // a stop ends the reading; what was read still reaches the worker
       producer_.tick(last_ts_);
       finished_.store(true, std::memory_order_release);
     });
@@ -136,7 +139,7 @@ class PcapCapture final : public CaptureSource, private FrameSink {
   void onFrame(const Frame& f) override {
     producer_.add(f.data, f.wire_len, f.ts_ns);
     last_ts_ = std::max(last_ts_, f.ts_ns);
-    if (producer_.pending().size() == kBatch) producer_.flush(&stop_);
+    if (producer_.pending().size() == kBatch) producer_.flush(&abort_);
   }
 
   static constexpr size_t kBatch = 64;
@@ -145,7 +148,7 @@ class PcapCapture final : public CaptureSource, private FrameSink {
   CapturePort port_;
   std::vector<CapturePort> ports_;
   std::thread thread_;
-  std::atomic<bool> stop_{false}, finished_{false};
+  std::atomic<bool> stop_{false}, abort_{false}, finished_{false};
   absl::Status status_;
   int64_t last_ts_ = INT64_MIN;
 };

@@ -216,7 +216,7 @@ class Engine {
 
   // Records must come in non-decreasing ts_ns order (the Reorderer guarantees it).
   void add(std::span<const PacketRecord> records);
-  void add(const PacketRecord& r) { add(std::span<const PacketRecord>(&r, 1)); }
+  void add(const PacketRecord& r);
   // With report intervals: closes every interval that ends at or before `now_ns`, promising that no later
   // record is older than now_ns. Lets intervals close while no traffic arrives.
   void advance(int64_t now_ns);

@@ -70,15 +70,16 @@ class StreamsAggregator final : public Aggregator {
   void setObserver(EngineObserver* o) { port_.setObserver(o); }
 
   void add(std::span<const PacketRecord> records) override {
-    for (const PacketRecord& r : records) {
-      port_.add(r.ts_ns, r.wire_len);
-      if (r.direction != Direction::kUnknown) {
-        auto& d = directions_[static_cast<int>(r.direction)];
-        if (!d) d = std::make_unique<Stream>(cfg_, true);
-        d->add(r.ts_ns, r.wire_len);
-      }
-      non_ip_ += r.key.family == 0;
+    for (const PacketRecord& r : records) add(r);
+  }
+  void add(const PacketRecord& r) {
+    port_.add(r.ts_ns, r.wire_len);
+    if (r.direction != Direction::kUnknown) {
+      auto& d = directions_[static_cast<int>(r.direction)];
+      if (!d) d = std::make_unique<Stream>(cfg_, true);
+      d->add(r.ts_ns, r.wire_len);
     }
+    non_ip_ += r.key.family == 0;
   }
 
   void closeInterval(const IntervalContext& c, IntervalReport* out) override {
@@ -145,17 +146,18 @@ class HeavyAggregator final : public Aggregator {
       : cfg_(c), pairs_(cfg_, cfg_.pair_table_capacity), flows_(cfg_, cfg_.flow_table_capacity) {}
 
   void add(std::span<const PacketRecord> records) override {
-    for (const PacketRecord& r : records) {
-      if (r.key.family == 0) continue;
-      HeavyTable::Entry& flow = flows_.lookup(r.key, r.ts_ns);
-      const FlowKey pair_key = r.key.pairKey();
-      if (flow.link == nullptr || flow.link_generation != pairs_.generation()) {
-        flow.link = &pairs_.lookup(pair_key, r.ts_ns);
-        flow.link_generation = pairs_.generation();
-      }
-      pairs_.account(pair_key, *flow.link, r.ts_ns, r.wire_len);
-      flows_.account(r.key, flow, r.ts_ns, r.wire_len);
+    for (const PacketRecord& r : records) add(r);
+  }
+  void add(const PacketRecord& r) {
+    if (r.key.family == 0) return;
+    HeavyTable::Entry& flow = flows_.lookup(r.key, r.ts_ns);
+    const FlowKey pair_key = r.key.pairKey();
+    if (flow.link == nullptr || flow.link_generation != pairs_.generation()) {
+      flow.link = &pairs_.lookup(pair_key, r.ts_ns);
+      flow.link_generation = pairs_.generation();
     }
+    pairs_.account(pair_key, *flow.link, r.ts_ns, r.wire_len);
+    flows_.account(r.key, flow, r.ts_ns, r.wire_len);
   }
 
   void closeInterval(const IntervalContext&, IntervalReport* out) override {
@@ -300,6 +302,15 @@ void Engine::add(std::span<const PacketRecord> records) {
     m.forEach([run](auto& a) { a.add(run); });
     i = j;
   }
+}
+
+// One record: the same as a batch of one, without the batch's bookkeeping.
+void Engine::add(const PacketRecord& r) {
+  Impl& m = *impl_;
+  if (r.ts_ns >= m.interval_end) m.roll(r.ts_ns);
+  m.streams.add(r);
+  m.heavy.add(r);
+  for (auto& a : m.added) a->add(std::span<const PacketRecord>(&r, 1));
 }
 
 void Engine::finish() {

@@ -30,6 +30,11 @@ class SpscRing {
   SpscRing& operator=(const SpscRing&) = delete;
 
   size_t capacity() const { return mask_ + 1; }
+  // Any thread: how many items the ring holds, as a snapshot (exact when neither side is moving).
+  size_t size() const {
+    const uint64_t tail = cons_.tail.load(std::memory_order_acquire);  // first: the head only grows past it
+    return static_cast<size_t>(prod_.head.load(std::memory_order_acquire) - tail);
+  }
 
   // Producer side. Copies as many of `items` as fit and returns how many; never waits.
   size_t enqueue(std::span<const T> items) {

@@ -86,3 +86,25 @@ TEST(SpscRingTest, DroppingProducerAccountsForEveryItem) {
 
 }  // namespace
 }  // namespace burstscope
+
+namespace burstscope {
+namespace {
+
+TEST(SpscRingTest, SizeSaysWhatTheRingHolds) {
+  SpscRing<int> ring(8);
+  EXPECT_EQ(ring.size(), 0u);
+  const std::vector<int> in = {1, 2, 3, 4, 5};
+  EXPECT_EQ(ring.enqueue(in), 5u);
+  EXPECT_EQ(ring.size(), 5u);
+  std::vector<int> out(3);
+  EXPECT_EQ(ring.dequeue(out), 3u);
+  EXPECT_EQ(ring.size(), 2u);
+  EXPECT_EQ(ring.enqueue(in), 5u);  // wraps around the end of the slots
+  EXPECT_EQ(ring.size(), 7u);
+  std::vector<int> rest(16);
+  EXPECT_EQ(ring.dequeue(rest), 7u);
+  EXPECT_EQ(ring.size(), 0u);
+}
+
+}  // namespace
+}  // namespace burstscope

@@ -1,6 +1,6 @@
 // What the exporter costs, off the packet path: publishing one interval's snapshot (the driver's control
-// thread, once per interval per port) and serving one scrape (Collect + text serialisation, on the HTTP thread), with every
-// default scale, four backlog rates, two directions and the top 10 pairs and flows.
+// thread, once per interval per port) and serving one scrape (Collect + text serialisation, on the HTTP thread), with
+// every default scale, four backlog rates, two directions and the top 10 pairs and flows.
 #include <benchmark/benchmark.h>
 
 #include <random>

@@ -1,0 +1,268 @@
+#!/usr/bin/env bash
+# End-to-end checks on real training traffic, on the testbed (tools/testbed, docs/testbed.md): four worker
+# namespaces on a bridge, a real PyTorch DDP job (gloo ring all-reduce), every bridge port mirrored at once to
+# three SPAN ports: burstscope (AF_XDP) on a plain one, tcpdump on a second plain one, burstscope on an ERSPAN
+# one. Same frames, same run: burstscope's count must equal tcpdump's, per-flow bytes must equal `analyze` of
+# tcpdump's file and the ERSPAN mirror's inner frames, the ledger must show no loss, and the pair matrix must
+# show the ring. Then a parameter-server job (its pair matrix must be a star on the server), an interrupted
+# recording (nothing may stay behind) and the teardown. TAP output for meson. Needs root.
+# usage: testbed_test.sh BURSTSCOPE SOURCE_ROOT
+set -u
+BS=$1 ROOT=$2
+TB=$ROOT/tools/testbed/testbed
+PY=/usr/bin/python3
+TMP=$(mktemp -d)
+NAME=t$(printf %x $$) # unique per run; interface names stay within 15 characters
+NAME2=${NAME}i
+PIDS=()
+cleanup() {
+  local p
+  for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null; done
+  "$TB" down "$NAME" "$NAME2" >/dev/null 2>&1
+  [ -n "${KEEP_TMP:-}" ] || rm -rf "$TMP"
+}
+trap cleanup EXIT
+trap "exit 1" TERM INT
+n=0 failed=0
+ok() { n=$((n + 1)); echo "ok $n - $1"; }
+notok() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $1"; }
+check() { local name=$1; shift; if "$@" >"$TMP/out" 2>&1; then ok "$name"; else notok "$name"; sed 's/^/# /' "$TMP/out"; fi; }
+# py FILE... <<'PY': a check written in Python, its stdout shown as TAP comments; exit status is the verdict.
+py() { "$PY" - "$@" >"$TMP/py.out" 2>&1; local rc=$?; sed 's/^/# /' "$TMP/py.out"; return $rc; }
+pycheck() { local name=$1; shift; if py "$@"; then ok "$name"; else notok "$name"; fi; }
+bail() { echo "Bail out! $*"; exit 1; }
+
+if [ "$(id -u)" != 0 ]; then
+  echo "1..0 # SKIP needs root (network namespaces, tc, BPF)"
+  exit 0
+fi
+[ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import torch, torch.distributed' 2>/dev/null ||
+  bail "Debian's python3-torch is missing (scripts/setup.sh installs it)"
+mountpoint -q /sys/fs/bpf || mount -t bpf bpf /sys/fs/bpf
+
+# Starts a process in the span namespace (ip netns exec execs it, so $! is the process itself) and waits
+# (bounded) for PATTERN in its stderr. Sets $pid.
+start_span() { # NAME PATTERN CMD...
+  local name=$1 pattern=$2
+  shift 2
+  # Not through a shell function: a background function is a subshell, and signals must reach the process.
+  ip netns exec "bstb-$NAME-span" "$@" >"$TMP/$name.out" 2>"$TMP/$name.err" &
+  pid=$!
+  PIDS+=("$pid")
+  for _ in $(seq 1 300); do
+    grep -q -- "$pattern" "$TMP/$name.err" 2>/dev/null && return 0
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  sed 's/^/# /' "$TMP/$name.err"
+  return 1
+}
+stop() { # PID SIGNAL: signals and waits (bounded, 60 s); returns its exit status
+  local p=$1
+  kill -"$2" "$p" 2>/dev/null
+  for _ in $(seq 1 600); do
+    kill -0 "$p" 2>/dev/null || break
+    sleep 0.1
+  done
+  kill -0 "$p" 2>/dev/null && { kill -KILL "$p"; echo "# $p did not exit within 60 s"; }
+  wait "$p"
+}
+
+# 1. The testbed: 4 workers, a plain SPAN port, a second plain one (tap) and an ERSPAN one.
+"$TB" up --workers 4 --tap --erspan --name "$NAME" >"$TMP/up.out" 2>"$TMP/up.err" ||
+  { sed 's/^/# /' "$TMP/up.err"; bail "testbed up failed"; }
+ok "testbed up: 4 workers, three SPAN ports ($(tail -1 "$TMP/up.err"))"
+STATE=/run/burstscope-testbed/$NAME/testbed.json
+SPAN=${NAME}m1 TAP=${NAME}t1 ERSPAN=${NAME}e1
+check "every worker has its own namespace; switch and span namespaces exist" test \
+  "$(ip netns list | grep -c "^bstb-$NAME-")" = 6
+check "worker links are set like NICs: no TSO, GSO or GRO, MTU 1500" sh -c \
+  "ip netns exec bstb-$NAME-h2 ethtool -k ${NAME}h2 | grep -E '^(tcp-segmentation|generic-segmentation|generic-receive)-offload: off' | wc -l | grep -qx 3 && ip netns exec bstb-$NAME-h2 cat /sys/class/net/${NAME}h2/mtu | grep -qx 1500"
+check "nothing of the testbed is in the root namespace" sh -c "! ip -br link | grep -q '$NAME'"
+
+# 2. Ring DDP job, 4 ranks, with burstscope on the plain and the ERSPAN mirror and tcpdump on the tap.
+BSARGS=(run --listen none --json -q --top-k 100 --link-gbps 10)
+start_span plain "burstscope run: $SPAN (" "$BS" "${BSARGS[@]}" --xdp "$SPAN" || bail "burstscope did not start on $SPAN"
+BS_PLAIN=$pid
+start_span erspan "burstscope run: $ERSPAN (" "$BS" "${BSARGS[@]}" --xdp "$ERSPAN" || bail "burstscope did not start on $ERSPAN"
+BS_ERSPAN=$pid
+start_span tcpdump "listening on" tcpdump -Z root -n -i "$TAP" -s 96 --time-stamp-precision=nano -w "$TMP/tap.pcap" ||
+  bail "tcpdump did not start on $TAP"
+TCPDUMP=$pid
+t0=$(date +%s)
+if "$TB" run "$NAME" --out "$TMP/ring" --timeout 240 ddp-ring --steps 8 --width 192 2>"$TMP/ring.err"; then
+  ok "ring DDP job, 4 ranks, 8 steps: every rank exits 0 ($(($(date +%s) - t0)) s)"
+else
+  notok "ring DDP job, 4 ranks, 8 steps"
+  sed 's/^/# /' "$TMP/ring.err"
+fi
+check "the mirror goes quiet after the job (bounded)" "$TB" quiet "$NAME" --for 1 --timeout 60
+stop "$BS_PLAIN" TERM
+check "burstscope on the plain mirror exits 0 on SIGTERM" test $? = 0
+stop "$BS_ERSPAN" TERM
+check "burstscope on the ERSPAN mirror exits 0 on SIGTERM" test $? = 0
+stop "$TCPDUMP" INT
+check "tcpdump on the tap exits 0 and dropped nothing" grep -q "^0 packets dropped by kernel" "$TMP/tcpdump.err"
+"$BS" analyze --json --top-k 100 "$TMP/tap.pcap" >"$TMP/tap.json" 2>"$TMP/tap.analyze.err"
+check "analyze reads tcpdump's file" test -s "$TMP/tap.json"
+
+pycheck "the job wrote its metadata and steps: 4 ranks on distinct hosts, 8 step times each, a summary" \
+  "$TMP/ring.json" "$TMP/ring.steps" <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1])); j = m["jobs"][0]
+steps = open(sys.argv[2]).read().splitlines()
+print(j["pattern"], "world", j["world_size"], "model bytes", j["model"]["bytes"], steps[-1])
+ok = (j["pattern"] == "ddp-ring" and j["world_size"] == 4 and len({r["ip"] for r in j["ranks"]}) == 4
+      and all(len(r["step_s"]) == 8 and all(s > 0 for s in r["step_s"]) for r in j["ranks"])
+      and len(steps) == 9 and steps[-1].startswith("step_mean_s=") and j["step_mean_s"] > 0)
+sys.exit(0 if ok else 1)
+PY
+
+pycheck "burstscope's packet count equals tcpdump's on the same mirror, in the same run" \
+  "$TMP/plain.out" "$TMP/tap.pcap" "$TMP/tcpdump.err" "$TMP/ring.json" <<'PY'
+import json, re, struct, sys
+p = json.load(open(sys.argv[1]))["ports"][0]
+f = open(sys.argv[2], "rb"); f.read(24); frames = 0
+while len(rec := f.read(16)) == 16:
+    f.seek(struct.unpack("<IIII", rec)[2], 1); frames += 1
+said = int(re.search(r"(\d+) packets? captured", open(sys.argv[3]).read()).group(1))
+j = json.load(open(sys.argv[4]))["jobs"][0]
+# At least the all-reduce's data segments: 2 (W-1)/W of the model per rank and step, in 1448-byte segments.
+floor = int(j["steps"] * j["world_size"] * 2 * (j["world_size"] - 1) / j["world_size"] * j["model"]["bytes"] / 1448)
+print(f"burstscope: packets {p['packets']}, seen by XDP {p['device']['seen']}; tcpdump: {frames} frames in the file "
+      f"({said} captured); floor from the job's model and steps {floor}")
+sys.exit(0 if p["packets"] == p["device"]["seen"] == frames == said and frames > floor else 1)
+PY
+
+pycheck "the ledgers show no loss (plain and ERSPAN: received = analysed, no drop at any stage, balanced)" \
+  "$TMP/plain.out" "$TMP/erspan.out" <<'PY'
+import json, sys
+ok = True
+for path in sys.argv[1:]:
+    p = json.load(open(path))["ports"][0]
+    l, d = p["ledger"], p["device"]
+    drops = sum(l["dropped"].values()) + sum(d["drop_stages"].values())
+    print(path.split("/")[-1], "received", l["received"], "analysed", l["analysed"], "drops", drops,
+          "stages", d["drop_stages"], "balanced", l["balanced"])
+    ok &= l["balanced"] and drops == 0 and l["received"] == l["analysed"] == d["seen"] and l["received"] > 0
+sys.exit(0 if ok else 1)
+PY
+
+pycheck "per-flow packets and bytes: burstscope live = analyze of tcpdump's file (every flow named)" \
+  "$TMP/plain.out" "$TMP/tap.json" <<'PY'
+import json, sys
+live = json.load(open(sys.argv[1]))["ports"][0]["flows"]; off = json.load(open(sys.argv[2]))["flows"]
+a = sorted((f["key"], f["packets"], f["bytes"]) for f in live["top"])
+b = sorted((f["key"], f["packets"], f["bytes"]) for f in off["top"])
+print(len(a), "flows live,", len(b), "in the file; other:", live["other_packets"], off["other_packets"])
+for x in sorted(set(a) ^ set(b))[:10]: print("differs:", x)
+sys.exit(0 if a == b and len(a) >= 12 and live["other_packets"] == off["other_packets"] == 0 else 1)
+PY
+
+pycheck "the pair matrix shows the ring: each rank's heaviest outgoing pair goes to a distinct rank, one cycle through all, carrying most bytes, and it is the job's declared ring" \
+  "$TMP/plain.out" "$TMP/ring.json" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))["ports"][0]
+job = json.load(open(sys.argv[2]))["jobs"][0]
+rank_of = {r["ip"]: r["rank"] for r in job["ranks"]}
+w = job["world_size"]
+pairs = {(rank_of[x["src"]], rank_of[x["dst"]]): x["bytes"] for x in p["pairs"]["top"]
+         if x["src"] in rank_of and x["dst"] in rank_of}
+succ = {s: max((d for (a, d) in pairs if a == s), key=lambda d: pairs[(s, d)]) for s in range(w)
+        if any(a == s for (a, _) in pairs)}
+cycle, x = [0], succ.get(0)
+while x is not None and x != 0 and len(cycle) <= w:
+    cycle.append(x); x = succ.get(x)
+ring_bytes = sum(pairs[(s, d)] for s, d in succ.items())
+reverse_ratio = min(pairs[(s, d)] / max(1, pairs.get((d, s), 0)) for s, d in succ.items())
+print("successor of each rank:", succ, "cycle:", cycle, f"ring share {ring_bytes / p['bytes']:.3f}",
+      f"min forward/reverse {reverse_ratio:.1f}", "declared:", job["edges"])
+ok = (len(succ) == w and sorted(succ.values()) == list(range(w)) and len(cycle) == w and x == 0
+      and ring_bytes >= 0.75 * p["bytes"] and reverse_ratio >= 5
+      and sorted([s, d] for s, d in succ.items()) == sorted(job["edges"]))
+sys.exit(0 if ok else 1)
+PY
+
+pycheck "ERSPAN mirror: every frame arrived encapsulated, no sequence gap, and per-flow and per-pair packets and bytes of the inner frames equal the plain mirror's" \
+  "$TMP/plain.out" "$TMP/erspan.out" <<'PY'
+import json, sys
+a = json.load(open(sys.argv[1]))["ports"][0]; e = json.load(open(sys.argv[2]))["ports"][0]
+dec = e["decode"]
+flows = lambda p: sorted((f["key"], f["packets"], f["bytes"]) for f in p["flows"]["top"])
+pairs = lambda p: sorted((f["key"], f["packets"], f["bytes"]) for f in p["pairs"]["top"])
+print("plain", a["packets"], a["bytes"], "ERSPAN", e["packets"], e["bytes"], "decode", {k: v for k, v in dec.items() if v})
+ok = (flows(a) == flows(e) and pairs(a) == pairs(e) and a["packets"] == e["packets"] and a["bytes"] == e["bytes"]
+      and dec["encapsulated"] == e["packets"] and dec["error_total"] == 0 and dec["mirror_seq_gaps"] == 0
+      and dec["mirror_seq_reorders"] == 0 and e["flows"]["other_packets"] == 0)
+sys.exit(0 if ok else 1)
+PY
+
+# 3. Parameter server: 1 server and 3 workers, the server placed on host 2 (rank 0 runs there).
+start_span ps "burstscope run: $SPAN (" "$BS" "${BSARGS[@]}" --xdp "$SPAN" || bail "burstscope did not start on $SPAN"
+BS_PS=$pid
+t0=$(date +%s)
+if "$TB" run "$NAME" --out "$TMP/ps" --timeout 240 ps --hosts 2,0,1,3 --steps 6 --width 192 2>"$TMP/ps.err"; then
+  ok "parameter-server job, 1 server + 3 workers: every rank exits 0 ($(($(date +%s) - t0)) s)"
+else
+  notok "parameter-server job"
+  sed 's/^/# /' "$TMP/ps.err"
+fi
+check "the mirror goes quiet after the PS job" "$TB" quiet "$NAME" --for 1 --timeout 60
+stop "$BS_PS" TERM
+check "burstscope exits 0 on SIGTERM" test $? = 0
+pycheck "PS: no loss, and the pair matrix is a star on the server's host: every worker pushes to it and hears back, and its pairs carry most bytes" \
+  "$TMP/ps.out" "$TMP/ps.json" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))["ports"][0]
+job = json.load(open(sys.argv[2]))["jobs"][0]
+server = [r["ip"] for r in job["ranks"] if r["role"] == "server"]
+workers = [r["ip"] for r in job["ranks"] if r["role"] == "worker"]
+pairs = {(x["src"], x["dst"]): x["bytes"] for x in p["pairs"]["top"]}
+mb = job["model"]["bytes"] * job["steps"]
+push = [pairs.get((w, server[0]), 0) for w in workers]
+pull = [pairs.get((server[0], w), 0) for w in workers]
+star = sum(b for (s, d), b in pairs.items() if server[0] in (s, d))
+heavy = [(s, d) for (s, d), b in pairs.items() if b >= 0.05 * p["bytes"]]
+l = p["ledger"]
+print("server", server, "pushes", push, "pulls", pull, f"star share {star / p['bytes']:.3f}", "heavy", heavy,
+      "ledger received", l["received"], "dropped", l["dropped"])
+ok = (len(server) == 1 and len(workers) == 3 and min(push + pull) >= mb and star >= 0.9 * p["bytes"]
+      and all(server[0] in x for x in heavy) and l["balanced"] and sum(l["dropped"].values()) == 0
+      and sum(p["device"]["drop_stages"].values()) == 0)
+sys.exit(0 if ok else 1)
+PY
+
+# 4. An interrupted recording leaves nothing: a second testbed beside the first (unique names), SIGTERM while
+#    its job runs (SIGINT does the same from a terminal; a background job of a script ignores SIGINT).
+"$TB" record --workers 2 --name "$NAME2" --out "$TMP/int" --label x ddp-ring --steps 200 >"$TMP/int.out" 2>"$TMP/int.err" &
+REC=$!
+PIDS+=("$REC")
+for _ in $(seq 1 300); do # until both ranks run
+  [ "$(pgrep -fc "$TMP/int/x.job0")" = 2 ] && break
+  sleep 0.1
+done
+check "two testbeds at once: the second has its own namespaces, the first's are intact" sh -c \
+  "test \$(ip netns list | grep -c '^bstb-$NAME2-') = 4 && test \$(ip netns list | grep -c '^bstb-$NAME-') = 6"
+sleep 1 # let the ranks start importing torch: the interrupt must reach a running job
+stop "$REC" TERM
+check "the interrupted recording exits non-zero" test $? != 0
+# (A function, not sh -c: pgrep -f would find the sh -c command line, which holds the pattern.)
+interrupted_left() {
+  ip netns list | grep "^bstb-$NAME2-"
+  pgrep -af "$TMP/int/x"
+  ls -d "/run/burstscope-testbed/$NAME2" 2>/dev/null
+}
+left=$(interrupted_left)
+check "after the interrupt no namespace, process or state of it is left" test -z "$left"
+[ -z "$left" ] || echo "$left" | sed 's/^/# left: /'
+check "the first testbed still works after the second one's teardown (h0 reaches h1: connection refused)" \
+  "$TB" exec "$NAME" 0 "$PY" -c "import errno, socket, sys; s = socket.socket(); s.settimeout(5)
+sys.exit(0 if s.connect_ex(('10.77.1.2', 9)) == errno.ECONNREFUSED else 1)"
+
+# 5. Teardown.
+"$TB" down "$NAME" 2>/dev/null
+check "testbed down removes every namespace, link and state of the testbed" sh -c \
+  "! ip netns list | grep -q '^bstb-$NAME-' && ! ip -br link | grep -q '$NAME' && test ! -e /run/burstscope-testbed/$NAME"
+
+echo "1..$n"
+[ "$failed" = 0 ]

@@ -18,6 +18,8 @@ PKGS=(
   libgtest-dev libgmock-dev libbenchmark-dev
   # tools used by tests and benchmarks
   tshark tcpdump tcpreplay iproute2 ethtool procps python3-numpy python3-yaml bc curl
+  # real PyTorch (gloo) training jobs on the testbed (tools/testbed, the testbed suite): run with /usr/bin/python3
+  python3-torch
   # the monitoring stack the exporter, rules and dashboards are tested against
   prometheus prometheus-alertmanager
 )

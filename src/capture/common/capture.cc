@@ -40,6 +40,11 @@ QueueProducer::QueueProducer(const DecoderConfig& decoder, size_t ring_capacity,
 
 size_t QueueProducer::flush(const std::atomic<bool>* stop) {
   if (n_ == 0) return 0;
+  // Counted as received before any of them can be taken from the ring, and a drop only after the received
+  // count that holds it: a reader taking drops, then received (both acquire) after the worker's analysed count
+  // always finds analysed + drops <= received.
+  received_ += n_;
+  counters_.received.store(received_, std::memory_order_release);
   size_t done = ring_.enqueue({pending_.data(), n_});
   // A file loses nothing by waiting for the worker; a stop request ends the wait (and the run).
   while (lossless_ && done < n_ && !(stop && stop->load(std::memory_order_relaxed))) {
@@ -47,11 +52,9 @@ size_t QueueProducer::flush(const std::atomic<bool>* stop) {
     done += ring_.enqueue({pending_.data() + done, n_ - done});
   }
   const size_t dropped = n_ - done;
-  received_ += n_;
   ring_drops_ += dropped;
   n_ = 0;
-  counters_.received.store(received_, std::memory_order_relaxed);
-  counters_.ring_drops.store(ring_drops_, std::memory_order_relaxed);
+  counters_.ring_drops.store(ring_drops_, std::memory_order_release);
   if ((++batches_ & 63) == 0) counters_.publishDecode(decoder_.stats());
   return dropped;
 }

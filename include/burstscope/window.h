@@ -20,6 +20,8 @@
 
 namespace burstscope {
 
+struct TrainingDelta;  // burstscope/training.h: the training aggregator's bins of an interval
+
 struct EngineConfig {
   // Window lengths τ in nanoseconds; each must be a multiple of base_bin_ns.
   std::vector<int64_t> scales_ns{100'000, 1'000'000, 5'000'000, 10'000'000, 100'000'000, 1'000'000'000, 10'000'000'000};
@@ -157,6 +159,8 @@ struct IntervalReport {
   // The heaviest pairs and flows by cumulative bytes, without window statistics (report_top_k of each).
   HeavyResult pairs;
   HeavyResult flows;
+  // The training aggregator's flow bins of this interval, when one runs (burstscope/training.h).
+  std::shared_ptr<const TrainingDelta> training;
 };
 
 struct EngineResult {
@@ -165,6 +169,7 @@ struct EngineResult {
   HeavyResult pairs;
   HeavyResult flows;
   uint64_t non_ip_packets = 0;
+  std::shared_ptr<const TrainingDelta> training;  // what no interval took (offline: the whole file)
 };
 
 // The report interval an aggregator is closing.

@@ -231,6 +231,7 @@ Json reportJson(const PortResult& r, const SourceStats& source, const ReportCont
   j["directions"] = dirs;
   j["pairs"] = heavyJson(r.engine.pairs, port.bytes, false);
   j["flows"] = heavyJson(r.engine.flows, port.bytes, true);
+  if (r.training) j["training"] = trainingJson(*r.training, r.engine_config);
   j["non_ip_packets"] = r.engine.non_ip_packets;
   j["decode"] = decodeJson(r.decode);
   j["timestamps"] = Json{{"reordered", r.reordered},
@@ -246,6 +247,167 @@ Json reportJson(const PortResult& r, const SourceStats& source, const ReportCont
                      {"truncated_records", source.truncated_records},
                      {"balanced", r.ledger.balanced()}};
   return j;
+}
+
+namespace {
+
+Json periodJson(const PeriodReport& p) {
+  Json j;
+  j["period_s"] = p.period_s ? Json(*p.period_s) : Json(nullptr);
+  j["why"] = p.period_s ? "" : p.why;
+  j["quality"] = p.quality;
+  j["steps"] = p.steps;
+  j["duty_cycle"] = p.period_s ? Json(p.duty_cycle) : Json(nullptr);
+  j["changed"] = p.changed;
+  return j;
+}
+
+std::string periodText(const PeriodReport& p) {
+  if (!p.period_s) return absl::StrCat("no period (", p.why, ")");
+  return absl::StrFormat("%s, duty cycle %.0f%%, %d steps, quality %.2f%s", humanSeconds(*p.period_s),
+                         p.duty_cycle * 100, p.steps, p.quality, p.changed ? ", changed recently" : "");
+}
+
+}  // namespace
+
+Json trainingJson(const TrainingReport& t, const EngineConfig& c) {
+  Json j;
+  j["window_s"] = static_cast<double>(t.window_ns) / 1e9;
+  j["other_bytes"] = t.other_bytes;
+  j["untracked_packets"] = t.untracked_packets;
+  j["analysis_ms"] = t.analysis_ms;
+  j["jobs"] = Json::array();
+  for (const JobReport& r : t.jobs) {
+    Json x;
+    x["name"] = r.name;
+    x["configured"] = r.configured;
+    x["hosts"] = r.hosts;
+    x["bytes"] = r.bytes;
+    x["packets"] = r.packets;
+    x["rate_bps"] = r.rate_bps;
+    x["baseline_bps"] = r.baseline_bps;
+    x["idle_s"] = r.idle_s;
+    x["window_bytes"] = r.window_bytes;
+    Json scales = Json::array();
+    for (size_t i = 0; i < r.envelope_bytes.size() && i < c.scales_ns.size(); ++i) {
+      scales.push_back({{"tau_ns", c.scales_ns[i]},
+                        {"envelope_bytes", r.envelope_bytes[i]},
+                        {"ptm", r.ptm[i] ? Json(*r.ptm[i]) : Json(nullptr)}});
+    }
+    x["scales"] = scales;
+    x["precision"] = "100us bins";
+    Json backlog = Json::array();
+    for (size_t i = 0; i < r.backlog_bytes.size() && i < c.rates_bps.size(); ++i) {
+      backlog.push_back({{"rate_bps", c.rates_bps[i]}, {"max_backlog_bytes", r.backlog_bytes[i]}});
+    }
+    x["backlog"] = backlog;
+    x["period"] = periodJson(r.period);
+    x["step_bytes"] = r.period.period_s ? Json{{"mean", r.step_bytes_mean},
+                                               {"cv", r.step_bytes_cv},
+                                               {"min", r.step_bytes_min},
+                                               {"max", r.step_bytes_max}}
+                                        : Json(nullptr);
+    x["gradient_bytes_estimate"] = r.gradient_bytes ? Json(*r.gradient_bytes) : Json(nullptr);
+    Json ranks = Json::array();
+    for (const RankReport& k : r.ranks) {
+      ranks.push_back({{"host", k.host},
+                       {"role", k.role},
+                       {"successor", k.successor.empty() ? Json(nullptr) : Json(k.successor)},
+                       {"sent_bytes_per_step", k.sent_bytes_per_step}});
+    }
+    x["ranks"] = ranks;
+    const TopologyReport& tp = r.topology;
+    Json edges = Json::array();
+    for (const TopologyEdge& e : tp.edges) {
+      edges.push_back({{"src", e.src}, {"dst", e.dst}, {"bytes", e.bytes}, {"share", e.share}});
+    }
+    x["topology"] = {{"kind", tp.kind},         {"order", tp.order},
+                     {"servers", tp.servers},   {"workers", tp.workers},
+                     {"edges", edges},          {"data_share", tp.data_share},
+                     {"reverse_share", tp.reverse_share}, {"top_flows_share", tp.top_flows_share},
+                     {"flows", tp.flows},       {"flows_for_99pct", tp.flows_for_99pct}};
+    j["jobs"].push_back(x);
+  }
+  j["destinations"] = Json::array();
+  for (const DestinationReport& d : t.destinations) {
+    j["destinations"].push_back({{"host", d.host},
+                                 {"link_bps", d.link_bps},
+                                 {"bytes", d.bytes},
+                                 {"max_sources", d.max_sources},
+                                 {"cobursts", d.cobursts},
+                                 {"cross_job_cobursts", d.cross_job_cobursts},
+                                 {"sources_histogram", d.sources_hist},
+                                 {"max_backlog_bytes", d.max_backlog_bytes},
+                                 {"over_buffer_bins", d.over_buffer_bins},
+                                 {"jobs", d.jobs}});
+  }
+  j["destinations_seen"] = t.destinations_seen;
+  if (!t.pairs.empty()) {
+    j["pairs"] = Json::array();
+    for (const PairPeriod& p : t.pairs) {
+      j["pairs"].push_back({{"src", p.src}, {"dst", p.dst}, {"bytes", p.bytes}, {"period", periodJson(p.period)}});
+    }
+  }
+  return j;
+}
+
+std::string trainingText(const TrainingReport& t, const EngineConfig& c) {
+  std::string out;
+  absl::StrAppend(&out, "\nTraining (over ", humanSeconds(static_cast<double>(t.window_ns) / 1e9), "): ", t.jobs.size(),
+                  t.jobs.size() == 1 ? " job" : " jobs", ", ", humanBytes(static_cast<double>(t.other_bytes)),
+                  " between hosts of no job\n");
+  for (const JobReport& r : t.jobs) {
+    const TopologyReport& tp = r.topology;
+    absl::StrAppend(&out, "  ", r.name, r.configured ? " (configured)" : "", ": ", r.hosts.size(), " hosts, ",
+                    tp.kind, ", ", humanBytes(static_cast<double>(r.window_bytes)), ", mean ",
+                    humanRate(r.baseline_bps), r.idle_s >= 1 ? absl::StrCat(", idle ", humanSeconds(r.idle_s)) : "", "\n");
+    absl::StrAppend(&out, "    step period  ", periodText(r.period), "\n");
+    if (r.period.period_s) {
+      absl::StrAppend(&out, absl::StrFormat("    bytes/step   %s (spread %.1f%%, min %s, max %s)\n",
+                                            humanBytes(r.step_bytes_mean), r.step_bytes_cv * 100,
+                                            humanBytes(r.step_bytes_min), humanBytes(r.step_bytes_max)));
+    }
+    if (r.gradient_bytes) {
+      absl::StrAppend(&out, absl::StrFormat("    gradients    about %s per step (ring all-reduce: each of the %d ranks "
+                                            "sends 2(N-1)/N of them; wire bytes, headers included)\n",
+                                            humanBytes(*r.gradient_bytes), r.hosts.size()));
+    }
+    if (tp.kind == "ring") {
+      absl::StrAppend(&out, "    ring order   ", absl::StrJoin(tp.order, " > "), " > ", tp.order.front(), "\n");
+    } else if (tp.kind == "parameter-server") {
+      absl::StrAppend(&out, "    servers      ", absl::StrJoin(tp.servers, ", "), "; workers ",
+                      absl::StrJoin(tp.workers, ", "), "\n");
+    } else if (tp.kind == "tree" || tp.kind == "star") {
+      absl::StrAppend(&out, "    root/relays  ", absl::StrJoin(tp.servers, ", "), "; leaves ",
+                      absl::StrJoin(tp.workers, ", "), "\n");
+    }
+    absl::StrAppend(&out, absl::StrFormat("    evidence     %d data edges carry %.1f%% of its bytes, their reverse "
+                                          "(ACKs) %.1f%%; 5 heaviest of %d flows carry %.1f%%, %d carry 99%%\n",
+                                          tp.edges.size(), tp.data_share * 100, tp.reverse_share * 100, tp.flows,
+                                          tp.top_flows_share * 100, tp.flows_for_99pct));
+    for (const RankReport& k : r.ranks) {
+      absl::StrAppend(&out, absl::StrFormat("      %-16s %-7s %s/step%s\n", k.host, k.role,
+                                            humanBytes(k.sent_bytes_per_step),
+                                            k.successor.empty() ? "" : absl::StrCat("  > ", k.successor)));
+    }
+    std::string ptms;
+    for (size_t i = 0; i < r.ptm.size() && i < c.scales_ns.size(); ++i) {
+      absl::StrAppend(&ptms, " ", absl::StrReplaceAll(humanTau(c.scales_ns[i]), {{" ", ""}}), ":",
+                      r.ptm[i] ? absl::StrFormat("%.1f", *r.ptm[i]) : std::string("-"));
+    }
+    absl::StrAppend(&out, "    PtM         ", ptms, "  (100us bins)\n");
+  }
+  if (!t.destinations.empty()) {
+    absl::StrAppend(&out, "  Fan-in (sources bursting toward one host in a 100 us bin; backlog at its link rate):\n");
+    for (const DestinationReport& d : t.destinations) {
+      absl::StrAppend(&out, absl::StrFormat("    %-16s max %d sources, %d co-burst bins (%d across jobs), backlog %s at "
+                                            "%s%s\n",
+                                            d.host, d.max_sources, d.cobursts, d.cross_job_cobursts,
+                                            humanBytes(d.max_backlog_bytes), humanRate(d.link_bps),
+                                            d.jobs.empty() ? "" : absl::StrCat(", jobs ", absl::StrJoin(d.jobs, ", "))));
+    }
+  }
+  return out;
 }
 
 std::string reportText(const PortResult& r, const SourceStats& source, const ReportContext& ctx) {
@@ -292,6 +454,7 @@ std::string reportText(const PortResult& r, const SourceStats& source, const Rep
   }
   appendHeavy(out, "Top host pairs", r.engine.pairs, port.bytes, false);
   appendHeavy(out, "Top flows", r.engine.flows, port.bytes, true);
+  if (r.training) absl::StrAppend(&out, trainingText(*r.training, cfg));
   absl::StrAppend(&out, "\nDecoding: ", r.decode.errors[0], " complete, ", r.decode.errorTotal(), " malformed, ",
                   r.decode.non_ip, " non-IP, ", r.decode.encapsulated, " mirror-encapsulated\n");
   for (int i = 1; i < kDecodeErrorCount; ++i) {

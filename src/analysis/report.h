@@ -23,6 +23,10 @@ std::string reportText(const PortResult& r, const SourceStats& source, const Rep
 // A whole live run: every port as reportJson gives it, plus its device, queues and ledger.
 nlohmann::ordered_json runJson(const RunResult& r, int64_t reorder_horizon_ns);
 
+// The training section (docs/training.md): jobs, periods, bytes per step, topology, co-bursts.
+nlohmann::ordered_json trainingJson(const TrainingReport& t, const EngineConfig& c);
+std::string trainingText(const TrainingReport& t, const EngineConfig& c);
+
 // One line per port per interval: rates, PtM per scale, backlog, microbursts, drops.
 std::string intervalSummary(const std::string& port, const PortSnapshot& s, const EngineConfig& c);
 // The closing ledger: every frame that reached the port = analysed + dropped, by stage.

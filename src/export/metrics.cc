@@ -235,6 +235,11 @@ void LiveMetrics::publish(size_t port, const PortSnapshot& s) {
   }
   v.pairs.update(s.interval.pairs);
   v.flows.update(s.interval.flows);
+  if (s.training) {
+    std::map<std::string, uint64_t> jobs;  // only the jobs reported now (bounded by max-jobs)
+    for (const JobReport& j : s.training->jobs) jobs[j.name] = v.job_bytes[j.name] + j.bytes;
+    v.job_bytes = std::move(jobs);
+  }
   v.last = s;
   v.last_close_s = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   // A scrape takes the views under this lock and renders them after it, so neither waits for the other.
@@ -242,6 +247,98 @@ void LiveMetrics::publish(size_t port, const PortSnapshot& s) {
   std::lock_guard<std::mutex> lock(mu_);
   p.view = std::move(view);
 }
+
+// Training awareness (docs/training.md): per job (at most max-jobs, plus recently silent ones) and per top-K
+// destination; ranks are labelled by host within their (bounded) job.
+namespace {
+void trainingFamilies(Families& f, const LabelVec& L, const ExportPortInfo& info,
+                      const std::map<std::string, uint64_t>& job_bytes, const TrainingReport& t) {
+  f.gauge("burstscope_training_jobs", "jobs reported (configured or inferred, active or recently silent)", L,
+          static_cast<double>(t.jobs.size()));
+  f.gauge("burstscope_training_window_seconds", "trailing time jobs, periods and topology are read from", L,
+          static_cast<double>(t.window_ns) * 1e-9);
+  f.gauge("burstscope_training_analysis_seconds", "time the last training analysis took (control thread)", L,
+          t.analysis_ms * 1e-3);
+  f.counter("burstscope_training_untracked_packets_total",
+            "IP packets of flows beyond the training flow table (not in any job's figures)", L,
+            static_cast<double>(t.untracked_packets));
+  for (const JobReport& j : t.jobs) {
+    const LabelVec J = with(L, {{"job", j.name}});
+    f.gauge("burstscope_job_info", "a training job: its topology and whether it was configured (always 1)",
+            with(J, {{"topology", j.topology.kind}, {"configured", j.configured ? "true" : "false"}}), 1);
+    f.gauge("burstscope_job_hosts", "hosts in the job", J, static_cast<double>(j.hosts.size()));
+    auto it = job_bytes.find(j.name);
+    f.counter("burstscope_job_bytes_total", "bytes between the job's hosts (since the job was first reported)", J,
+              it != job_bytes.end() ? static_cast<double>(it->second) : 0.0);
+    f.gauge("burstscope_job_throughput_bytes_per_second", "the job's mean rate over the last report interval", J,
+            j.rate_bps / 8);
+    f.gauge("burstscope_job_idle_seconds", "time since the job's last packet", J, j.idle_s);
+    for (size_t i = 0; i < info.scales_ns.size() && i < j.envelope_bytes.size(); ++i) {
+      const LabelVec S = with(J, {{"scale", secondsLabel(info.scales_ns[i])}});
+      f.gauge("burstscope_job_envelope_bytes", "E(scale) of the job's traffic in the last interval (100 us bins)", S,
+              static_cast<double>(j.envelope_bytes[i]));
+      if (j.ptm[i]) {
+        f.gauge("burstscope_job_peak_to_mean_ratio",
+                "the job's E(scale) / (its mean rate over the training window x scale)", S, *j.ptm[i]);
+      }
+    }
+    for (size_t i = 0; i < info.rates_bps.size() && i < j.backlog_bytes.size(); ++i) {
+      f.gauge("burstscope_job_virtual_backlog_max_bytes",
+              "largest backlog of a server draining at rate_bps fed by the job alone, last interval (100 us bins)",
+              with(J, {{"rate_bps", absl::StrFormat("%.0f", info.rates_bps[i])}}), j.backlog_bytes[i]);
+    }
+    if (j.period.period_s) {
+      f.gauge("burstscope_job_step_period_seconds", "the job's training step period read from its traffic", J,
+              *j.period.period_s);
+      f.gauge("burstscope_job_step_period_quality",
+              "how well the traffic repeats at that period (normalised autocorrelation, 0-1)", J, j.period.quality);
+      f.gauge("burstscope_job_steps", "steps the period and the bytes per step rest on", J,
+              static_cast<double>(j.period.steps));
+      f.gauge("burstscope_job_duty_cycle_ratio", "share of the period the job bursts (above its burst threshold)",
+              J, j.period.duty_cycle);
+      f.gauge("burstscope_job_step_bytes", "the job's bytes per step (mean over the window's steps)", J,
+              j.step_bytes_mean);
+      f.gauge("burstscope_job_step_bytes_spread_ratio", "standard deviation / mean of the job's bytes per step", J,
+              j.step_bytes_cv);
+      for (const RankReport& k : j.ranks) {
+        f.gauge("burstscope_job_rank_step_bytes", "bytes a host of the job sends per step",
+                with(J, {{"host", k.host}, {"role", k.role}}), k.sent_bytes_per_step);
+      }
+    }
+    if (j.gradient_bytes) {
+      f.gauge("burstscope_job_gradient_bytes",
+              "ring jobs: gradient bytes per step estimated as rank bytes per step x N / (2(N-1)) (wire bytes)", J,
+              *j.gradient_bytes);
+    }
+    f.gauge("burstscope_job_top_flows_share_ratio", "share of the job's bytes in its 5 heaviest flows", J,
+            j.topology.top_flows_share);
+    f.gauge("burstscope_job_data_edges", "directed host pairs carrying the job's data (its topology's edges)", J,
+            static_cast<double>(j.topology.edges.size()));
+  }
+  for (const DestinationReport& d : t.destinations) {
+    const LabelVec D = with(L, {{"destination", d.host}});
+    f.gauge("burstscope_fanin_max_sources",
+            "most sources bursting toward the destination within one 100 us bin, last interval", D,
+            static_cast<double>(d.max_sources));
+    f.counter("burstscope_fanin_cobursts_total", "100 us bins with two or more sources bursting toward it", D,
+              static_cast<double>(d.cobursts));
+    f.counter("burstscope_fanin_cross_job_cobursts_total", "co-burst bins whose sources belong to two or more jobs",
+              D, static_cast<double>(d.cross_job_cobursts));
+    f.gauge("burstscope_fanin_backlog_max_bytes",
+            "largest virtual backlog toward the destination at its link rate, last interval (100 us bins)", D,
+            d.max_backlog_bytes);
+    f.gauge("burstscope_fanin_link_bytes_per_second", "the destination's link rate assumed for its backlog", D,
+            d.link_bps / 8);
+    f.counter("burstscope_fanin_backlog_over_buffer_bins_total",
+              "100 us bins that ended with the backlog toward the destination above the receiver buffer", D,
+              static_cast<double>(d.over_buffer_bins));
+    Histogram h({1, 2, 3, 4, 6, 8, 12, 16});
+    for (size_t k = 0; k < d.sources_hist.size(); ++k) h.observe(static_cast<double>(k + 1), d.sources_hist[k]);
+    f.histogram("burstscope_fanin_bursting_sources", "bursting sources per 100 us bin with any, toward the destination",
+                D, h);
+  }
+}
+}  // namespace
 
 std::vector<MetricFamily> LiveMetrics::Collect() const {
   std::vector<std::shared_ptr<const PortView>> views;
@@ -434,6 +531,7 @@ std::vector<MetricFamily> LiveMetrics::Collect() const {
     };
     heavy(v.pairs, r.pairs, /*flow=*/false);
     heavy(v.flows, r.flows, /*flow=*/true);
+    if (s.training) trainingFamilies(f, L, p.info, v.job_bytes, *s.training);
   }
   return f.take();
 }

@@ -20,14 +20,21 @@ constexpr size_t kBatch = 256;
 
 uint64_t sumReceived(const CapturePort& p) {
   uint64_t n = 0;
-  for (const QueueCounters* c : p.counters) n += c->received.load(std::memory_order_relaxed);
+  for (const QueueCounters* c : p.counters) n += c->received.load(std::memory_order_acquire);
   return n;
 }
 
 uint64_t sumRingDrops(const CapturePort& p) {
   uint64_t n = 0;
-  for (const QueueCounters* c : p.counters) n += c->ring_drops.load(std::memory_order_relaxed);
+  for (const QueueCounters* c : p.counters) n += c->ring_drops.load(std::memory_order_acquire);
   return n;
+}
+
+// A ledger of what the worker has measured so far: drops are read before received (the producer counts a
+// frame as received before it can be dropped or taken), so analysed + drops never exceeds received.
+Ledger ledgerNow(const CapturePort& p, uint64_t analysed) {
+  const uint64_t drops = sumRingDrops(p);
+  return Ledger{sumReceived(p), analysed, drops};
 }
 
 // Interval reports on their way from the workers to the control thread. A worker holds the lock only to
@@ -51,7 +58,8 @@ class Mailbox {
 // One port's worker: merges its queues, runs the engine, and hands each closed interval to the mailbox.
 class PortWorker {
  public:
-  PortWorker(size_t index, const CapturePort& port, const EngineConfig& ec, int64_t horizon, Mailbox& mailbox)
+  PortWorker(size_t index, const CapturePort& port, const EngineConfig& ec, const TrainingConfig& tc, int64_t horizon,
+             Mailbox& mailbox)
       : index_(index),
         port_(port),
         engine_config_(ec),
@@ -59,6 +67,7 @@ class PortWorker {
         reorder_(horizon),
         horizon_ns_(horizon),
         watermark_(port.rings.size(), INT64_MIN) {
+    if (tc.enabled) engine_.addAggregator(makeTrainingAggregator(tc, ec.report_interval_ns > 0));
     engine_.setIntervalSink([this, &mailbox](const IntervalReport& r) {
       // What the engine has measured up to this close (the port stream counts every record), not what the
       // batch being added holds: the snapshot's ledger agrees with its intervals.
@@ -66,7 +75,7 @@ class PortWorker {
       PortSnapshot s;
       s.interval = r;
       s.intervals = ++intervals_;
-      s.ledger = Ledger{sumReceived(port_), measured_, sumRingDrops(port_)};
+      s.ledger = ledgerNow(port_, measured_);
       s.reordered = reorder_.reordered();
       s.clamped = reorder_.clamped();
       mailbox.push(index_, std::move(s));
@@ -102,7 +111,7 @@ class PortWorker {
     r.name = port_.name;
     r.engine_config = engine_config_;
     r.engine = engine_.result();
-    r.ledger = Ledger{sumReceived(port_), analysed_, sumRingDrops(port_)};
+    r.ledger = ledgerNow(port_, analysed_);
     r.reordered = reorder_.reordered();
     r.clamped = reorder_.clamped();
     r.max_lateness_ns = reorder_.maxLatenessNs();
@@ -193,15 +202,30 @@ absl::StatusOr<RunResult> runCapture(CaptureSource& source, const PipelineConfig
   const std::vector<CapturePort>& ports = source.ports();
   Mailbox mailbox;
   std::vector<std::unique_ptr<PortWorker>> workers;
+  std::vector<std::unique_ptr<TrainingAnalyzer>> analyzers;  // per port, on this (the control) thread
+  std::vector<std::shared_ptr<const TrainingReport>> last_training(ports.size());
+  TrainingConfig tc = config.training;
+  if (config.engine.report_interval_ns == 0) tc.window_ns = 0;  // a file: the whole input is the window
+  if (tc.enabled) BS_RETURN_IF_ERROR(validateTrainingConfig(tc));
   for (size_t i = 0; i < ports.size(); ++i) {
     const EngineConfig ec = portEngineConfig(config.engine, ports[i].link_bps);
     if (absl::Status s = validateConfig(ec); !s.ok()) {
       return absl::InvalidArgumentError(absl::StrCat("port ", ports[i].name, ": ", s.message()));
     }
-    workers.push_back(std::make_unique<PortWorker>(i, ports[i], ec, config.reorder_horizon_ns, mailbox));
+    workers.push_back(std::make_unique<PortWorker>(i, ports[i], ec, tc, config.reorder_horizon_ns, mailbox));
+    if (tc.enabled) {
+      analyzers.push_back(std::make_unique<TrainingAnalyzer>(tc, ec.link_capacity_bps, ec.scales_ns, ec.rates_bps));
+    }
   }
+  auto analyse = [&](size_t port, std::shared_ptr<const TrainingDelta> delta) {
+    if (analyzers.empty() || !delta) return;
+    analyzers[port]->ingest(std::move(delta));
+    last_training[port] = std::make_shared<const TrainingReport>(analyzers[port]->analyze());
+  };
   auto deliver = [&] {
     for (auto& [port, s] : mailbox.take()) {
+      analyse(port, s.interval.training);
+      s.training = last_training[port];
       if (!on_interval) continue;
       s.device = source.deviceStats(port);
       s.decode = source.decodeStats(port);
@@ -262,6 +286,8 @@ absl::StatusOr<RunResult> runCapture(CaptureSource& source, const PipelineConfig
   result.source = source.sourceStats();
   for (size_t i = 0; i < workers.size(); ++i) {
     PortResult pr = workers[i]->result();
+    analyse(i, pr.engine.training);  // a file's whole input (with intervals, they took it all)
+    pr.training = last_training[i];
     pr.decode = source.decodeStats(i);
     pr.device = source.deviceStats(i);
     result.ports.push_back(std::move(pr));

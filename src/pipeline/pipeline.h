@@ -19,6 +19,7 @@
 #include "absl/status/statusor.h"
 #include "burstscope/capture.h"
 #include "burstscope/decode.h"
+#include "burstscope/training.h"
 #include "burstscope/window.h"
 
 namespace burstscope {
@@ -28,6 +29,9 @@ struct PipelineConfig {
   int64_t reorder_horizon_ns = 1'000'000;
   double idle_exit_s = 0;  // stop after this long without a packet on any port, once one came (0: never)
   double duration_s = 0;   // stop after this long (0: until a signal, or until a file source is done)
+  // Jobs, periods, topology, co-bursts (docs/training.md): an aggregator on each worker, an analyzer per
+  // port on the control thread. Without report intervals (a file) the window is the whole input.
+  TrainingConfig training;
 };
 
 // Every frame that reached the pipeline, counted once: received == analysed + ring_drops.
@@ -50,6 +54,7 @@ struct PortSnapshot {
   DeviceStats device;  // read by the control thread just after the close, never by the worker
   DecodeStats decode;
   TimestampInfo timestamps;
+  std::shared_ptr<const TrainingReport> training;  // read by the control thread after the close
 };
 
 struct PortResult {
@@ -67,6 +72,7 @@ struct PortResult {
   std::vector<uint64_t> queue_received;  // per queue, as its producer counted
   std::vector<uint64_t> queue_ring_drops;
   uint64_t intervals = 0;
+  std::shared_ptr<const TrainingReport> training;  // the last analysis (offline: of the whole file)
 };
 
 struct RunResult {

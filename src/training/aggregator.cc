@@ -1,0 +1,167 @@
+// The packet-path half of training awareness: one flow lookup per packet and a running 100 µs bin per flow.
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "burstscope/training.h"
+
+namespace burstscope {
+namespace {
+
+int64_t floorDiv(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
+
+// One bin holds at most 100 µs of one flow; past 4 GB (a clock stuck on one instant) it saturates.
+uint32_t binBytes(uint64_t b) { return static_cast<uint32_t>(std::min<uint64_t>(b, UINT32_MAX)); }
+
+class TrainingAggregator final : public Aggregator {
+ public:
+  TrainingAggregator(const TrainingConfig& c, bool intervals) : cfg_(c), intervals_(intervals) {
+    index_.reserve(std::min<size_t>(cfg_.max_flows, 1024));
+  }
+
+  void add(std::span<const PacketRecord> records) override {
+    for (const PacketRecord& r : records) {
+      if (r.key.family == 0) continue;
+      Flow* f = find(r.key);
+      if (f == nullptr) {
+        ++untracked_packets_;
+        untracked_bytes_ += r.wire_len;
+        continue;
+      }
+      const int64_t bin = floorDiv(r.ts_ns, cfg_.bin_ns);
+      if (bin != f->cur_bin) {
+        if (f->cur_bytes > 0) f->bins.emplace_back(f->cur_bin, binBytes(f->cur_bytes));
+        f->cur_bin = bin;
+        f->cur_bytes = 0;
+      }
+      f->cur_bytes += r.wire_len;
+      f->bytes += r.wire_len;
+      ++f->packets;
+      f->last_ns = r.ts_ns;
+      first_ns_ = std::min(first_ns_, r.ts_ns);
+      last_ns_ = std::max(last_ns_, r.ts_ns);
+    }
+  }
+
+  void closeInterval(const IntervalContext& c, IntervalReport* out) override {
+    out->training = take(c.start_ns, c.end_ns);
+    // Flows quiet for a whole window give their slot back (the analyzer keeps their history).
+    if (index_.size() * 4 >= cfg_.max_flows * 3) evictIdle(c.end_ns - cfg_.window_ns);
+  }
+
+  void finish() override {
+    // With report intervals the engine closes the last (partial) interval after this; without, the whole
+    // file is one delta.
+    if (!intervals_ && first_ns_ <= last_ns_) {
+      const int64_t start = floorDiv(first_ns_, cfg_.bin_ns) * cfg_.bin_ns;
+      const int64_t end = (floorDiv(last_ns_, cfg_.bin_ns) + 1) * cfg_.bin_ns;
+      pending_ = take(start, end);
+    }
+  }
+
+  void result(EngineResult* out) const override { out->training = pending_; }
+
+ private:
+  struct Flow {
+    FlowKey key;
+    uint64_t packets = 0, bytes = 0;  // since the last hand-over
+    int64_t cur_bin = std::numeric_limits<int64_t>::min();
+    uint64_t cur_bytes = 0;
+    int64_t last_ns = 0;
+    bool listed = false;  // in active_
+    std::vector<std::pair<int64_t, uint32_t>> bins;
+  };
+
+  Flow* find(const FlowKey& key) {
+    if (last_ != nullptr && last_->key == key) return last_;
+    auto it = index_.find(key);
+    uint32_t i;
+    if (it != index_.end()) {
+      i = it->second;
+    } else {
+      if (index_.size() >= cfg_.max_flows) return nullptr;
+      if (!free_.empty()) {
+        i = free_.back();
+        free_.pop_back();
+        flows_[i] = Flow{};
+      } else {
+        i = static_cast<uint32_t>(flows_.size());
+        flows_.emplace_back();
+      }
+      flows_[i].key = key;
+      index_.emplace(key, i);
+    }
+    Flow* f = &flows_[i];
+    if (!f->listed) {
+      f->listed = true;
+      active_.push_back(i);
+    }
+    // flows_ may reallocate on the next insertion: the cache is only kept while no insertion happens.
+    last_ = it != index_.end() ? f : nullptr;
+    return f;
+  }
+
+  std::shared_ptr<const TrainingDelta> take(int64_t start, int64_t end) {
+    auto d = std::make_shared<TrainingDelta>();
+    d->start_ns = start;
+    d->end_ns = end;
+    d->bin_ns = cfg_.bin_ns;
+    d->untracked_packets = std::exchange(untracked_packets_, 0);
+    d->untracked_bytes = std::exchange(untracked_bytes_, 0);
+    d->flows.reserve(active_.size());
+    for (uint32_t i : active_) {
+      Flow& f = flows_[i];
+      if (f.cur_bytes > 0) {
+        f.bins.emplace_back(f.cur_bin, binBytes(f.cur_bytes));
+        f.cur_bytes = 0;
+      }
+      TrainingFlowBins fb;
+      fb.key = f.key;
+      fb.packets = std::exchange(f.packets, 0);
+      fb.bytes = std::exchange(f.bytes, 0);
+      fb.bins = std::move(f.bins);
+      f.bins = {};
+      f.listed = false;
+      d->flows.push_back(std::move(fb));
+    }
+    active_.clear();
+    last_ = nullptr;  // it is no longer listed
+    return d;
+  }
+
+  void evictIdle(int64_t before_ns) {
+    last_ = nullptr;
+    for (auto it = index_.begin(); it != index_.end();) {
+      const Flow& f = flows_[it->second];
+      if (!f.listed && f.last_ns < before_ns) {
+        free_.push_back(it->second);
+        index_.erase(it++);
+      } else {
+        ++it;
+      }
+    }
+  }
+
+  const TrainingConfig cfg_;
+  const bool intervals_;
+  absl::flat_hash_map<FlowKey, uint32_t> index_;
+  std::vector<Flow> flows_;
+  std::vector<uint32_t> free_;
+  std::vector<uint32_t> active_;  // flows with traffic since the last hand-over
+  Flow* last_ = nullptr;
+  uint64_t untracked_packets_ = 0, untracked_bytes_ = 0;
+  int64_t first_ns_ = std::numeric_limits<int64_t>::max();
+  int64_t last_ns_ = std::numeric_limits<int64_t>::min();
+  std::shared_ptr<const TrainingDelta> pending_;
+};
+
+}  // namespace
+
+std::unique_ptr<Aggregator> makeTrainingAggregator(const TrainingConfig& c, bool report_intervals) {
+  return std::make_unique<TrainingAggregator>(c, report_intervals);
+}
+
+}  // namespace burstscope

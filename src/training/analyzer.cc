@@ -1,0 +1,698 @@
+// The control-thread half of training awareness: a trailing window of flow bins, and per analysis the jobs,
+// their periods, bytes per step, topology and interval figures, and the co-bursts toward each destination.
+#include <arpa/inet.h>
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <functional>
+#include <cmath>
+#include <deque>
+#include <limits>
+#include <map>
+#include <numeric>
+#include <set>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "burstscope/training.h"
+#include "src/training/period.h"
+#include "src/training/topology.h"
+
+namespace burstscope {
+namespace {
+
+using training::findPeriod;
+using training::PeriodOptions;
+
+struct Host {
+  std::array<uint8_t, 16> a{};
+  uint8_t fam = 0;
+  bool operator==(const Host& o) const { return fam == o.fam && a == o.a; }
+  bool operator<(const Host& o) const { return fam != o.fam ? fam < o.fam : a < o.a; }
+  template <typename H>
+  friend H AbslHashValue(H h, const Host& x) {
+    return H::combine(std::move(h), x.a, x.fam);
+  }
+};
+Host srcOf(const FlowKey& k) { return Host{k.src, k.family}; }
+Host dstOf(const FlowKey& k) { return Host{k.dst, k.family}; }
+std::string hostName(const Host& h) {
+  FlowKey k;
+  k.src = h.a;
+  k.family = h.fam;
+  return addressToString(k, true);
+}
+
+constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
+constexpr size_t kMaxFineBins = size_t{1} << 22;    // job series at the base bin, longer ones coarsened
+constexpr size_t kHistBuckets = 16;
+constexpr size_t kMaxCoburstJobs = 16;
+
+// Where the steps of a periodic series fall: step k covers fine bins [origin + k·period, origin + (k+1)·period).
+struct StepCut {
+  double origin = 0;
+  double period = 0;  // in fine bins
+  size_t count = 0;   // whole steps inside the analysed region
+  std::vector<bool> counted;  // steps with traffic
+  long stepOf(size_t i) const {
+    if (period <= 0) return -1;
+    const double k = std::floor((static_cast<double>(i) - origin) / period);
+    return k >= 0 && k < static_cast<double>(count) ? static_cast<long>(k) : -1;
+  }
+};
+
+training::PeriodEstimate estimatePeriod(std::span<const double> fine, double fine_ns, const TrainingConfig& cfg) {
+  PeriodOptions o;
+  o.min_period_bins = cfg.min_period_s * 1e9 / fine_ns;
+  o.max_period_bins = cfg.max_period_s * 1e9 / fine_ns;
+  o.min_quality = cfg.min_period_quality;
+  return findPeriod(fine, o);
+}
+
+// The period of a series of fine bins (each `fine_ns` wide) and where its steps fall.
+PeriodReport readPeriod(const std::vector<double>& fine, double fine_ns, const TrainingConfig& cfg, StepCut* cut) {
+  PeriodReport pr;
+  training::PeriodEstimate e = estimatePeriod(fine, fine_ns, cfg);
+  size_t region = 0;  // first fine bin of the analysed region
+  if (e.found) {
+    // A period that changed: read it again from the last eight periods alone.
+    size_t end = fine.size();
+    while (end > 0 && fine[end - 1] == 0) --end;
+    size_t begin = 0;
+    while (begin < end && fine[begin] == 0) ++begin;
+    const double tail = 8 * e.period_bins;
+    if (tail < 0.75 * static_cast<double>(end - begin)) {
+      const size_t from = end - static_cast<size_t>(std::ceil(tail));
+      training::PeriodEstimate recent =
+          estimatePeriod(std::span<const double>(fine).subspan(from, end - from), fine_ns, cfg);
+      if (recent.found && std::abs(recent.period_bins - e.period_bins) > 0.05 * e.period_bins) {
+        e = recent;
+        region = from;
+        pr.changed = true;
+      }
+    }
+  }
+  if (!e.found) {
+    pr.why = e.why;
+    pr.quality = e.quality;
+    return pr;
+  }
+  pr.period_s = e.period_bins * fine_ns / 1e9;
+  pr.quality = e.quality;
+  // Steps are cut in the quietest stretch of the folded series (between the last burst of a step and the
+  // first of the next).
+  const double period = e.period_bins;
+  const double start = static_cast<double>(region);
+  const size_t slots = std::max<size_t>(1, static_cast<size_t>(std::llround(period)));
+  std::vector<double> fold(slots, 0.0);
+  for (size_t i = region; i < fine.size(); ++i) {
+    const double ph = std::fmod(static_cast<double>(i) - start, period);
+    fold[std::min(slots - 1, static_cast<size_t>(ph))] += fine[i];
+  }
+  const size_t w = std::max<size_t>(1, slots / 20);
+  double run = 0;
+  for (size_t i = 0; i < w; ++i) run += fold[i % slots];
+  double best = run;
+  size_t best_at = 0;
+  for (size_t s = 1; s < slots; ++s) {
+    run += fold[(s + w - 1) % slots] - fold[s - 1];
+    if (run < best) {
+      best = run;
+      best_at = s;
+    }
+  }
+  cut->period = period;
+  cut->origin = start + std::fmod(static_cast<double>(best_at) + static_cast<double>(w) / 2, period);
+  const double whole = (static_cast<double>(fine.size()) - cut->origin) / period;
+  cut->count = whole > 0 ? static_cast<size_t>(std::floor(whole)) : 0;
+  cut->counted.assign(cut->count, false);
+  std::vector<double> step_bytes(cut->count, 0.0);
+  for (size_t i = 0; i < fine.size(); ++i) {
+    const long k = cut->stepOf(i);
+    if (k >= 0) step_bytes[k] += fine[i];
+  }
+  // Duty cycle: the share of the counted steps' time above a tenth of the series' busiest bin.
+  const double peak = *std::max_element(fine.begin(), fine.end());
+  uint64_t busy = 0, all = 0;
+  // Steps with traffic: at least three quarters of the median step's bytes (a step cut off by the start of the job or of
+  // the capture, or a pause, would skew bytes per step).
+  std::vector<double> nonzero;
+  for (double b : step_bytes) {
+    if (b > 0) nonzero.push_back(b);
+  }
+  double median = 0;
+  if (!nonzero.empty()) {
+    std::nth_element(nonzero.begin(), nonzero.begin() + nonzero.size() / 2, nonzero.end());
+    median = nonzero[nonzero.size() / 2];
+  }
+  for (size_t k = 0; k < cut->count; ++k) {
+    cut->counted[k] = step_bytes[k] > 0 && step_bytes[k] >= 0.75 * median;
+  }
+  for (size_t i = 0; i < fine.size(); ++i) {
+    const long k = cut->stepOf(i);
+    if (k < 0 || !cut->counted[k]) continue;
+    ++all;
+    busy += fine[i] >= 0.1 * peak && fine[i] > 0;
+  }
+  pr.steps = static_cast<uint64_t>(std::count(cut->counted.begin(), cut->counted.end(), true));
+  pr.duty_cycle = all ? static_cast<double>(busy) / static_cast<double>(all) : 0;
+  if (pr.steps == 0) {
+    pr.period_s.reset();
+    pr.why = "too few steps";
+  }
+  return pr;
+}
+
+}  // namespace
+
+bool Cidr::contains(const std::array<uint8_t, 16>& a, uint8_t fam) const {
+  if (fam != family) return false;
+  int left = bits;
+  for (size_t i = 0; i < 16 && left > 0; ++i, left -= 8) {
+    const uint8_t mask = left >= 8 ? 0xff : static_cast<uint8_t>(0xff << (8 - left));
+    if ((a[i] & mask) != (addr[i] & mask)) return false;
+  }
+  return true;
+}
+
+struct TrainingAnalyzer::Impl {
+  struct FlowHist {
+    FlowKey key;
+    std::deque<std::pair<int64_t, uint32_t>> bins;
+    uint64_t bytes = 0;  // in the window
+    int64_t last_bin = kMin;
+  };
+  struct DestState {
+    double backlog = 0;
+    int64_t last_bin = kMin;
+    uint64_t cobursts = 0, cross = 0, over = 0;
+    std::vector<uint64_t> hist = std::vector<uint64_t>(kHistBuckets, 0);
+    std::set<std::string> jobs;
+  };
+  struct Remembered {
+    JobReport report;
+    int64_t last_ns = 0;
+  };
+
+  TrainingConfig cfg;
+  double link_bps;
+  std::vector<int64_t> scales;
+  std::vector<double> rates;
+  absl::flat_hash_map<FlowKey, FlowHist> flows;
+  size_t bins_held = 0;
+  int64_t first_bin = std::numeric_limits<int64_t>::max();
+  int64_t cutoff_bin = kMin;
+  int64_t now_ns = kMin;
+  std::shared_ptr<const TrainingDelta> last;
+  uint64_t untracked = 0;
+  absl::flat_hash_map<Host, DestState> dests;
+  std::map<std::string, Remembered> memory;
+
+  void trim(int64_t cut) {
+    if (cut <= cutoff_bin) return;
+    cutoff_bin = cut;
+    for (auto it = flows.begin(); it != flows.end();) {
+      FlowHist& h = it->second;
+      while (!h.bins.empty() && h.bins.front().first < cut) {
+        h.bytes -= h.bins.front().second;
+        h.bins.pop_front();
+        --bins_held;
+      }
+      if (h.bins.empty()) {
+        flows.erase(it++);
+      } else {
+        ++it;
+      }
+    }
+  }
+
+  double destinationLink(const Host& h) const {
+    for (const HostLink& l : cfg.host_links) {
+      if (l.hosts.contains(h.a, h.fam)) return l.bps;
+    }
+    return cfg.default_host_link_bps > 0 ? cfg.default_host_link_bps : link_bps;
+  }
+
+  TrainingReport analyze();
+};
+
+TrainingAnalyzer::TrainingAnalyzer(const TrainingConfig& c, double link_bps, std::vector<int64_t> scales_ns,
+                                   std::vector<double> rates_bps)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->cfg = c;
+  impl_->link_bps = link_bps;
+  impl_->scales = std::move(scales_ns);
+  impl_->rates = std::move(rates_bps);
+}
+TrainingAnalyzer::~TrainingAnalyzer() = default;
+
+void TrainingAnalyzer::ingest(std::shared_ptr<const TrainingDelta> d) {
+  Impl& m = *impl_;
+  if (!d) return;
+  const int64_t bin = m.cfg.bin_ns;
+  for (const TrainingFlowBins& fb : d->flows) {
+    if (fb.bins.empty()) continue;
+    Impl::FlowHist& h = m.flows[fb.key];
+    h.key = fb.key;
+    for (const auto& [b, bytes] : fb.bins) {
+      if (b < m.cutoff_bin) continue;
+      h.bins.emplace_back(b, bytes);
+      h.bytes += bytes;
+      ++m.bins_held;
+      m.first_bin = std::min(m.first_bin, b);
+    }
+    h.last_bin = std::max(h.last_bin, fb.bins.back().first);
+  }
+  m.untracked += d->untracked_packets;
+  m.now_ns = std::max(m.now_ns, d->end_ns);
+  m.first_bin = std::min(m.first_bin, d->start_ns / bin);
+  m.last = std::move(d);
+  if (m.cfg.window_ns > 0) m.trim(m.now_ns / bin - m.cfg.window_ns / bin);
+  // The memory bound: the oldest sixteenths of the window go until the bins fit.
+  while (m.bins_held > m.cfg.max_window_bins) {
+    const int64_t from = std::max(m.cutoff_bin, m.first_bin);
+    m.trim(from + std::max<int64_t>(1, (m.now_ns / bin - from) / 16));
+  }
+}
+
+TrainingReport TrainingAnalyzer::analyze() { return impl_->analyze(); }
+
+TrainingReport TrainingAnalyzer::Impl::analyze() {
+  const auto t0 = std::chrono::steady_clock::now();
+  TrainingReport rep;
+  rep.untracked_packets = untracked;
+  if (now_ns == kMin) return rep;
+  const int64_t bin = cfg.bin_ns;
+  const int64_t ws = std::max(first_bin, cutoff_bin);  // window start, in bins
+  const int64_t we = (now_ns + bin - 1) / bin;          // window end (exclusive)
+  rep.at_ns = now_ns;
+  rep.window_ns = (we - ws) * bin;
+  const double window_s = static_cast<double>(rep.window_ns) / 1e9;
+
+  // Directed host pairs over the window.
+  struct PairAgg {
+    Host s, d;
+    uint64_t bytes = 0;
+    std::vector<const FlowHist*> flows;
+  };
+  absl::flat_hash_map<FlowKey, PairAgg> pairs;
+  uint64_t total = 0;
+  std::set<Host> hosts;
+  for (const auto& [key, h] : flows) {
+    PairAgg& p = pairs[key.pairKey()];
+    p.s = srcOf(key);
+    p.d = dstOf(key);
+    p.bytes += h.bytes;
+    p.flows.push_back(&h);
+    total += h.bytes;
+    hosts.insert(p.s);
+    hosts.insert(p.d);
+  }
+
+  // Jobs: configured ones, then connected components of the heavy pairs among the other hosts.
+  struct JobBuild {
+    std::string name;
+    bool configured = false;
+    std::vector<Host> hosts;
+    uint64_t bytes = 0;
+  };
+  std::vector<JobBuild> jobs;
+  absl::flat_hash_map<Host, int> job_of;
+  for (const JobSpec& spec : cfg.jobs) {
+    JobBuild j;
+    j.name = spec.name;
+    j.configured = true;
+    for (const Host& h : hosts) {
+      if (job_of.contains(h)) continue;
+      if (std::any_of(spec.hosts.begin(), spec.hosts.end(), [&](const Cidr& c) { return c.contains(h.a, h.fam); })) {
+        j.hosts.push_back(h);
+        job_of[h] = static_cast<int>(jobs.size());
+      }
+    }
+    if (!j.hosts.empty()) jobs.push_back(std::move(j));
+  }
+  {
+    std::vector<Host> free_hosts;
+    absl::flat_hash_map<Host, int> idx;
+    for (const Host& h : hosts) {
+      if (!job_of.contains(h)) {
+        idx[h] = static_cast<int>(free_hosts.size());
+        free_hosts.push_back(h);
+      }
+    }
+    std::vector<int> parent(free_hosts.size());
+    std::iota(parent.begin(), parent.end(), 0);
+    std::function<int(int)> root = [&](int v) { return parent[v] == v ? v : parent[v] = root(parent[v]); };
+    absl::flat_hash_map<FlowKey, uint64_t> undirected;
+    for (const auto& [key, p] : pairs) {
+      if (!idx.contains(p.s) || !idx.contains(p.d) || p.s == p.d) continue;
+      FlowKey u = key;
+      if (p.d < p.s) std::swap(u.src, u.dst);
+      undirected[u] += p.bytes;
+    }
+    const double heavy = std::max(static_cast<double>(cfg.job_min_bytes), cfg.job_edge_share * static_cast<double>(total));
+    for (const auto& [u, b] : undirected) {
+      if (static_cast<double>(b) >= heavy) parent[root(idx[srcOf(u)])] = root(idx[dstOf(u)]);
+    }
+    std::map<int, std::vector<Host>> comps;
+    for (size_t i = 0; i < free_hosts.size(); ++i) comps[root(static_cast<int>(i))].push_back(free_hosts[i]);
+    std::vector<JobBuild> found;
+    for (auto& [r, members] : comps) {
+      if (members.size() < 2) continue;
+      JobBuild j;
+      std::sort(members.begin(), members.end());
+      j.name = "job-" + hostName(members.front());
+      j.hosts = members;
+      found.push_back(std::move(j));
+    }
+    const size_t first_found = jobs.size();
+    for (JobBuild& j : found) {
+      for (const Host& h : j.hosts) job_of[h] = static_cast<int>(jobs.size());
+      jobs.push_back(std::move(j));
+    }
+    for (const auto& [key, p] : pairs) {
+      auto a = job_of.find(p.s), b = job_of.find(p.d);
+      if (a != job_of.end() && b != job_of.end() && a->second == b->second) jobs[a->second].bytes += p.bytes;
+    }
+    // The heaviest inferred jobs within the bound; the others' hosts are "other".
+    std::vector<JobBuild> kept(std::make_move_iterator(jobs.begin()), std::make_move_iterator(jobs.begin() + first_found));
+    std::vector<JobBuild> inferred(std::make_move_iterator(jobs.begin() + first_found), std::make_move_iterator(jobs.end()));
+    std::stable_sort(inferred.begin(), inferred.end(), [](const JobBuild& x, const JobBuild& y) { return x.bytes > y.bytes; });
+    for (JobBuild& j : inferred) {
+      if (kept.size() >= std::max(cfg.max_jobs, first_found)) break;
+      kept.push_back(std::move(j));
+    }
+    jobs = std::move(kept);
+    job_of.clear();
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      for (const Host& h : jobs[i].hosts) job_of[h] = static_cast<int>(i);
+    }
+  }
+  uint64_t in_jobs = 0;
+  for (const JobBuild& j : jobs) in_jobs += j.bytes;
+  rep.other_bytes = total - in_jobs;
+
+  // Each job's figures.
+  const int64_t nb = we - ws;
+  const int64_t f = std::max<int64_t>(1, (nb + static_cast<int64_t>(kMaxFineBins) - 1) / static_cast<int64_t>(kMaxFineBins));
+  const size_t nf = static_cast<size_t>((nb + f - 1) / f);
+  const double fine_ns = static_cast<double>(bin * f);
+  const int64_t ds = last ? last->start_ns / bin : ws;
+  const size_t interval_from = static_cast<size_t>(std::clamp<int64_t>((ds - ws) / f, 0, static_cast<int64_t>(nf)));
+  const double interval_s = last ? static_cast<double>(last->end_ns - last->start_ns) / 1e9 : window_s;
+  std::set<std::string> current;
+  for (const JobBuild& j : jobs) {
+    JobReport r;
+    r.name = j.name;
+    r.configured = j.configured;
+    for (const Host& h : j.hosts) r.hosts.push_back(hostName(h));
+    r.window_bytes = j.bytes;
+    std::map<Host, size_t> at;
+    for (size_t i = 0; i < j.hosts.size(); ++i) at[j.hosts[i]] = i;
+    const size_t n = j.hosts.size();
+    std::vector<const FlowHist*> jf;
+    training::TopologyInput topo;
+    topo.hosts = r.hosts;
+    topo.bytes.assign(n, std::vector<uint64_t>(n, 0));
+    topo.data_edge_share = cfg.data_edge_share;
+    for (const auto& [key, p] : pairs) {
+      auto a = at.find(p.s), b = at.find(p.d);
+      if (a == at.end() || b == at.end()) continue;
+      topo.bytes[a->second][b->second] += p.bytes;
+      for (const FlowHist* h : p.flows) {
+        jf.push_back(h);
+        topo.flow_bytes.push_back(h->bytes);
+      }
+    }
+    std::vector<double> fine(nf, 0.0);
+    int64_t last_bin = kMin;
+    for (const FlowHist* h : jf) {
+      for (const auto& [b, bytes] : h->bins) fine[static_cast<size_t>((b - ws) / f)] += bytes;
+      last_bin = std::max(last_bin, h->last_bin);
+    }
+    r.idle_s = last_bin == kMin ? window_s : std::max(0.0, static_cast<double>(now_ns - (last_bin + 1) * bin) / 1e9);
+    // The interval (offline: the file).
+    if (last) {
+      for (const TrainingFlowBins& fb : last->flows) {
+        auto a = at.find(srcOf(fb.key)), b = at.find(dstOf(fb.key));
+        if (a == at.end() || b == at.end()) continue;
+        r.bytes += fb.bytes;
+        r.packets += fb.packets;
+      }
+    }
+    r.rate_bps = interval_s > 0 ? static_cast<double>(r.bytes) * 8 / interval_s : 0;
+    r.baseline_bps = window_s > 0 ? static_cast<double>(j.bytes) * 8 / window_s : 0;
+    for (int64_t tau : scales) {
+      const size_t k = static_cast<size_t>(std::max<int64_t>(1, tau / (bin * f)));
+      double sum = 0, best = 0;
+      for (size_t i = 0; i < nf; ++i) {
+        sum += fine[i];
+        if (i >= k) sum -= fine[i - k];
+        if (i >= interval_from) best = std::max(best, sum);
+      }
+      r.envelope_bytes.push_back(static_cast<uint64_t>(std::llround(best)));
+      r.ptm.push_back(tau <= rep.window_ns ? peakToMean(r.envelope_bytes.back(), tau, r.baseline_bps) : std::nullopt);
+    }
+    for (double rate : rates) {
+      const double drain = rate * fine_ns / 8e9;
+      double q = 0, qmax = 0;
+      for (size_t i = 0; i < nf; ++i) {
+        q = std::max(0.0, q + fine[i] - drain);
+        if (i >= interval_from) qmax = std::max(qmax, q);
+      }
+      r.backlog_bytes.push_back(qmax);
+    }
+    // Period, steps, bytes per step.
+    StepCut cut;
+    r.period = readPeriod(fine, fine_ns, cfg, &cut);
+    std::vector<std::vector<double>> rank_steps(n, std::vector<double>(cut.count, 0.0));
+    std::vector<double> steps(cut.count, 0.0);
+    if (r.period.period_s) {
+      for (const FlowHist* h : jf) {
+        const size_t src = at[srcOf(h->key)];
+        for (const auto& [b, bytes] : h->bins) {
+          const long k = cut.stepOf(static_cast<size_t>((b - ws) / f));
+          if (k < 0 || !cut.counted[k]) continue;
+          rank_steps[src][k] += bytes;
+          steps[k] += bytes;
+        }
+      }
+      std::vector<double> counted;
+      for (size_t k = 0; k < cut.count; ++k) {
+        if (cut.counted[k]) counted.push_back(steps[k]);
+      }
+      const double mean = std::accumulate(counted.begin(), counted.end(), 0.0) / static_cast<double>(counted.size());
+      double var = 0;
+      for (double s : counted) var += (s - mean) * (s - mean);
+      r.step_bytes_mean = mean;
+      r.step_bytes_cv = mean > 0 ? std::sqrt(var / static_cast<double>(counted.size())) / mean : 0;
+      r.step_bytes_min = *std::min_element(counted.begin(), counted.end());
+      r.step_bytes_max = *std::max_element(counted.begin(), counted.end());
+    }
+    training::TopologyResult tr = training::classifyTopology(topo);
+    r.topology = tr.report;
+    double rank_mean = 0;
+    for (size_t i = 0; i < n; ++i) {
+      RankReport rk;
+      rk.host = r.hosts[i];
+      rk.role = tr.roles[i];
+      if (tr.successor[i] >= 0) rk.successor = r.hosts[tr.successor[i]];
+      if (r.period.steps > 0) {
+        double s = 0;
+        for (size_t k = 0; k < cut.count; ++k) s += cut.counted[k] ? rank_steps[i][k] : 0;
+        rk.sent_bytes_per_step = s / static_cast<double>(r.period.steps);
+      }
+      rank_mean += rk.sent_bytes_per_step / static_cast<double>(n);
+      r.ranks.push_back(std::move(rk));
+    }
+    // Ring all-reduce: each rank sends 2(N-1)/N of the gradient per step.
+    if (r.topology.kind == "ring" && r.period.steps > 0 && n >= 2) {
+      r.gradient_bytes = rank_mean * static_cast<double>(n) / (2.0 * static_cast<double>(n - 1));
+    }
+    current.insert(r.name);
+    memory[r.name] = Remembered{r, last_bin == kMin ? now_ns : (last_bin + 1) * bin};
+    rep.jobs.push_back(std::move(r));
+  }
+  // Jobs that went quiet: still reported (idle) for a while, with what was last read of them.
+  for (auto it = memory.begin(); it != memory.end();) {
+    if (current.contains(it->first)) {
+      ++it;
+      continue;
+    }
+    if (now_ns - it->second.last_ns > cfg.forget_ns || rep.jobs.size() >= 2 * cfg.max_jobs) {
+      it = memory.erase(it);
+      continue;
+    }
+    JobReport r = it->second.report;
+    r.bytes = r.packets = 0;
+    r.rate_bps = r.baseline_bps = 0;
+    r.window_bytes = 0;
+    std::fill(r.envelope_bytes.begin(), r.envelope_bytes.end(), 0);
+    std::fill(r.ptm.begin(), r.ptm.end(), std::nullopt);
+    std::fill(r.backlog_bytes.begin(), r.backlog_bytes.end(), 0.0);
+    r.idle_s = static_cast<double>(now_ns - it->second.last_ns) / 1e9;
+    rep.jobs.push_back(std::move(r));
+    ++it;
+  }
+
+  // Co-bursts and fan-in toward each destination, over the last delta's bins.
+  if (last) {
+    struct Arrival {
+      int64_t bin;
+      Host src;
+      uint64_t bytes;
+    };
+    absl::flat_hash_map<Host, std::vector<Arrival>> toward;
+    for (const TrainingFlowBins& fb : last->flows) {
+      std::vector<Arrival>& v = toward[dstOf(fb.key)];
+      for (const auto& [b, bytes] : fb.bins) v.push_back({b, srcOf(fb.key), bytes});
+    }
+    auto jobName = [&](const Host& s, const Host& d) -> std::string {
+      auto a = job_of.find(s), b = job_of.find(d);
+      if (a != job_of.end() && b != job_of.end() && a->second == b->second) return jobs[a->second].name;
+      if (a != job_of.end()) return jobs[a->second].name;
+      return "other";
+    };
+    for (auto& [dst, v] : toward) {
+      std::sort(v.begin(), v.end(), [](const Arrival& x, const Arrival& y) {
+        return x.bin != y.bin ? x.bin < y.bin : x.src < y.src;
+      });
+      DestState& st = dests[dst];
+      DestinationReport d;
+      d.host = hostName(dst);
+      d.link_bps = destinationLink(dst);
+      const double threshold = (cfg.coburst_bps > 0 ? cfg.coburst_bps : cfg.coburst_share * d.link_bps) *
+                               static_cast<double>(bin) / 8e9;
+      const double drain = d.link_bps * static_cast<double>(bin) / 8e9;
+      for (size_t i = 0; i < v.size();) {
+        const int64_t b = v[i].bin;
+        uint64_t bytes = 0, sources = 0;
+        std::set<std::string> names;
+        while (i < v.size() && v[i].bin == b) {
+          // One source's flows toward the destination in this bin, summed.
+          const Host src = v[i].src;
+          uint64_t from = 0;
+          while (i < v.size() && v[i].bin == b && v[i].src == src) from += v[i++].bytes;
+          bytes += from;
+          if (static_cast<double>(from) >= threshold) {
+            ++sources;
+            names.insert(jobName(src, dst));
+          }
+        }
+        if (st.last_bin != kMin && b > st.last_bin + 1) {
+          st.backlog = std::max(0.0, st.backlog - drain * static_cast<double>(b - st.last_bin - 1));
+        }
+        st.backlog = std::max(0.0, st.backlog + static_cast<double>(bytes) - drain);
+        st.last_bin = b;
+        d.max_backlog_bytes = std::max(d.max_backlog_bytes, st.backlog);
+        if (cfg.receiver_buffer_bytes > 0 && st.backlog > cfg.receiver_buffer_bytes) ++st.over;
+        d.bytes += bytes;
+        d.max_sources = std::max(d.max_sources, sources);
+        if (sources >= 1) ++st.hist[std::min(sources, kHistBuckets) - 1];
+        if (sources >= 2) {
+          ++st.cobursts;
+          if (names.size() >= 2) ++st.cross;
+          for (const std::string& nm : names) {
+            if (st.jobs.size() < kMaxCoburstJobs) st.jobs.insert(nm);
+          }
+        }
+      }
+      d.cobursts = st.cobursts;
+      d.cross_job_cobursts = st.cross;
+      d.sources_hist = st.hist;
+      d.over_buffer_bins = st.over;
+      d.jobs.assign(st.jobs.begin(), st.jobs.end());
+      rep.destinations.push_back(std::move(d));
+    }
+    std::sort(rep.destinations.begin(), rep.destinations.end(), [](const DestinationReport& x, const DestinationReport& y) {
+      if (x.max_backlog_bytes != y.max_backlog_bytes) return x.max_backlog_bytes > y.max_backlog_bytes;
+      if (x.bytes != y.bytes) return x.bytes > y.bytes;
+      return x.host < y.host;
+    });
+    if (rep.destinations.size() > cfg.top_destinations) rep.destinations.resize(cfg.top_destinations);
+    // The destinations' states within their bound: the longest quiet go first.
+    if (dests.size() > cfg.max_destinations) {
+      std::vector<std::pair<int64_t, Host>> by_age;
+      for (const auto& [h, st] : dests) by_age.emplace_back(st.last_bin, h);
+      std::sort(by_age.begin(), by_age.end());
+      for (size_t i = 0; i + cfg.max_destinations < by_age.size(); ++i) dests.erase(by_age[i].second);
+    }
+  }
+  rep.destinations_seen = dests.size();
+
+  // Per heavy pair (analyze --json): its own period.
+  if (cfg.pair_periods) {
+    std::vector<const PairAgg*> order;
+    for (const auto& [key, p] : pairs) order.push_back(&p);
+    std::sort(order.begin(), order.end(), [](const PairAgg* x, const PairAgg* y) {
+      return x->bytes != y->bytes ? x->bytes > y->bytes : (x->s < y->s || (x->s == y->s && x->d < y->d));
+    });
+    if (order.size() > 32) order.resize(32);
+    for (const PairAgg* p : order) {
+      std::vector<double> fine(nf, 0.0);
+      for (const FlowHist* h : p->flows) {
+        for (const auto& [b, bytes] : h->bins) fine[static_cast<size_t>((b - ws) / f)] += bytes;
+      }
+      StepCut cut;
+      rep.pairs.push_back(PairPeriod{hostName(p->s), hostName(p->d), p->bytes, readPeriod(fine, fine_ns, cfg, &cut)});
+    }
+  }
+  rep.analysis_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  return rep;
+}
+
+absl::StatusOr<Cidr> parseCidr(const std::string& text) {
+  Cidr c;
+  const size_t slash = text.find('/');
+  const std::string addr = text.substr(0, slash);
+  FlowKey k;
+  if (inet_pton(AF_INET, addr.c_str(), k.src.data()) == 1) {
+    c.family = 4;
+    c.bits = 32;
+  } else if (inet_pton(AF_INET6, addr.c_str(), k.src.data()) == 1) {
+    c.family = 6;
+    c.bits = 128;
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat("'", text, "' is not an IPv4 or IPv6 address or prefix"));
+  }
+  c.addr = k.src;
+  if (slash != std::string::npos) {
+    const std::string len = text.substr(slash + 1);
+    int bits = -1;
+    if (!len.empty() && len.size() <= 3 && std::all_of(len.begin(), len.end(), ::isdigit)) bits = std::stoi(len);
+    if (bits < 0 || bits > c.bits) {
+      return absl::InvalidArgumentError(absl::StrCat("'", text, "': prefix length must be 0..", c.bits));
+    }
+    c.bits = bits;
+  }
+  return c;
+}
+
+absl::Status validateTrainingConfig(const TrainingConfig& c) {
+  auto bad = [](const char* key, auto... why) { return absl::InvalidArgumentError(absl::StrCat(key, ": ", why...)); };
+  if (c.bin_ns <= 0) return bad("bin_ns", "must be positive");
+  if (c.window_ns < 0) return bad("window", "must not be negative");
+  if (c.window_ns > 0 && c.window_ns < 10 * c.bin_ns) return bad("window", "must hold at least 10 bins");
+  if (c.max_flows == 0) return bad("max-flows", "must be at least 1");
+  if (c.max_window_bins < 1024) return bad("max-window-bins", "must be at least 1024");
+  if (c.max_jobs == 0) return bad("max-jobs", "must be at least 1");
+  if (!(c.job_edge_share >= 0 && c.job_edge_share <= 1)) return bad("job-edge-share", "must be in [0, 1]");
+  if (!(c.min_period_s > 0) || !(c.max_period_s > c.min_period_s)) {
+    return bad("period", "need 0 < min-period < max-period");
+  }
+  if (!(c.min_period_quality > 0 && c.min_period_quality < 1)) return bad("min-period-quality", "must be in (0, 1)");
+  if (!(c.data_edge_share > 0 && c.data_edge_share <= 1)) return bad("data-edge-share", "must be in (0, 1]");
+  if (!(c.coburst_share > 0) || c.coburst_bps < 0) return bad("coburst", "thresholds must be positive");
+  if (c.top_destinations == 0) return bad("top-destinations", "must be at least 1");
+  for (const JobSpec& j : c.jobs) {
+    if (j.name.empty()) return bad("jobs", "a job needs a name");
+    if (j.hosts.empty()) return bad("jobs", "job '", j.name, "' has no hosts");
+  }
+  for (const HostLink& l : c.host_links) {
+    if (!(l.bps > 0)) return bad("host-links", "rates must be positive");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace burstscope

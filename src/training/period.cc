@@ -1,0 +1,283 @@
+#include "src/training/period.h"
+
+#include <fftw3.h>
+
+#include <algorithm>
+#include <cmath>
+#include <mutex>
+
+namespace burstscope::training {
+namespace {
+
+// fftw's planner is not thread-safe; execution of distinct plans is.
+std::mutex& plannerMutex() {
+  static std::mutex mu;
+  return mu;
+}
+
+// The autocorrelation as a function of lag, sampled at a resolution that grows with the lag: lags of 8 to 32
+// bins of each level, every level 4 times coarser than the last and smoothed over ±2 of its bins. So a
+// repeat at lag L is matched within about ±10% of L wherever L lies — the jitter of real training steps
+// (tens of ms on a step of a few hundred) decorrelates bursts at any fixed fine resolution.
+struct Curve {
+  std::vector<double> lag;  // in bins of the input series, ascending
+  std::vector<double> rho;
+
+  // The highest point in [lo, hi] and where, a parabola through its neighbours for sub-sample precision.
+  struct Peak {
+    double at = 0;
+    double value = -1;
+  };
+  Peak peakNear(double lo, double hi) const {
+    Peak p;
+    long best = -1;
+    for (size_t i = 1; i + 1 < lag.size(); ++i) {
+      if (lag[i] < lo || lag[i] > hi) continue;
+      if (best < 0 || rho[i] > rho[best]) best = static_cast<long>(i);
+    }
+    if (best < 0) return p;
+    p.at = lag[best];
+    p.value = rho[best];
+    // Parabola through three points (not evenly spaced where two levels meet).
+    const double x0 = lag[best - 1], x1 = lag[best], x2 = lag[best + 1];
+    const double y0 = rho[best - 1], y1 = rho[best], y2 = rho[best + 1];
+    const double d = (x0 - x1) * (x0 - x2) * (x1 - x2);
+    if (d != 0) {
+      const double a = (x2 * (y1 - y0) + x1 * (y0 - y2) + x0 * (y2 - y1)) / d;
+      const double b = (x2 * x2 * (y0 - y1) + x1 * x1 * (y2 - y0) + x0 * x0 * (y1 - y2)) / d;
+      if (a < 0) {
+        const double xv = -b / (2 * a);
+        if (xv >= x0 && xv <= x2) {
+          p.at = xv;
+          p.value = y1 + a * (xv - x1) * (xv - x1) + b * (xv - x1) + 2 * a * x1 * (xv - x1);
+          p.value = std::min(p.value, 1.0);
+        }
+      }
+    }
+    return p;
+  }
+};
+
+Curve buildCurve(std::span<const double> y, double max_lag) {
+  Curve c;
+  size_t g = 1;
+  while (y.size() / g > (size_t{1} << 17)) g *= 2;
+  bool first = true;
+  for (;; g *= 4) {
+    const size_t m = (y.size() + g - 1) / g;
+    if (m < 16) break;
+    std::vector<double> coarse(m, 0.0);
+    for (size_t i = 0; i < y.size(); ++i) coarse[i / g] += y[i];
+    std::vector<double> s(m, 0.0);
+    if (first) {
+      s = coarse;
+    } else {
+      static constexpr double kKernel[5] = {1, 2, 3, 2, 1};
+      for (size_t i = 0; i < m; ++i) {
+        for (int k = -2; k <= 2; ++k) {
+          const long j = static_cast<long>(i) + k;
+          if (j >= 0 && j < static_cast<long>(m)) s[i] += kKernel[k + 2] / 9 * coarse[j];
+        }
+      }
+    }
+    const std::vector<double> r = autocorrelation(s);
+    const size_t lo = first ? 1 : 8;
+    const bool last = static_cast<double>(32 * g) > max_lag || m / 2 < 32;
+    const size_t hi = last ? m / 2 : 32;
+    for (size_t l = lo; l < hi && l < m; ++l) {
+      const double at = static_cast<double>(l * g);
+      if (at > max_lag) break;
+      c.lag.push_back(at);
+      c.rho.push_back(r[l]);
+    }
+    first = false;
+    if (last) break;
+  }
+  return c;
+}
+
+// Sharpens a period estimate p0 by following the steps one by one: in each step the heaviest burst group
+// (bursts closer than 3% of the period merged) is the step's anchor; each next anchor is looked for within
+// ±40% of a period from where the anchors so far predict it, and the period is the slope of the anchors'
+// times against their step numbers — the mean time from step to step, as the job's own log measures it,
+// however much single steps jitter. p0 itself when fewer than three steps are anchored.
+double followSteps(std::span<const double> y, double p0) {
+  struct Group {
+    double start = 0, bytes = 0;
+  };
+  std::vector<Group> groups;
+  const double merge = std::max(1.0, 0.03 * p0);
+  double last_active = -1e18;
+  for (size_t i = 0; i < y.size(); ++i) {
+    if (y[i] <= 0) continue;
+    const double t = static_cast<double>(i);
+    if (groups.empty() || t - last_active > merge) groups.push_back({t, 0});
+    groups.back().bytes += y[i];
+    last_active = t;
+  }
+  if (groups.size() < 3) return p0;
+  // Start from the heaviest group of all and walk both ways.
+  size_t ref = 0;
+  for (size_t i = 0; i < groups.size(); ++i) {
+    if (groups[i].bytes > groups[ref].bytes) ref = i;
+  }
+  std::vector<std::pair<double, double>> anchors{{0.0, groups[ref].start}};  // (step number, time)
+  auto slope = [&]() {
+    if (anchors.size() < 2) return p0;
+    double sk = 0, st = 0, skk = 0, skt = 0;
+    for (const auto& [k, t] : anchors) {
+      sk += k;
+      st += t;
+      skk += k * k;
+      skt += k * t;
+    }
+    const double cnt = static_cast<double>(anchors.size());
+    const double den = cnt * skk - sk * sk;
+    return den > 0 ? (cnt * skt - sk * st) / den : p0;
+  };
+  for (int dir : {+1, -1}) {
+    double period = slope();
+    double k = 0, t = groups[ref].start;
+    for (;;) {
+      k += dir;
+      const double expect = t + dir * period;
+      const double lo = expect - 0.4 * period, hi = expect + 0.4 * period;
+      if (hi < 0 || lo > static_cast<double>(y.size())) break;
+      const Group* heaviest = nullptr;
+      for (const Group& g : groups) {
+        if (g.start >= lo && g.start <= hi && (!heaviest || g.bytes > heaviest->bytes)) heaviest = &g;
+      }
+      if (heaviest == nullptr) {
+        t = expect;  // a step without traffic: keep counting
+        continue;
+      }
+      anchors.emplace_back(k, heaviest->start);
+      t = heaviest->start;
+      period = slope();
+    }
+  }
+  const double p = anchors.size() >= 3 ? slope() : p0;
+  return p > 0.8 * p0 && p < 1.25 * p0 ? p : p0;
+}
+
+}  // namespace
+
+std::vector<double> autocorrelation(std::span<const double> x) {
+  const size_t n = x.size();
+  std::vector<double> rho(n, 0.0);
+  if (n == 0) return rho;
+  double mean = 0;
+  for (double v : x) mean += v;
+  mean /= static_cast<double>(n);
+  double var = 0;
+  for (double v : x) var += (v - mean) * (v - mean);
+  var /= static_cast<double>(n);
+  if (!(var > 0)) return rho;
+  size_t big = 1;
+  while (big < 2 * n) big <<= 1;
+  double* in = fftw_alloc_real(big);
+  fftw_complex* out = fftw_alloc_complex(big / 2 + 1);
+  fftw_plan fwd, inv;
+  {
+    std::lock_guard<std::mutex> lock(plannerMutex());
+    fwd = fftw_plan_dft_r2c_1d(static_cast<int>(big), in, out, FFTW_ESTIMATE);
+    inv = fftw_plan_dft_c2r_1d(static_cast<int>(big), out, in, FFTW_ESTIMATE);
+  }
+  for (size_t i = 0; i < big; ++i) in[i] = i < n ? x[i] - mean : 0.0;
+  fftw_execute(fwd);
+  for (size_t k = 0; k < big / 2 + 1; ++k) {
+    out[k][0] = out[k][0] * out[k][0] + out[k][1] * out[k][1];
+    out[k][1] = 0;
+  }
+  fftw_execute(inv);
+  for (size_t l = 0; l < n; ++l) {
+    rho[l] = in[l] / static_cast<double>(big) / (static_cast<double>(n - l) * var);
+  }
+  {
+    std::lock_guard<std::mutex> lock(plannerMutex());
+    fftw_destroy_plan(fwd);
+    fftw_destroy_plan(inv);
+  }
+  fftw_free(in);
+  fftw_free(out);
+  return rho;
+}
+
+PeriodEstimate findPeriod(std::span<const double> x, const PeriodOptions& o) {
+  PeriodEstimate e;
+  size_t a = 0, b = x.size();
+  while (a < b && x[a] == 0) ++a;
+  while (b > a && x[b - 1] == 0) --b;
+  if (a == b) {
+    e.why = "no traffic";
+    return e;
+  }
+  const std::span<const double> y = x.subspan(a, b - a);
+  const double n = static_cast<double>(y.size());
+  // At least two whole periods after the first burst's start: three steps seen.
+  const double lmax = std::min(o.max_period_bins, std::floor(n / 2));
+  const double lmin = std::max(2.0, o.min_period_bins);
+  if (lmax < lmin + 1) {
+    e.why = "too few steps";
+    return e;
+  }
+  const Curve c = buildCurve(y, n / 2);
+  const size_t m = c.lag.size();
+  // Peaks after the first zero crossing: before it, rho only measures the width of one burst.
+  size_t z = 0;
+  while (z < m && c.rho[z] > 0) ++z;
+  if (z >= m || c.lag[z] > lmax) {
+    e.why = "aperiodic";
+    return e;
+  }
+  // Repeats seen fewer than three times (lags past a third of the series) need a clearer match.
+  auto threshold = [&](double lag) { return o.min_quality + (lag > n / 3 ? 0.15 : 0.0); };
+  std::vector<size_t> peaks;
+  for (size_t i = std::max<size_t>(z, 1); i + 1 < m; ++i) {
+    if (c.lag[i] < lmin || c.lag[i] > lmax) continue;
+    if (c.rho[i] > c.rho[i - 1] && c.rho[i] >= c.rho[i + 1]) peaks.push_back(i);
+  }
+  long best = -1;
+  for (size_t i : peaks) {
+    if (best < 0 || c.rho[i] > c.rho[best]) best = static_cast<long>(i);
+  }
+  if (best < 0 || c.rho[best] < threshold(c.lag[best])) {
+    e.why = "aperiodic";
+    e.quality = best < 0 ? 0 : std::max(0.0, c.rho[best]);
+    return e;
+  }
+  // The fundamental: the shortest lag at which the series repeats about as well as at any of its multiples
+  // (so not the gap between two burst groups of one step, which repeats worse than the whole step does).
+  size_t chosen = static_cast<size_t>(best);
+  for (size_t i : peaks) {
+    if (i > static_cast<size_t>(best)) break;
+    if (c.rho[i] < threshold(c.lag[i])) continue;
+    double multiples = c.rho[best];
+    for (int k = 2; k * c.lag[i] <= lmax; ++k) {
+      const double at = k * c.lag[i];
+      multiples = std::max(multiples, c.peakNear(at * 0.95, at * 1.05).value);
+    }
+    if (c.rho[i] >= 0.85 * multiples) {
+      chosen = i;
+      break;
+    }
+  }
+  // Precision: the peaks at k·T for every k up to half the series, fitted through the origin.
+  const double t = c.lag[chosen];
+  double num = 0, den = 0;
+  Curve::Peak first;
+  for (int k = 1; k * t <= n / 2 || k == 1; ++k) {
+    const Curve::Peak p = c.peakNear(k * t - 0.15 * t, k * t + 0.15 * t);
+    if (p.value < 0) break;
+    if (k == 1) first = p;
+    num += k * p.at;
+    den += k * k;
+    if (k >= 64) break;
+  }
+  e.found = true;
+  e.period_bins = followSteps(y, den > 0 ? num / den : t);
+  e.quality = std::clamp(first.value, 0.0, 1.0);
+  return e;
+}
+
+}  // namespace burstscope::training

@@ -14,6 +14,7 @@ PY=/usr/bin/python3
 TMP=$(mktemp -d)
 NAME=t$(printf %x $$) # unique per run; interface names stay within 15 characters
 NAME2=${NAME}i
+STATE_DIR=${TESTBED_STATE_DIR:-/run/burstscope-testbed}
 PIDS=()
 cleanup() {
   local p
@@ -72,7 +73,6 @@ stop() { # PID SIGNAL: signals and waits (bounded, 60 s); returns its exit statu
 "$TB" up --workers 4 --tap --erspan --name "$NAME" >"$TMP/up.out" 2>"$TMP/up.err" ||
   { sed 's/^/# /' "$TMP/up.err"; bail "testbed up failed"; }
 ok "testbed up: 4 workers, three SPAN ports ($(tail -1 "$TMP/up.err"))"
-STATE=/run/burstscope-testbed/$NAME/testbed.json
 SPAN=${NAME}m1 TAP=${NAME}t1 ERSPAN=${NAME}e1
 check "every worker has its own namespace; switch and span namespaces exist" test \
   "$(ip netns list | grep -c "^bstb-$NAME-")" = 6
@@ -113,7 +113,8 @@ check "burstscope on the plain mirror exits 0 on SIGTERM" test $? = 0
 stop "$BS_ERSPAN" TERM
 check "burstscope on the ERSPAN mirror exits 0 on SIGTERM" test $? = 0
 stop "$TCPDUMP" INT
-check "tcpdump on the tap exits 0 and dropped nothing" grep -q "^0 packets dropped by kernel" "$TMP/tcpdump.err"
+rc=$?
+check "tcpdump on the tap exits 0 and dropped nothing" sh -c "test $rc = 0 && grep -q '^0 packets dropped by kernel' '$TMP/tcpdump.err'"
 "$BS" analyze --json --top-k 100 "$TMP/tap.pcap" >"$TMP/tap.json" 2>"$TMP/tap.analyze.err"
 check "analyze reads tcpdump's file" test -s "$TMP/tap.json"
 
@@ -261,7 +262,7 @@ check "the interrupted recording exits non-zero" test $? != 0
 interrupted_left() {
   ip netns list | grep "^bstb-$NAME2-"
   pgrep -af "$TMP/int/x"
-  ls -d "/run/burstscope-testbed/$NAME2" 2>/dev/null
+  ls -d "$STATE_DIR/$NAME2" 2>/dev/null
 }
 left=$(interrupted_left)
 check "after the interrupt no namespace, process or state of it is left" test -z "$left"
@@ -273,7 +274,7 @@ sys.exit(0 if s.connect_ex(('10.77.1.2', 9)) == errno.ECONNREFUSED else 1)"
 # 5. Teardown.
 "$TB" down "$NAME" 2>/dev/null
 check "testbed down removes every namespace, link and state of the testbed" sh -c \
-  "! ip netns list | grep -q '^bstb-$NAME-' && ! ip -br link | grep -q '$NAME' && test ! -e /run/burstscope-testbed/$NAME"
+  "! ip netns list | grep -q '^bstb-$NAME-' && ! ip -br link | grep -q '$NAME' && test ! -e $STATE_DIR/$NAME"
 
 echo "1..$n"
 [ "$failed" = 0 ]

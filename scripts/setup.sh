@@ -16,6 +16,8 @@ PKGS=(
   libdpdk-dev dpdk dpdk-dev libbpf-dev libxdp-dev bpftool
   prometheus-cpp-dev libabsl-dev libpcap-dev libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libcap-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  # the step-period search (autocorrelation by FFT, src/training)
+  libfftw3-dev
   # tools used by tests and benchmarks
   tshark tcpdump tcpreplay iproute2 ethtool procps python3-numpy python3-yaml bc curl
   # real PyTorch (gloo) training jobs on the testbed (tools/testbed, the testbed suite): run with /usr/bin/python3

@@ -61,7 +61,7 @@ struct TrainingConfig {
   // Step period search range and acceptance.
   double min_period_s = 0.002;
   double max_period_s = 30;
-  double min_period_quality = 0.4;  // normalised autocorrelation at the period
+  double min_period_quality = 0.5;  // normalised autocorrelation at the period
   // A directed host pair is a data edge of its job's topology when it carries at least this share of the
   // job's heaviest pair (reverse-direction ACKs carry a few percent and stay out).
   double data_edge_share = 0.25;

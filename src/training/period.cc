@@ -96,32 +96,34 @@ Curve buildCurve(std::span<const double> y, double max_lag) {
   return c;
 }
 
-// Sharpens a period estimate p0 by following the steps one by one: in each step the heaviest burst group
-// (bursts closer than 3% of the period merged) is the step's anchor; each next anchor is looked for within
-// ±40% of a period from where the anchors so far predict it, and the period is the slope of the anchors'
-// times against their step numbers — the mean time from step to step, as the job's own log measures it,
-// however much single steps jitter. p0 itself when fewer than three steps are anchored.
+// Sharpens a period estimate p0 by following the steps one by one: each step's anchor is the centroid of the
+// bytes within half a period of where the anchors so far predict it, and the period is the slope of the
+// anchors' times against their step numbers — the mean time from step to step, as the job's own log
+// measures it, however much single steps (or the groups inside a step) jitter. p0 itself when fewer than
+// three steps are anchored, or when the steps do not line up with it.
 double followSteps(std::span<const double> y, double p0) {
-  struct Group {
-    double start = 0, bytes = 0;
+  const double n = static_cast<double>(y.size());
+  auto centroid = [&](double around, double* mass) {
+    const long lo = std::max(0L, static_cast<long>(std::ceil(around - p0 / 2)));
+    const long hi = std::min(static_cast<long>(y.size()), static_cast<long>(std::ceil(around + p0 / 2)));
+    double m = 0, mt = 0;
+    for (long i = lo; i < hi; ++i) {
+      m += y[i];
+      mt += y[i] * static_cast<double>(i);
+    }
+    *mass = m;
+    return m > 0 ? mt / m : around;
   };
-  std::vector<Group> groups;
-  const double merge = std::max(1.0, 0.03 * p0);
-  double last_active = -1e18;
+  // Start at the heaviest bin, settled on its step's centroid.
+  size_t peak = 0;
   for (size_t i = 0; i < y.size(); ++i) {
-    if (y[i] <= 0) continue;
-    const double t = static_cast<double>(i);
-    if (groups.empty() || t - last_active > merge) groups.push_back({t, 0});
-    groups.back().bytes += y[i];
-    last_active = t;
+    if (y[i] > y[peak]) peak = i;
   }
-  if (groups.size() < 3) return p0;
-  // Start from the heaviest group of all and walk both ways.
-  size_t ref = 0;
-  for (size_t i = 0; i < groups.size(); ++i) {
-    if (groups[i].bytes > groups[ref].bytes) ref = i;
-  }
-  std::vector<std::pair<double, double>> anchors{{0.0, groups[ref].start}};  // (step number, time)
+  double mass = 0;
+  double start = static_cast<double>(peak);
+  for (int it = 0; it < 3; ++it) start = centroid(start, &mass);
+  std::vector<std::pair<double, double>> anchors{{0.0, start}};  // (step number, time)
+  std::vector<double> masses{mass};
   auto slope = [&]() {
     if (anchors.size() < 2) return p0;
     double sk = 0, st = 0, skk = 0, skt = 0;
@@ -135,29 +137,39 @@ double followSteps(std::span<const double> y, double p0) {
     const double den = cnt * skk - sk * sk;
     return den > 0 ? (cnt * skt - sk * st) / den : p0;
   };
+  double total = 0;
+  for (double v : y) total += v;
   for (int dir : {+1, -1}) {
     double period = slope();
-    double k = 0, t = groups[ref].start;
+    double k = 0, t = start;
     for (;;) {
       k += dir;
       const double expect = t + dir * period;
-      const double lo = expect - 0.4 * period, hi = expect + 0.4 * period;
-      if (hi < 0 || lo > static_cast<double>(y.size())) break;
-      const Group* heaviest = nullptr;
-      for (const Group& g : groups) {
-        if (g.start >= lo && g.start <= hi && (!heaviest || g.bytes > heaviest->bytes)) heaviest = &g;
-      }
-      if (heaviest == nullptr) {
-        t = expect;  // a step without traffic: keep counting
+      // Only steps whose whole half-period window lies inside the series: a cut-off step's centroid is off.
+      if (expect - p0 / 2 < 0 || expect + p0 / 2 > n) break;
+      const double c = centroid(expect, &mass);
+      if (mass <= 0.05 * total / (n / p0)) {  // a step without traffic: keep counting
+        t = expect;
         continue;
       }
-      anchors.emplace_back(k, heaviest->start);
-      t = heaviest->start;
+      anchors.emplace_back(k, c);
+      masses.push_back(mass);
+      t = c;
       period = slope();
     }
   }
+  // The slope over the steps of typical volume: a first step that also carries the start-up (the initial
+  // broadcast of the model) has its centroid elsewhere.
+  std::vector<double> sorted = masses;
+  std::nth_element(sorted.begin(), sorted.begin() + sorted.size() / 2, sorted.end());
+  const double median = sorted[sorted.size() / 2];
+  std::vector<std::pair<double, double>> typical;
+  for (size_t i = 0; i < anchors.size(); ++i) {
+    if (masses[i] >= 0.75 * median && masses[i] <= 1.25 * median) typical.push_back(anchors[i]);
+  }
+  if (typical.size() >= 3) anchors = typical;
   const double p = anchors.size() >= 3 ? slope() : p0;
-  return p > 0.8 * p0 && p < 1.25 * p0 ? p : p0;
+  return p > 0.9 * p0 && p < 1.1 * p0 ? p : p0;
 }
 
 }  // namespace
@@ -242,7 +254,15 @@ PeriodEstimate findPeriod(std::span<const double> x, const PeriodOptions& o) {
     if (best < 0 || c.rho[i] > c.rho[best]) best = static_cast<long>(i);
   }
   if (best < 0 || c.rho[best] < threshold(c.lag[best])) {
-    e.why = "aperiodic";
+    // Fewer than three bursts (separated by quiet of at least 2% of the span) cannot show a repeat.
+    size_t bursts = 0;
+    double last = -1e18;
+    for (size_t i = 0; i < y.size(); ++i) {
+      if (y[i] <= 0) continue;
+      if (static_cast<double>(i) - last > std::max(1.0, n / 50)) ++bursts;
+      last = static_cast<double>(i);
+    }
+    e.why = bursts < 3 ? "too few steps" : "aperiodic";
     e.quality = best < 0 ? 0 : std::max(0.0, c.rho[best]);
     return e;
   }

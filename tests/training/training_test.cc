@@ -1,0 +1,332 @@
+// Training awareness against known truth: synthetic jobs whose period, topology and co-bursts are set here,
+// through the real engine, aggregator and analyzer; co-bursts against a brute force written here.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <random>
+
+#include "burstscope/training.h"
+#include "burstscope/window.h"
+#include "src/training/topology.h"
+
+namespace burstscope {
+namespace {
+
+constexpr int64_t kT0 = 1'795'294'232'000'000'000;
+
+FlowKey flow(int src, int dst, uint16_t port = 5000) {
+  FlowKey k;
+  k.family = 4;
+  k.proto = 6;
+  k.src = {10, 0, 0, static_cast<uint8_t>(src)};
+  k.dst = {10, 0, 0, static_cast<uint8_t>(dst)};
+  k.src_port = static_cast<uint16_t>(40000 + src);
+  k.dst_port = port;
+  return k;
+}
+
+std::string ip(int h) { return "10.0.0." + std::to_string(h); }
+
+// A burst of `bytes` from src to dst starting at t, 1514-byte frames at `gbps`, and an ACK (66 B) back per two.
+void burst(std::vector<PacketRecord>* v, int64_t t, int src, int dst, uint64_t bytes, double gbps = 4) {
+  const int64_t gap = static_cast<int64_t>(1514 * 8 / gbps);
+  for (uint64_t sent = 0, i = 0; sent < bytes; sent += 1514, ++i) {
+    PacketRecord r;
+    r.ts_ns = t + static_cast<int64_t>(i) * gap;
+    r.wire_len = 1514;
+    r.key = flow(src, dst);
+    v->push_back(r);
+    if (i % 2 == 1) {
+      PacketRecord a = r;
+      a.ts_ns += 20'000;
+      a.wire_len = 66;
+      a.key = flow(dst, src, static_cast<uint16_t>(40000 + src));
+      std::swap(a.key.src_port, a.key.dst_port);
+      a.key.src_port = 5000;
+      a.key.dst_port = static_cast<uint16_t>(40000 + src);
+      v->push_back(a);
+    }
+  }
+}
+
+TrainingReport analyse(std::vector<PacketRecord> v, TrainingConfig cfg = {}) {
+  std::stable_sort(v.begin(), v.end(), [](const PacketRecord& a, const PacketRecord& b) { return a.ts_ns < b.ts_ns; });
+  EngineConfig ec;
+  Engine e(ec);
+  e.addAggregator(makeTrainingAggregator(cfg, false));
+  e.add(v);
+  e.finish();
+  EngineResult r = e.result();
+  cfg.window_ns = 0;
+  TrainingAnalyzer a(cfg, ec.link_capacity_bps, ec.scales_ns, ec.rates_bps);
+  a.ingest(r.training);
+  return a.analyze();
+}
+
+// Ring all-reduce over n ranks: each step, every rank sends to rank+1 in groups at the given offsets.
+struct Group {
+  double offset;  // share of the period
+  uint64_t bytes;
+};
+std::vector<PacketRecord> ringJob(int n, const std::vector<int64_t>& step_starts, const std::vector<Group>& groups) {
+  std::vector<PacketRecord> v;
+  for (int64_t s : step_starts) {
+    for (const Group& g : groups) {
+      for (int r = 1; r <= n; ++r) burst(&v, s + static_cast<int64_t>(g.offset * 2e8), r, r % n + 1, g.bytes);
+    }
+  }
+  return v;
+}
+
+std::vector<int64_t> steps(int count, int64_t period, double jitter = 0, uint32_t seed = 1) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> u(-jitter, jitter);
+  std::vector<int64_t> s;
+  int64_t t = kT0 + 123'456'789;
+  for (int i = 0; i < count; ++i) {
+    s.push_back(t);
+    t += static_cast<int64_t>(static_cast<double>(period) * (1 + u(rng)));
+  }
+  return s;
+}
+
+double meanStep(const std::vector<int64_t>& s) {
+  return static_cast<double>(s.back() - s.front()) / static_cast<double>(s.size() - 1) / 1e9;
+}
+
+TEST(TrainingTest, OneBurstPerStepGivesPeriodRingAndBytesPerStep) {
+  const auto s = steps(30, 250'000'000);
+  TrainingReport r = analyse(ringJob(4, s, {{0, 300'000}}));
+  ASSERT_EQ(r.jobs.size(), 1u);
+  const JobReport& j = r.jobs[0];
+  ASSERT_TRUE(j.period.period_s) << j.period.why;
+  EXPECT_NEAR(*j.period.period_s, meanStep(s), 0.01 * meanStep(s));
+  EXPECT_EQ(j.topology.kind, "ring");
+  for (const RankReport& k : j.ranks) {
+    const int h = std::stoi(k.host.substr(7));
+    EXPECT_EQ(k.successor, ip(h % 4 + 1)) << k.host;  // each rank's successor
+    // 300 kB of 1514-byte frames and the ACKs it sends for its predecessor's burst.
+    EXPECT_NEAR(k.sent_bytes_per_step, 199 * 1514 + 99 * 66, 2000);
+  }
+  EXPECT_NEAR(j.step_bytes_mean, 4 * (199 * 1514 + 99 * 66), 8000);
+  EXPECT_LT(j.step_bytes_cv, 0.01);
+  ASSERT_TRUE(j.gradient_bytes);
+  EXPECT_NEAR(*j.gradient_bytes, (199 * 1514 + 99 * 66) * 4 / 6.0, 2000);
+  EXPECT_GT(j.period.duty_cycle, 0);
+  EXPECT_LT(j.period.duty_cycle, 0.05);
+}
+
+TEST(TrainingTest, SeveralUnequalBurstGroupsPerStepGiveTheFundamental) {
+  const auto s = steps(30, 200'000'000);
+  TrainingReport r = analyse(ringJob(4, s, {{0, 300'000}, {0.08, 100'000}, {0.45, 200'000}}));
+  ASSERT_EQ(r.jobs.size(), 1u);
+  ASSERT_TRUE(r.jobs[0].period.period_s) << r.jobs[0].period.why;
+  EXPECT_NEAR(*r.jobs[0].period.period_s, meanStep(s), 0.01 * meanStep(s));
+}
+
+TEST(TrainingTest, TwoGroupsFarApartWithJitteredStepsAndPhases) {
+  for (uint32_t seed : {1u, 2u, 3u}) {
+    const auto s = steps(40, 300'000'000, 0.08, seed);
+    std::vector<PacketRecord> v;
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<double> phase(0.28, 0.40);
+    for (int64_t t : s) {
+      for (int r = 1; r <= 3; ++r) burst(&v, t, r, r % 3 + 1, 400'000);
+      const int64_t second = t + static_cast<int64_t>(phase(rng) * 3e8);
+      for (int r = 1; r <= 3; ++r) burst(&v, second, r, r % 3 + 1, 130'000);
+    }
+    TrainingReport r = analyse(v);
+    ASSERT_EQ(r.jobs.size(), 1u);
+    ASSERT_TRUE(r.jobs[0].period.period_s) << seed << " " << r.jobs[0].period.why;
+    EXPECT_NEAR(*r.jobs[0].period.period_s, meanStep(s), 0.01 * meanStep(s)) << seed;
+  }
+}
+
+TEST(TrainingTest, RandomOnOffTrafficHasNoPeriod) {
+  for (uint32_t seed : {1u, 2u, 3u, 4u}) {
+    std::mt19937 rng(seed);
+    std::exponential_distribution<double> gap(1 / 0.2);
+    std::uniform_int_distribution<uint64_t> size(20'000, 600'000);
+    std::vector<PacketRecord> v;
+    int64_t t = kT0;
+    for (int i = 0; i < 60; ++i) {
+      t += static_cast<int64_t>(gap(rng) * 1e9);
+      burst(&v, t, 1, 2, size(rng));
+      burst(&v, t + 1'000'000, 2, 1, size(rng));
+    }
+    TrainingReport r = analyse(v);
+    ASSERT_EQ(r.jobs.size(), 1u);
+    EXPECT_FALSE(r.jobs[0].period.period_s) << seed << ": " << r.jobs[0].period.period_s.value_or(0) << " q " << r.jobs[0].period.quality;
+    EXPECT_FALSE(r.jobs[0].period.why.empty());
+  }
+}
+
+TEST(TrainingTest, TooFewStepsHaveNoPeriod) {
+  TrainingReport r = analyse(ringJob(3, steps(2, 250'000'000), {{0, 900'000}}));
+  ASSERT_EQ(r.jobs.size(), 1u);
+  EXPECT_FALSE(r.jobs[0].period.period_s);
+  EXPECT_EQ(r.jobs[0].period.why, "too few steps");
+}
+
+// Live: report intervals of 1 s into the analyzer's trailing window; the batch size changes mid-run.
+TEST(TrainingTest, APeriodChangeIsFollowedWithinAFewSteps) {
+  auto a = steps(60, 200'000'000);
+  std::vector<int64_t> s = a;
+  int64_t t = a.back() + 200'000'000;
+  const int64_t change = t;
+  for (int i = 0; i < 40; ++i, t += 320'000'000) s.push_back(t);
+  std::vector<PacketRecord> v = ringJob(4, s, {{0, 300'000}});
+  std::stable_sort(v.begin(), v.end(), [](const PacketRecord& x, const PacketRecord& y) { return x.ts_ns < y.ts_ns; });
+  EngineConfig ec;
+  ec.report_interval_ns = 1'000'000'000;
+  TrainingConfig cfg;
+  Engine e(ec);
+  e.addAggregator(makeTrainingAggregator(cfg, true));
+  TrainingAnalyzer an(cfg, ec.link_capacity_bps, ec.scales_ns, ec.rates_bps);
+  int64_t followed_at = 0;
+  e.setIntervalSink([&](const IntervalReport& ir) {
+    an.ingest(ir.training);
+    TrainingReport r = an.analyze();
+    if (followed_at == 0 && ir.end_ns > change && !r.jobs.empty() && r.jobs[0].period.period_s &&
+        std::abs(*r.jobs[0].period.period_s - 0.32) < 0.01 * 0.32) {
+      followed_at = ir.end_ns;
+    }
+  });
+  e.add(v);
+  e.finish();
+  ASSERT_GT(followed_at, 0) << "never followed";
+  // Within a few periods of the new pace (the bound: eight of them, as the recent-steps window).
+  EXPECT_LE(followed_at - change, 8 * 320'000'000LL) << (followed_at - change) / 1e9 << " s";
+}
+
+training::TopologyResult classify(int n, const std::vector<std::pair<int, int>>& edges, uint64_t bytes = 1'000'000) {
+  training::TopologyInput in;
+  for (int i = 1; i <= n; ++i) in.hosts.push_back(ip(i));
+  in.bytes.assign(n, std::vector<uint64_t>(n, 0));
+  for (auto [a, b] : edges) {
+    in.bytes[a - 1][b - 1] += bytes;
+    in.bytes[b - 1][a - 1] += bytes / 40;  // the ACKs
+    in.flow_bytes.push_back(bytes);
+  }
+  return training::classifyTopology(in);
+}
+
+TEST(TrainingTest, TopologyClasses) {
+  // Ring 1 > 3 > 2 > 4 > 1: the successors, and the order from the lowest address.
+  auto ring = classify(4, {{1, 3}, {3, 2}, {2, 4}, {4, 1}});
+  EXPECT_EQ(ring.report.kind, "ring");
+  EXPECT_EQ(ring.report.order, (std::vector<std::string>{ip(1), ip(3), ip(2), ip(4)}));
+  EXPECT_EQ(ring.successor, (std::vector<int>{2, 3, 1, 0}));
+  EXPECT_LT(ring.report.reverse_share, 0.05);
+  // Star: a broadcast from 2.
+  auto star = classify(5, {{2, 1}, {2, 3}, {2, 4}, {2, 5}});
+  EXPECT_EQ(star.report.kind, "star");
+  EXPECT_EQ(star.report.servers, std::vector<std::string>{ip(2)});
+  // Tree: root 1, relays 2 and 3, leaves 4..7, reduce up and broadcast down.
+  std::vector<std::pair<int, int>> t;
+  for (auto [a, b] : std::vector<std::pair<int, int>>{{1, 2}, {1, 3}, {2, 4}, {2, 5}, {3, 6}, {3, 7}}) {
+    t.emplace_back(a, b);
+    t.emplace_back(b, a);
+  }
+  auto tree = classify(7, t);
+  EXPECT_EQ(tree.report.kind, "tree");
+  EXPECT_EQ(tree.report.servers, (std::vector<std::string>{ip(1), ip(2), ip(3)}));
+  EXPECT_EQ(tree.roles[0], "root");
+  EXPECT_EQ(tree.roles[1], "relay");
+  EXPECT_EQ(tree.roles[6], "leaf");
+  // Full mesh of 5.
+  std::vector<std::pair<int, int>> m;
+  for (int a = 1; a <= 5; ++a) {
+    for (int b = 1; b <= 5; ++b) {
+      if (a != b) m.emplace_back(a, b);
+    }
+  }
+  EXPECT_EQ(classify(5, m).report.kind, "mesh");
+  // Parameter servers 5 and 6, workers 1..4, push and pull.
+  std::vector<std::pair<int, int>> ps;
+  for (int w = 1; w <= 4; ++w) {
+    for (int s = 5; s <= 6; ++s) {
+      ps.emplace_back(w, s);
+      ps.emplace_back(s, w);
+    }
+  }
+  auto p = classify(6, ps);
+  EXPECT_EQ(p.report.kind, "parameter-server");
+  EXPECT_EQ(p.report.servers, (std::vector<std::string>{ip(5), ip(6)}));
+  EXPECT_EQ(p.report.workers.size(), 4u);
+  // Two unrelated pairs in one job: nothing to name.
+  EXPECT_EQ(classify(4, {{1, 2}, {3, 4}}).report.kind, "unknown");
+}
+
+// Co-bursts toward a destination against a brute force over 100 us bins.
+TEST(TrainingTest, CoburstsEqualABruteForce) {
+  std::mt19937 rng(7);
+  std::vector<PacketRecord> v;
+  std::uniform_int_distribution<int64_t> when(0, 50'000'000);
+  std::uniform_int_distribution<uint64_t> size(3'000, 60'000);
+  for (int i = 0; i < 400; ++i) burst(&v, kT0 + when(rng), 1 + static_cast<int>(rng() % 6), 9, size(rng), 8);
+  TrainingConfig cfg;
+  TrainingReport r = analyse(v, cfg);
+  const double link = 10e9;
+  const double threshold = cfg.coburst_share * link * 1e-4 / 8;
+  std::map<int64_t, std::map<std::string, uint64_t>> bins;  // bin -> source -> bytes toward 10.0.0.9
+  for (const PacketRecord& p : v) {
+    if (p.key.dst[3] != 9) continue;
+    bins[p.ts_ns / 100'000][std::to_string(p.key.src[3])] += p.wire_len;
+  }
+  std::vector<uint64_t> hist(16, 0);
+  uint64_t cobursts = 0, most = 0;
+  double q = 0, qmax = 0;
+  int64_t last = 0;
+  for (const auto& [b, by] : bins) {
+    uint64_t k = 0, total = 0;
+    for (const auto& [src, bytes] : by) {
+      total += bytes;
+      k += static_cast<double>(bytes) >= threshold;
+    }
+    if (last) q = std::max(0.0, q - link * 1e-4 / 8 * static_cast<double>(b - last - 1));
+    q = std::max(0.0, q + static_cast<double>(total) - link * 1e-4 / 8);
+    qmax = std::max(qmax, q);
+    last = b;
+    if (k) ++hist[std::min<uint64_t>(k, 16) - 1];
+    cobursts += k >= 2;
+    most = std::max(most, k);
+  }
+  auto d = std::find_if(r.destinations.begin(), r.destinations.end(),
+                        [](const DestinationReport& x) { return x.host == "10.0.0.9"; });
+  ASSERT_NE(d, r.destinations.end());
+  EXPECT_GT(cobursts, 10u);  // the case is exercised
+  EXPECT_EQ(d->sources_hist, hist);
+  EXPECT_EQ(d->cobursts, cobursts);
+  EXPECT_EQ(d->max_sources, most);
+  EXPECT_NEAR(d->max_backlog_bytes, qmax, 1e-6 * qmax + 1);
+}
+
+TEST(TrainingTest, ConfiguredJobsTakeTheirHostsAndSeparateJobsAreFound) {
+  std::vector<PacketRecord> v = ringJob(3, steps(20, 200'000'000), {{0, 200'000}});
+  // A second job on hosts 11..12, its own pace.
+  for (int64_t t : steps(20, 310'000'000)) {
+    burst(&v, t, 11, 12, 150'000);
+    burst(&v, t + 2'000'000, 12, 11, 150'000);
+  }
+  TrainingReport r = analyse(v);
+  ASSERT_EQ(r.jobs.size(), 2u);
+  std::map<std::string, double> periods;
+  for (const JobReport& j : r.jobs) periods[j.name] = j.period.period_s.value_or(0);
+  EXPECT_NEAR(periods["job-10.0.0.1"], 0.2, 0.002);
+  EXPECT_NEAR(periods["job-10.0.0.11"], 0.31, 0.0031);
+  TrainingConfig cfg;
+  cfg.jobs.push_back({"ring", {*parseCidr("10.0.0.0/29")}});
+  r = analyse(v, cfg);
+  ASSERT_EQ(r.jobs.size(), 2u);
+  EXPECT_EQ(r.jobs[0].name, "ring");
+  EXPECT_TRUE(r.jobs[0].configured);
+  EXPECT_EQ(r.jobs[0].hosts.size(), 3u);
+  EXPECT_FALSE(parseCidr("10.0.0.0/33").ok());
+  EXPECT_FALSE(parseCidr("nonsense").ok());
+}
+
+}  // namespace
+}  // namespace burstscope

@@ -69,11 +69,11 @@ struct TrainingConfig {
   // least this share of the destination's link rate (or coburst_bps, if set).
   double coburst_share = 0.1;
   double coburst_bps = 0;
-  double default_host_link_bps = 0;  // a destination's link rate; 0: the port's
-  std::vector<HostLink> host_links;  // per host or prefix, first match
-  double receiver_buffer_bytes = 0;  // fan-in backlog above this is counted (0: not counted)
-  size_t top_destinations = 10;      // destinations reported by name (by backlog)
-  size_t max_destinations = 4096;    // destinations whose backlog state is kept
+  double default_host_link_bps = 0;     // a destination's link rate; 0: the port's
+  std::vector<HostLink> host_links;     // per host or prefix, first match
+  double receiver_buffer_bytes = 0;     // fan-in backlog above this is counted (0: not counted)
+  size_t top_destinations = 10;         // destinations reported by name (by backlog)
+  size_t max_destinations = 4096;       // destinations whose backlog state is kept
   int64_t forget_ns = 600'000'000'000;  // a silent job is still reported (idle) for this long
   bool pair_periods = false;            // also a period per heavy host pair (analyze --json)
 };
@@ -121,7 +121,7 @@ struct TopologyEdge {
 };
 
 struct TopologyReport {
-  std::string kind = "unknown";  // ring, mesh, parameter-server, tree, star, unknown
+  std::string kind = "unknown";      // ring, mesh, parameter-server, tree, star, unknown
   std::vector<std::string> order;    // ring: the ranks in ring order (from the lowest address)
   std::vector<std::string> servers;  // parameter-server: the servers; tree/star: the root first, then relays
   std::vector<std::string> workers;  // parameter-server: the workers; tree/star: the leaves
@@ -135,7 +135,7 @@ struct TopologyReport {
 
 struct RankReport {
   std::string host;
-  std::string role;  // from the topology: rank, server, worker, root, relay, leaf
+  std::string role;       // from the topology: rank, server, worker, root, relay, leaf
   std::string successor;  // ring only
   double sent_bytes_per_step = 0;
 };
@@ -147,8 +147,8 @@ struct JobReport {
   // The last interval (offline: the whole file).
   uint64_t bytes = 0;
   uint64_t packets = 0;
-  double rate_bps = 0;      // the interval's mean
-  double baseline_bps = 0;  // mean over the window (PtM's baseline)
+  double rate_bps = 0;                     // the interval's mean
+  double baseline_bps = 0;                 // mean over the window (PtM's baseline)
   std::vector<uint64_t> envelope_bytes;    // per engine scale, from 100 µs bins (SPEC: never above the truth)
   std::vector<std::optional<double>> ptm;  // per scale
   std::vector<double> backlog_bytes;       // per engine rate, from 100 µs bins
@@ -167,10 +167,10 @@ struct JobReport {
 struct DestinationReport {
   std::string host;
   double link_bps = 0;
-  uint64_t bytes = 0;              // toward it, in the interval
-  uint64_t max_sources = 0;        // most sources bursting toward it in one 100 µs bin, in the interval
-  uint64_t cobursts = 0;           // bins with ≥ 2 bursting sources, cumulative
-  uint64_t cross_job_cobursts = 0; // of those, bins whose sources belong to ≥ 2 jobs, cumulative
+  uint64_t bytes = 0;                  // toward it, in the interval
+  uint64_t max_sources = 0;            // most sources bursting toward it in one 100 µs bin, in the interval
+  uint64_t cobursts = 0;               // bins with ≥ 2 bursting sources, cumulative
+  uint64_t cross_job_cobursts = 0;     // of those, bins whose sources belong to ≥ 2 jobs, cumulative
   std::vector<uint64_t> sources_hist;  // cumulative: bins with k bursting sources, k = 1..16 (16: 16 or more)
   double max_backlog_bytes = 0;        // toward it at its link rate, in the interval
   uint64_t over_buffer_bins = 0;       // cumulative: bins ending with the backlog above the receiver buffer
@@ -184,15 +184,15 @@ struct PairPeriod {
 };
 
 struct TrainingReport {
-  int64_t at_ns = 0;         // the end of what it covers
-  int64_t window_ns = 0;     // how much trailing time it covers
+  int64_t at_ns = 0;      // the end of what it covers
+  int64_t window_ns = 0;  // how much trailing time it covers
   std::vector<JobReport> jobs;
-  uint64_t other_bytes = 0;  // in the window, between hosts of no job
+  uint64_t other_bytes = 0;                     // in the window, between hosts of no job
   std::vector<DestinationReport> destinations;  // top by max backlog in the interval
   uint64_t destinations_seen = 0;
-  std::vector<PairPeriod> pairs;                 // with pair_periods
-  uint64_t untracked_packets = 0;                // cumulative
-  double analysis_ms = 0;                        // what the last analysis took
+  std::vector<PairPeriod> pairs;   // with pair_periods
+  uint64_t untracked_packets = 0;  // cumulative
+  double analysis_ms = 0;          // what the last analysis took
 };
 
 // The control-thread half. ingest() each delta in time order, then analyze() for the report.

@@ -321,11 +321,16 @@ Json trainingJson(const TrainingReport& t, const EngineConfig& c) {
     for (const TopologyEdge& e : tp.edges) {
       edges.push_back({{"src", e.src}, {"dst", e.dst}, {"bytes", e.bytes}, {"share", e.share}});
     }
-    x["topology"] = {{"kind", tp.kind},         {"order", tp.order},
-                     {"servers", tp.servers},   {"workers", tp.workers},
-                     {"edges", edges},          {"data_share", tp.data_share},
-                     {"reverse_share", tp.reverse_share}, {"top_flows_share", tp.top_flows_share},
-                     {"flows", tp.flows},       {"flows_for_99pct", tp.flows_for_99pct}};
+    x["topology"] = {{"kind", tp.kind},
+                     {"order", tp.order},
+                     {"servers", tp.servers},
+                     {"workers", tp.workers},
+                     {"edges", edges},
+                     {"data_share", tp.data_share},
+                     {"reverse_share", tp.reverse_share},
+                     {"top_flows_share", tp.top_flows_share},
+                     {"flows", tp.flows},
+                     {"flows_for_99pct", tp.flows_for_99pct}};
     j["jobs"].push_back(x);
   }
   j["destinations"] = Json::array();
@@ -358,14 +363,14 @@ std::string trainingText(const TrainingReport& t, const EngineConfig& c) {
                   " between hosts of no job\n");
   for (const JobReport& r : t.jobs) {
     const TopologyReport& tp = r.topology;
-    absl::StrAppend(&out, "  ", r.name, r.configured ? " (configured)" : "", ": ", r.hosts.size(), " hosts, ",
-                    tp.kind, ", ", humanBytes(static_cast<double>(r.window_bytes)), ", mean ",
-                    humanRate(r.baseline_bps), r.idle_s >= 1 ? absl::StrCat(", idle ", humanSeconds(r.idle_s)) : "", "\n");
+    absl::StrAppend(&out, "  ", r.name, r.configured ? " (configured)" : "", ": ", r.hosts.size(), " hosts, ", tp.kind,
+                    ", ", humanBytes(static_cast<double>(r.window_bytes)), ", mean ", humanRate(r.baseline_bps),
+                    r.idle_s >= 1 ? absl::StrCat(", idle ", humanSeconds(r.idle_s)) : "", "\n");
     absl::StrAppend(&out, "    step period  ", periodText(r.period), "\n");
     if (r.period.period_s) {
-      absl::StrAppend(&out, absl::StrFormat("    bytes/step   %s (spread %.1f%%, min %s, max %s)\n",
-                                            humanBytes(r.step_bytes_mean), r.step_bytes_cv * 100,
-                                            humanBytes(r.step_bytes_min), humanBytes(r.step_bytes_max)));
+      absl::StrAppend(
+          &out, absl::StrFormat("    bytes/step   %s (spread %.1f%%, min %s, max %s)\n", humanBytes(r.step_bytes_mean),
+                                r.step_bytes_cv * 100, humanBytes(r.step_bytes_min), humanBytes(r.step_bytes_max)));
     }
     if (r.gradient_bytes) {
       absl::StrAppend(&out, absl::StrFormat("    gradients    about %s per step (ring all-reduce: each of the %d ranks "
@@ -386,9 +391,9 @@ std::string trainingText(const TrainingReport& t, const EngineConfig& c) {
                                           tp.edges.size(), tp.data_share * 100, tp.reverse_share * 100, tp.flows,
                                           tp.top_flows_share * 100, tp.flows_for_99pct));
     for (const RankReport& k : r.ranks) {
-      absl::StrAppend(&out, absl::StrFormat("      %-16s %-7s %s/step%s\n", k.host, k.role,
-                                            humanBytes(k.sent_bytes_per_step),
-                                            k.successor.empty() ? "" : absl::StrCat("  > ", k.successor)));
+      absl::StrAppend(&out,
+                      absl::StrFormat("      %-16s %-7s %s/step%s\n", k.host, k.role, humanBytes(k.sent_bytes_per_step),
+                                      k.successor.empty() ? "" : absl::StrCat("  > ", k.successor)));
     }
     std::string ptms;
     for (size_t i = 0; i < r.ptm.size() && i < c.scales_ns.size(); ++i) {
@@ -400,11 +405,12 @@ std::string trainingText(const TrainingReport& t, const EngineConfig& c) {
   if (!t.destinations.empty()) {
     absl::StrAppend(&out, "  Fan-in (sources bursting toward one host in a 100 us bin; backlog at its link rate):\n");
     for (const DestinationReport& d : t.destinations) {
-      absl::StrAppend(&out, absl::StrFormat("    %-16s max %d sources, %d co-burst bins (%d across jobs), backlog %s at "
-                                            "%s%s\n",
-                                            d.host, d.max_sources, d.cobursts, d.cross_job_cobursts,
-                                            humanBytes(d.max_backlog_bytes), humanRate(d.link_bps),
-                                            d.jobs.empty() ? "" : absl::StrCat(", jobs ", absl::StrJoin(d.jobs, ", "))));
+      absl::StrAppend(&out,
+                      absl::StrFormat("    %-16s max %d sources, %d co-burst bins (%d across jobs), backlog %s at "
+                                      "%s%s\n",
+                                      d.host, d.max_sources, d.cobursts, d.cross_job_cobursts,
+                                      humanBytes(d.max_backlog_bytes), humanRate(d.link_bps),
+                                      d.jobs.empty() ? "" : absl::StrCat(", jobs ", absl::StrJoin(d.jobs, ", "))));
     }
   }
   return out;

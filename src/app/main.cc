@@ -166,6 +166,7 @@ struct AnalyzeOptions {
 
 int runAnalyze(const AnalyzeOptions& o) {
   PipelineConfig pc;
+  pc.training.pair_periods = true;  // offline: a period per heavy host pair too
   DecoderConfig dc;
   if (absl::Status s = o.metrics.apply(pc.engine, dc, &pc.reorder_horizon_ns, /*only_given=*/false); !s.ok()) {
     return fail(s, 2);

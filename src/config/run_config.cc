@@ -300,6 +300,73 @@ absl::Status readMetrics(const Reader& rd, const YAML::Node& n, RunConfig* c) {
   return absl::OkStatus();
 }
 
+// training: jobs, periods, topology, co-bursts (docs/training.md).
+absl::Status readTraining(const Reader& rd, const YAML::Node& n, RunConfig* c) {
+  BS_RETURN_IF_ERROR(
+      rd.checkKeys(n, "training",
+                   {"enabled", "window", "max-jobs", "jobs", "job-edge-share", "min-period", "max-period",
+                    "coburst-share", "host-link-gbps", "receiver-buffer-bytes", "top-destinations", "max-flows"}));
+  TrainingConfig& t = c->live.pipeline.training;
+  if (n["enabled"]) BS_RETURN_IF_ERROR(rd.boolean(n["enabled"], "training.enabled", &t.enabled));
+  if (n["window"]) BS_RETURN_IF_ERROR(rd.duration(n["window"], "training.window", &t.window_ns));
+  if (n["max-jobs"]) BS_RETURN_IF_ERROR(rd.integer(n["max-jobs"], "training.max-jobs", &t.max_jobs, 1, 1000));
+  if (n["max-flows"]) BS_RETURN_IF_ERROR(rd.integer(n["max-flows"], "training.max-flows", &t.max_flows, 16, 1LL << 22));
+  if (n["top-destinations"]) {
+    BS_RETURN_IF_ERROR(rd.integer(n["top-destinations"], "training.top-destinations", &t.top_destinations, 1, 1000));
+  }
+  if (n["job-edge-share"]) {
+    BS_RETURN_IF_ERROR(rd.number(n["job-edge-share"], "training.job-edge-share", &t.job_edge_share, 0, 1));
+  }
+  if (n["coburst-share"]) {
+    BS_RETURN_IF_ERROR(rd.number(n["coburst-share"], "training.coburst-share", &t.coburst_share, 1e-6, 10));
+  }
+  int64_t ns = 0;
+  if (n["min-period"]) {
+    BS_RETURN_IF_ERROR(rd.duration(n["min-period"], "training.min-period", &ns));
+    t.min_period_s = static_cast<double>(ns) * 1e-9;
+  }
+  if (n["max-period"]) {
+    BS_RETURN_IF_ERROR(rd.duration(n["max-period"], "training.max-period", &ns));
+    t.max_period_s = static_cast<double>(ns) * 1e-9;
+  }
+  if (n["receiver-buffer-bytes"]) {
+    BS_RETURN_IF_ERROR(
+        rd.number(n["receiver-buffer-bytes"], "training.receiver-buffer-bytes", &t.receiver_buffer_bytes, 1, 1e12));
+  }
+  if (n["host-link-gbps"]) {  // prefix: Gbit/s, first match
+    if (!n["host-link-gbps"].IsMap()) return rd.error(n["host-link-gbps"], "training.host-link-gbps", "must be a map");
+    for (const auto& kv : n["host-link-gbps"]) {
+      const std::string key = "training.host-link-gbps." + kv.first.as<std::string>();
+      auto cidr = parseCidr(kv.first.as<std::string>());
+      if (!cidr.ok()) return rd.error(kv.first, key, std::string(cidr.status().message()));
+      double g;
+      BS_RETURN_IF_ERROR(rd.number(kv.second, key, &g, 1e-6, 10000));
+      t.host_links.push_back({*cidr, g * 1e9});
+    }
+  }
+  if (n["jobs"]) {  // name: [prefix, ...]
+    if (!n["jobs"].IsMap()) return rd.error(n["jobs"], "training.jobs", "must map job names to lists of prefixes");
+    for (const auto& kv : n["jobs"]) {
+      const std::string name = kv.first.as<std::string>();
+      const std::string key = "training.jobs." + name;
+      BS_RETURN_IF_ERROR(rd.sequence(kv.second, key));
+      JobSpec j;
+      j.name = name;
+      for (const YAML::Node& h : kv.second) {
+        std::string text;
+        BS_RETURN_IF_ERROR(rd.scalar(h, key, &text));
+        auto cidr = parseCidr(text);
+        if (!cidr.ok()) return rd.error(h, key, std::string(cidr.status().message()));
+        j.hosts.push_back(*cidr);
+      }
+      if (j.hosts.empty()) return rd.error(kv.second, key, "needs at least one prefix");
+      t.jobs.push_back(std::move(j));
+    }
+  }
+  if (absl::Status s = validateTrainingConfig(t); !s.ok()) return rd.error(n, "training", std::string(s.message()));
+  return absl::OkStatus();
+}
+
 absl::Status readDecoder(const Reader& rd, const YAML::Node& n, RunConfig* c) {
   BS_RETURN_IF_ERROR(rd.checkKeys(n, "decoder", {"local-nets", "mirror-vlan-tags", "vxlan-port"}));
   DecoderConfig& d = c->dpdk.decoder;
@@ -444,8 +511,8 @@ absl::StatusOr<RunConfig> parseRunConfig(const std::string& yaml, const std::str
     return absl::InvalidArgumentError(absl::StrCat(origin, ":", e.mark.line + 1, ": not valid YAML: ", e.msg));
   }
   if (root.IsNull()) return c;  // an empty file: all defaults
-  BS_RETURN_IF_ERROR(
-      rd.checkKeys(root, "", {"capture", "dpdk", "af-xdp", "metrics", "decoder", "report", "ring-size", "export"}));
+  BS_RETURN_IF_ERROR(rd.checkKeys(
+      root, "", {"capture", "dpdk", "af-xdp", "metrics", "decoder", "report", "ring-size", "export", "training"}));
   if (root["capture"]) BS_RETURN_IF_ERROR(readChoice(rd, root["capture"], "capture", captureWords(), &c.capture));
   if (root["dpdk"]) BS_RETURN_IF_ERROR(readDpdk(rd, root["dpdk"], &c));
   if (root["af-xdp"]) BS_RETURN_IF_ERROR(readAfXdp(rd, root["af-xdp"], &c));
@@ -453,6 +520,11 @@ absl::StatusOr<RunConfig> parseRunConfig(const std::string& yaml, const std::str
   if (root["decoder"]) BS_RETURN_IF_ERROR(readDecoder(rd, root["decoder"], &c));
   if (root["report"]) BS_RETURN_IF_ERROR(readReport(rd, root["report"], &c));
   if (root["export"]) BS_RETURN_IF_ERROR(readExport(rd, root["export"], &c));
+  if (root["training"]) BS_RETURN_IF_ERROR(readTraining(rd, root["training"], &c));
+  // The fan-in alert's receiver buffer defaults to the switch port's.
+  TrainingConfig& t = c.live.pipeline.training;
+  if (t.receiver_buffer_bytes == 0 && c.exporter.switch_buffer_bytes)
+    t.receiver_buffer_bytes = *c.exporter.switch_buffer_bytes;
   if (root["ring-size"])
     BS_RETURN_IF_ERROR(rd.integer(root["ring-size"], "ring-size", &c.dpdk.ring_capacity, 1024, 1LL << 26));
   return c;

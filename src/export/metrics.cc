@@ -294,8 +294,8 @@ void trainingFamilies(Families& f, const LabelVec& L, const ExportPortInfo& info
               "how well the traffic repeats at that period (normalised autocorrelation, 0-1)", J, j.period.quality);
       f.gauge("burstscope_job_steps", "steps the period and the bytes per step rest on", J,
               static_cast<double>(j.period.steps));
-      f.gauge("burstscope_job_duty_cycle_ratio", "share of the period the job bursts (above its burst threshold)",
-              J, j.period.duty_cycle);
+      f.gauge("burstscope_job_duty_cycle_ratio", "share of the period the job bursts (above its burst threshold)", J,
+              j.period.duty_cycle);
       f.gauge("burstscope_job_step_bytes", "the job's bytes per step (mean over the window's steps)", J,
               j.step_bytes_mean);
       f.gauge("burstscope_job_step_bytes_spread_ratio", "standard deviation / mean of the job's bytes per step", J,
@@ -322,8 +322,8 @@ void trainingFamilies(Families& f, const LabelVec& L, const ExportPortInfo& info
             static_cast<double>(d.max_sources));
     f.counter("burstscope_fanin_cobursts_total", "100 us bins with two or more sources bursting toward it", D,
               static_cast<double>(d.cobursts));
-    f.counter("burstscope_fanin_cross_job_cobursts_total", "co-burst bins whose sources belong to two or more jobs",
-              D, static_cast<double>(d.cross_job_cobursts));
+    f.counter("burstscope_fanin_cross_job_cobursts_total", "co-burst bins whose sources belong to two or more jobs", D,
+              static_cast<double>(d.cross_job_cobursts));
     f.gauge("burstscope_fanin_backlog_max_bytes",
             "largest virtual backlog toward the destination at its link rate, last interval (100 us bins)", D,
             d.max_backlog_bytes);

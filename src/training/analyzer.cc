@@ -5,9 +5,9 @@
 #include <algorithm>
 #include <cctype>
 #include <chrono>
-#include <functional>
 #include <cmath>
 #include <deque>
+#include <functional>
 #include <limits>
 #include <map>
 #include <numeric>
@@ -45,15 +45,15 @@ std::string hostName(const Host& h) {
 }
 
 constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
-constexpr size_t kMaxFineBins = size_t{1} << 22;    // job series at the base bin, longer ones coarsened
+constexpr size_t kMaxFineBins = size_t{1} << 22;  // job series at the base bin, longer ones coarsened
 constexpr size_t kHistBuckets = 16;
 constexpr size_t kMaxCoburstJobs = 16;
 
 // Where the steps of a periodic series fall: step k covers fine bins [origin + k·period, origin + (k+1)·period).
 struct StepCut {
   double origin = 0;
-  double period = 0;  // in fine bins
-  size_t count = 0;   // whole steps inside the analysed region
+  double period = 0;          // in fine bins
+  size_t count = 0;           // whole steps inside the analysed region
   std::vector<bool> counted;  // steps with traffic
   long stepOf(size_t i) const {
     if (period <= 0) return -1;
@@ -135,8 +135,8 @@ PeriodReport readPeriod(const std::vector<double>& fine, double fine_ns, const T
   // Duty cycle: the share of the counted steps' time above a tenth of the series' busiest bin.
   const double peak = *std::max_element(fine.begin(), fine.end());
   uint64_t busy = 0, all = 0;
-  // Steps with traffic: at least three quarters of the median step's bytes (a step cut off by the start of the job or of
-  // the capture, or a pause, would skew bytes per step).
+  // Steps with traffic: at least three quarters of the median step's bytes (a step cut off by the start of the job or
+  // of the capture, or a pause, would skew bytes per step).
   std::vector<double> nonzero;
   for (double b : step_bytes) {
     if (b > 0) nonzero.push_back(b);
@@ -285,7 +285,7 @@ TrainingReport TrainingAnalyzer::Impl::analyze() {
   if (now_ns == kMin) return rep;
   const int64_t bin = cfg.bin_ns;
   const int64_t ws = std::max(first_bin, cutoff_bin);  // window start, in bins
-  const int64_t we = (now_ns + bin - 1) / bin;          // window end (exclusive)
+  const int64_t we = (now_ns + bin - 1) / bin;         // window end (exclusive)
   rep.at_ns = now_ns;
   rep.window_ns = (we - ws) * bin;
   const double window_s = static_cast<double>(rep.window_ns) / 1e9;
@@ -351,7 +351,8 @@ TrainingReport TrainingAnalyzer::Impl::analyze() {
       if (p.d < p.s) std::swap(u.src, u.dst);
       undirected[u] += p.bytes;
     }
-    const double heavy = std::max(static_cast<double>(cfg.job_min_bytes), cfg.job_edge_share * static_cast<double>(total));
+    const double heavy =
+        std::max(static_cast<double>(cfg.job_min_bytes), cfg.job_edge_share * static_cast<double>(total));
     for (const auto& [u, b] : undirected) {
       if (static_cast<double>(b) >= heavy) parent[root(idx[srcOf(u)])] = root(idx[dstOf(u)]);
     }
@@ -376,9 +377,12 @@ TrainingReport TrainingAnalyzer::Impl::analyze() {
       if (a != job_of.end() && b != job_of.end() && a->second == b->second) jobs[a->second].bytes += p.bytes;
     }
     // The heaviest inferred jobs within the bound; the others' hosts are "other".
-    std::vector<JobBuild> kept(std::make_move_iterator(jobs.begin()), std::make_move_iterator(jobs.begin() + first_found));
-    std::vector<JobBuild> inferred(std::make_move_iterator(jobs.begin() + first_found), std::make_move_iterator(jobs.end()));
-    std::stable_sort(inferred.begin(), inferred.end(), [](const JobBuild& x, const JobBuild& y) { return x.bytes > y.bytes; });
+    std::vector<JobBuild> kept(std::make_move_iterator(jobs.begin()),
+                               std::make_move_iterator(jobs.begin() + first_found));
+    std::vector<JobBuild> inferred(std::make_move_iterator(jobs.begin() + first_found),
+                                   std::make_move_iterator(jobs.end()));
+    std::stable_sort(inferred.begin(), inferred.end(),
+                     [](const JobBuild& x, const JobBuild& y) { return x.bytes > y.bytes; });
     for (JobBuild& j : inferred) {
       if (kept.size() >= std::max(cfg.max_jobs, first_found)) break;
       kept.push_back(std::move(j));
@@ -395,7 +399,8 @@ TrainingReport TrainingAnalyzer::Impl::analyze() {
 
   // Each job's figures.
   const int64_t nb = we - ws;
-  const int64_t f = std::max<int64_t>(1, (nb + static_cast<int64_t>(kMaxFineBins) - 1) / static_cast<int64_t>(kMaxFineBins));
+  const int64_t f =
+      std::max<int64_t>(1, (nb + static_cast<int64_t>(kMaxFineBins) - 1) / static_cast<int64_t>(kMaxFineBins));
   const size_t nf = static_cast<size_t>((nb + f - 1) / f);
   const double fine_ns = static_cast<double>(bin * f);
   const int64_t ds = last ? last->start_ns / bin : ws;
@@ -555,15 +560,14 @@ TrainingReport TrainingAnalyzer::Impl::analyze() {
       return "other";
     };
     for (auto& [dst, v] : toward) {
-      std::sort(v.begin(), v.end(), [](const Arrival& x, const Arrival& y) {
-        return x.bin != y.bin ? x.bin < y.bin : x.src < y.src;
-      });
+      std::sort(v.begin(), v.end(),
+                [](const Arrival& x, const Arrival& y) { return x.bin != y.bin ? x.bin < y.bin : x.src < y.src; });
       DestState& st = dests[dst];
       DestinationReport d;
       d.host = hostName(dst);
       d.link_bps = destinationLink(dst);
-      const double threshold = (cfg.coburst_bps > 0 ? cfg.coburst_bps : cfg.coburst_share * d.link_bps) *
-                               static_cast<double>(bin) / 8e9;
+      const double threshold =
+          (cfg.coburst_bps > 0 ? cfg.coburst_bps : cfg.coburst_share * d.link_bps) * static_cast<double>(bin) / 8e9;
       const double drain = d.link_bps * static_cast<double>(bin) / 8e9;
       for (size_t i = 0; i < v.size();) {
         const int64_t b = v[i].bin;
@@ -605,11 +609,12 @@ TrainingReport TrainingAnalyzer::Impl::analyze() {
       d.jobs.assign(st.jobs.begin(), st.jobs.end());
       rep.destinations.push_back(std::move(d));
     }
-    std::sort(rep.destinations.begin(), rep.destinations.end(), [](const DestinationReport& x, const DestinationReport& y) {
-      if (x.max_backlog_bytes != y.max_backlog_bytes) return x.max_backlog_bytes > y.max_backlog_bytes;
-      if (x.bytes != y.bytes) return x.bytes > y.bytes;
-      return x.host < y.host;
-    });
+    std::sort(rep.destinations.begin(), rep.destinations.end(),
+              [](const DestinationReport& x, const DestinationReport& y) {
+                if (x.max_backlog_bytes != y.max_backlog_bytes) return x.max_backlog_bytes > y.max_backlog_bytes;
+                if (x.bytes != y.bytes) return x.bytes > y.bytes;
+                return x.host < y.host;
+              });
     if (rep.destinations.size() > cfg.top_destinations) rep.destinations.resize(cfg.top_destinations);
     // The destinations' states within their bound: the longest quiet go first.
     if (dests.size() > cfg.max_destinations) {

@@ -60,7 +60,9 @@ TopologyResult classifyTopology(const TopologyInput& in) {
   if (n < 2 || total == 0) return out;
 
   const double cut = in.data_edge_share * static_cast<double>(heaviest);
-  auto data = [&](size_t i, size_t j) { return i != j && in.bytes[i][j] > 0 && static_cast<double>(in.bytes[i][j]) >= cut; };
+  auto data = [&](size_t i, size_t j) {
+    return i != j && in.bytes[i][j] > 0 && static_cast<double>(in.bytes[i][j]) >= cut;
+  };
   uint64_t data_bytes = 0, reverse_bytes = 0;
   std::vector<std::vector<int>> adj(n);  // undirected data graph
   size_t undirected_edges = 0;
@@ -80,7 +82,8 @@ TopologyResult classifyTopology(const TopologyInput& in) {
       }
     }
   }
-  std::sort(t.edges.begin(), t.edges.end(), [](const TopologyEdge& a, const TopologyEdge& b) { return a.bytes > b.bytes; });
+  std::sort(t.edges.begin(), t.edges.end(),
+            [](const TopologyEdge& a, const TopologyEdge& b) { return a.bytes > b.bytes; });
   if (t.edges.size() > 64) t.edges.resize(64);
   t.data_share = static_cast<double>(data_bytes) / static_cast<double>(total);
   t.reverse_share = static_cast<double>(reverse_bytes) / static_cast<double>(total);
@@ -99,7 +102,8 @@ TopologyResult classifyTopology(const TopologyInput& in) {
           succ[i] = static_cast<int>(j);
         }
       }
-      ok = succ[i] >= 0 && data(i, static_cast<size_t>(succ[i])) && static_cast<double>(most) >= 0.6 * static_cast<double>(sent);
+      ok = succ[i] >= 0 && data(i, static_cast<size_t>(succ[i])) &&
+           static_cast<double>(most) >= 0.6 * static_cast<double>(sent);
     }
     if (ok) {
       std::vector<bool> seen(n, false);

@@ -206,3 +206,42 @@ TEST(RunConfigTest, TheShippedExampleParses) {
 
 }  // namespace
 }  // namespace burstscope
+
+namespace burstscope {
+namespace {
+
+TEST(RunConfigTest, TrainingSectionMapsOntoTheStructAndNamesBadKeys) {
+  auto c = parseRunConfig(R"(
+export:
+  switch-buffer-bytes: 4000000
+training:
+  window: 90s
+  max-jobs: 4
+  coburst-share: 0.2
+  host-link-gbps: {10.0.1.0/24: 100}
+  jobs:
+    llama: [10.0.0.0/28, "fd00::/64"]
+)",
+                          "t.yaml");
+  ASSERT_TRUE(c.ok()) << c.status();
+  const TrainingConfig& t = c->live.pipeline.training;
+  EXPECT_EQ(t.window_ns, 90'000'000'000);
+  EXPECT_EQ(t.max_jobs, 4u);
+  EXPECT_EQ(t.coburst_share, 0.2);
+  EXPECT_EQ(t.receiver_buffer_bytes, 4e6);  // from the switch port's buffer
+  ASSERT_EQ(t.host_links.size(), 1u);
+  EXPECT_EQ(t.host_links[0].bps, 100e9);
+  ASSERT_EQ(t.jobs.size(), 1u);
+  EXPECT_EQ(t.jobs[0].name, "llama");
+  ASSERT_EQ(t.jobs[0].hosts.size(), 2u);
+  EXPECT_EQ(t.jobs[0].hosts[1].family, 6);
+  for (const char* bad : {"training:\n  windw: 1s\n", "training:\n  jobs:\n    a: [10.0.0.0/40]\n",
+                          "training:\n  max-jobs: 0\n", "training:\n  jobs: [1, 2]\n"}) {
+    auto r = parseRunConfig(bad, "t.yaml");
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(std::string(r.status().message()).find("training"), std::string::npos) << r.status();
+  }
+}
+
+}  // namespace
+}  // namespace burstscope

@@ -158,7 +158,8 @@ TEST(TrainingTest, RandomOnOffTrafficHasNoPeriod) {
     }
     TrainingReport r = analyse(v);
     ASSERT_EQ(r.jobs.size(), 1u);
-    EXPECT_FALSE(r.jobs[0].period.period_s) << seed << ": " << r.jobs[0].period.period_s.value_or(0) << " q " << r.jobs[0].period.quality;
+    EXPECT_FALSE(r.jobs[0].period.period_s)
+        << seed << ": " << r.jobs[0].period.period_s.value_or(0) << " q " << r.jobs[0].period.quality;
     EXPECT_FALSE(r.jobs[0].period.why.empty());
   }
 }

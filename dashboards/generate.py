@@ -39,13 +39,13 @@ class Board:
         self.x = self.y = 0
         self.row_h = 0
 
-    def panel(self, kind, title, unit, targets, w=12, h=8, description="", **opts):
+    def panel(self, kind, title, unit, targets, w=12, h=8, description="", overrides=(), **opts):
         if self.x + w > 24:
             self.x, self.y = 0, self.y + self.row_h
             self.row_h = 0
         p = {"id": len(self.panels) + 1, "type": kind, "title": title, "description": description,
              "datasource": DS, "gridPos": {"x": self.x, "y": self.y, "w": w, "h": h},
-             "fieldConfig": {"defaults": {"unit": unit}, "overrides": []},
+             "fieldConfig": {"defaults": {"unit": unit}, "overrides": list(overrides)},
              "targets": [dict(t, refId=chr(ord("A") + i), datasource=DS) for i, t in enumerate(targets)]}
         p.update(opts)
         self.panels.append(p)
@@ -201,10 +201,153 @@ def capture_health():
     return b
 
 
+# The exporter names each training job in a label `job` (job="job-10.77.0.1"). That is also the label every scrape
+# adds (job="burstscope"), so Prometheus keeps the target's and stores the exporter's as exported_job (the
+# default honor_labels: false, as in deploy/prometheus/prometheus.yml). Every training-job query uses this.
+JOB = "exported_job"
+JSEL = f'{SEL}, {JOB}=~"$job"'
+DSEL = f'{SEL}, destination=~"$destination"'
+JLEG = f"{{{{{JOB}}}}} {{{{sensor}}}} {{{{port}}}}"
+DLEG = "{{destination}} {{sensor}} {{port}}"
+
+
+def by_name(name, unit):
+    return {"matcher": {"id": "byName", "options": name}, "properties": [{"id": "unit", "value": unit}]}
+
+
+def training():
+    job = dict(query_var("job", f'label_values(burstscope_job_info{{sensor=~"$sensor", port=~"$port"}}, {JOB})'),
+               label="training job")
+    dest = query_var("destination",
+                     'label_values(burstscope_fanin_max_sources{sensor=~"$sensor", port=~"$port"}, destination)')
+    scale = query_var("scale", 'label_values(burstscope_job_peak_to_mean_ratio{sensor=~"$sensor"}, scale)')
+    b = Board("burstscope-training", "burstscope / training jobs",
+              "Training jobs read from the mirrored traffic: topology, step period, duty cycle, bytes per step and "
+              "per rank, each job's own burstiness, and fan-in: several sources bursting toward one host at once. "
+              "Jobs are configured or inferred from who talks to whom; a silent job stays listed for 10 minutes "
+              "(by default).",
+              [job, dest, scale])
+    b.row("Jobs")
+    key = f"sensor, port, {JOB}"
+    columns = [  # (query, column, unit)
+        (f"max by ({key}, topology, configured) (burstscope_job_info{{{JSEL}}})", None, None),
+        (f"max by ({key}) (burstscope_job_hosts{{{JSEL}}})", "hosts", "short"),
+        (f"max by ({key}) (burstscope_job_data_edges{{{JSEL}}})", "data edges", "short"),
+        (f"max by ({key}) (burstscope_job_top_flows_share_ratio{{{JSEL}}})", "top 5 flows", "percentunit"),
+        (f"max by ({key}) (burstscope_job_step_period_seconds{{{JSEL}}})", "step period", "s"),
+        (f"max by ({key}) (burstscope_job_step_period_quality{{{JSEL}}})", "period quality", "percentunit"),
+        (f"max by ({key}) (burstscope_job_duty_cycle_ratio{{{JSEL}}})", "duty cycle", "percentunit"),
+        (f"max by ({key}) (burstscope_job_step_bytes{{{JSEL}}})", "bytes/step", "decbytes"),
+        (f"max by ({key}) (burstscope_job_step_bytes_spread_ratio{{{JSEL}}})", "bytes/step spread", "percentunit"),
+        (f"max by ({key}) (burstscope_job_gradient_bytes{{{JSEL}}})", "gradients (ring)", "decbytes"),
+        (f"sum by ({key}) (rate(burstscope_job_bytes_total{{{JSEL}}}[$__rate_interval]))", "throughput", "Bps"),
+        (f"max by ({key}) (burstscope_job_idle_seconds{{{JSEL}}})", "idle", "s"),
+    ]
+    rename = {JOB: "job"}
+    rename.update({f"Value #{chr(ord('A') + i)}": c for i, (_, c, _) in enumerate(columns) if c})
+    b.panel("table", "Training jobs (now)", "short", [q(e, instant=True, fmt="table") for e, _, _ in columns],
+            w=24, h=7,
+            description="One row per job and mirrored port, merged from instant queries. Period, duty cycle and "
+                        "bytes per step are empty while no step period is found; the gradient estimate is for ring "
+                        "all-reduce jobs only (rank bytes per step × N / (2(N − 1)), wire bytes).",
+            overrides=[by_name(c, u) for _, c, u in columns if c],
+            transformations=[{"id": "merge", "options": {}},
+                             {"id": "organize", "options": {"excludeByName": {"Time": True, "Value #A": True},
+                                                            "renameByName": rename}}])
+    b.panel("timeseries", "Step period", "s", [q(f"burstscope_job_step_period_seconds{{{JSEL}}}", JLEG)], w=8,
+            description="Read from the job's traffic over the trailing training window; absent while none is found "
+                        "(too few steps, aperiodic). BurstscopeJobStepSlowdown compares the last 5 minutes with the "
+                        "30 before.")
+    b.panel("timeseries", "Duty cycle", "percentunit", [q(f"burstscope_job_duty_cycle_ratio{{{JSEL}}}", JLEG)], w=8,
+            description="Share of the step period during which the job bursts.")
+    b.panel("timeseries", "Bursting time per step (duty cycle × period)", "s",
+            [q(f"burstscope_job_duty_cycle_ratio{{{JSEL}}} * burstscope_job_step_period_seconds{{{JSEL}}}", JLEG)],
+            w=8,
+            description="When the period grows and this stays, the extra time is spent away from the network "
+                        "(compute, input pipeline, a slow rank); when this grows with it, communication takes longer.")
+    b.panel("timeseries", "Bytes per step, and their spread", "decbytes",
+            [q(f"burstscope_job_step_bytes{{{JSEL}}}", JLEG),
+             q(f"burstscope_job_step_bytes_spread_ratio{{{JSEL}}}", f"spread {JLEG}")],
+            description="Mean bytes per step over the window (left) and their standard deviation / mean (right). A "
+                        "steady job moves the same bytes every step: a growing spread means uneven steps.",
+            overrides=[{"matcher": {"id": "byFrameRefID", "options": "B"},
+                        "properties": [{"id": "unit", "value": "percentunit"},
+                                       {"id": "custom.axisPlacement", "value": "right"}]}])
+    b.panel("timeseries", "Bytes per step sent by each rank", "decbytes",
+            [q(f"burstscope_job_rank_step_bytes{{{JSEL}}}", f"{{{{{JOB}}}}} {{{{host}}}} ({{{{role}}}})")],
+            description="Every rank of a ring sends about the same; a parameter server's servers and workers "
+                        "differ by design.")
+    b.row("Traffic and burstiness per job")
+    b.panel("timeseries", "Throughput per job", "Bps",
+            [q(f"sum by ({key}) (rate(burstscope_job_bytes_total{{{JSEL}}}[$__rate_interval]))", JLEG)],
+            description="Bytes between the job's hosts.")
+    b.panel("timeseries", "Peak-to-mean ratio per time scale", "suffix:×",
+            [q(f'burstscope_job_peak_to_mean_ratio{{{JSEL}, scale=~"$scale"}}', f"{{{{{JOB}}}}} {{{{scale}}}} s")],
+            description="The job's own E(τ) / (its mean rate over the training window × τ), from 100 µs bins.")
+    b.panel("timeseries", "Backlog of the job alone, per drain rate", "decbytes",
+            [q(f"burstscope_job_virtual_backlog_max_bytes{{{JSEL}}}", f"{{{{{JOB}}}}} @ {{{{rate_bps}}}} bit/s")],
+            description="Buffer a port draining at each rate would need for this job's traffic alone, last interval.")
+    b.panel("timeseries", "Time since the job's last packet", "s",
+            [q(f"burstscope_job_idle_seconds{{{JSEL}}}", JLEG)],
+            description="Near 0 while the job runs. BurstscopeJobSilent fires above 60 s; the sensor forgets a job "
+                        "10 minutes after its last packet.")
+    b.row("Fan-in toward destinations")
+    b.panel("timeseries", "Most sources bursting at once toward a destination", "short",
+            [q(f"max_over_time(burstscope_fanin_max_sources{{{DSEL}}}[$__rate_interval])", DLEG)], w=8,
+            description="Most sources sending toward the host at the co-burst threshold (by default 10% of its "
+                        "link rate) within one 100 µs bin, over the report intervals of each point. 1 in a ring; "
+                        "more is incast.")
+    b.panel("timeseries", "Co-bursts: bins with two or more sources bursting", "cps",
+            [q(f"sum by (sensor, port, destination) (rate(burstscope_fanin_cobursts_total{{{DSEL}}}"
+               f"[$__rate_interval]))", DLEG)], w=8,
+            description="100 µs bins per second in which two or more sources burst toward the host: 100/s is 1% "
+                        "of the time.")
+    b.panel("timeseries", "Cross-job co-bursts", "cps",
+            [q(f"sum by (sensor, port, destination) (rate(burstscope_fanin_cross_job_cobursts_total{{{DSEL}}}"
+               f"[$__rate_interval]))", DLEG)], w=8,
+            description="Co-burst bins whose sources belong to two or more jobs: jobs that collide at a shared "
+                        "host; staggering their steps helps.")
+    b.panel("timeseries", "Backlog toward each destination, and the buffer", "decbytes",
+            [q(f"max_over_time(burstscope_fanin_backlog_max_bytes{{{DSEL}}}[$__rate_interval])", DLEG),
+             q(f"burstscope_switch_buffer_bytes{{{SEL}}}", "switch buffer {{sensor}} {{port}}")],
+            description="Largest virtual backlog of the host's switch port (draining at the host's link rate) in a "
+                        "report interval. The receiver buffer it is counted against is training.receiver-buffer-bytes, "
+                        "by default the switch buffer drawn here.")
+    b.panel("timeseries", "Time over the receiver buffer", "cps",
+            [q(f"sum by (sensor, port, destination) (rate(burstscope_fanin_backlog_over_buffer_bins_total{{{DSEL}}}"
+               f"[$__rate_interval]))", DLEG)],
+            description="100 µs bins per second that ended with the backlog toward the host above the receiver "
+                        "buffer: the switch would drop or pause then. Stays 0 without a buffer configured.")
+    b.panel("heatmap", "Bursting sources per 100 µs bin", "short",
+            [q(f"sum by (le) (increase(burstscope_fanin_bursting_sources_bucket{{{DSEL}}}[$__rate_interval]))",
+               "{{le}}", fmt="heatmap")],
+            description="How many bins (with any source bursting) had 1, 2, 3, ... sources bursting toward the "
+                        "selected destinations at once.",
+            options={"calculate": False, "yAxis": {"unit": "short"}, "cellValues": {"unit": "short"}})
+    b.panel("bargauge", "Bursting sources per bin, over the time range", "short",
+            [q(f"sum by (le) (increase(burstscope_fanin_bursting_sources_bucket{{{DSEL}}}[$__range]))", "{{le}}",
+               instant=True, fmt="heatmap")],
+            description="Bins by the number of sources bursting at once (up to the bucket's bound).",
+            options={"orientation": "horizontal", "displayMode": "gradient",
+                     "reduceOptions": {"calcs": ["lastNotNull"], "fields": "", "values": False}})
+    b.row("Training analysis")
+    b.panel("stat", "Jobs reported", "short", [q(f"burstscope_training_jobs{{{SEL}}}", "{{sensor}} {{port}}")], w=4)
+    b.panel("stat", "Training window", "s", [q(f"burstscope_training_window_seconds{{{SEL}}}", "{{sensor}} {{port}}")],
+            w=4, description="Trailing time jobs, periods, bytes per step and topology are read from.")
+    b.panel("timeseries", "Analysis time per report interval", "s",
+            [q(f"burstscope_training_analysis_seconds{{{SEL}}}", "{{sensor}} {{port}}")], w=8,
+            description="On the control thread; it must stay well under the report interval.")
+    b.panel("timeseries", "Packets outside the training flow table", "pps",
+            [q(f"sum by (sensor, port) (rate(burstscope_training_untracked_packets_total{{{SEL}}}[$__rate_interval]))",
+               "{{sensor}} {{port}}")], w=8,
+            description="IP packets of flows beyond the training flow table's size: in no job's figures.")
+    return b
+
+
 def main():
     out = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.abspath(__file__))
     for name, board in [("overview", overview()), ("pairs-flows", pairs_flows()),
-                        ("capture-health", capture_health())]:
+                        ("capture-health", capture_health()), ("training", training())]:
         with open(os.path.join(out, f"burstscope-{name}.json"), "w") as f:
             json.dump(board.json(), f, indent=2, ensure_ascii=False)
             f.write("\n")

@@ -22,7 +22,7 @@ def check(ok, what):
 
 
 files = sorted(glob.glob(os.path.join(root, "dashboards", "*.json")))
-check(len(files) == 3, "three dashboards: overview, pairs/flows, capture health")
+check(len(files) == 4, "four dashboards: overview, pairs/flows, capture health, training jobs")
 with tempfile.TemporaryDirectory() as tmp:
     subprocess.run([sys.executable, os.path.join(root, "dashboards", "generate.py"), tmp], check=True)
     for f in files:
@@ -50,6 +50,20 @@ for f in files:
           f"{name}: range selectors use $__rate_interval (or $__range for totals over the view)")
     check(all(re.search(r"\brate\([^)]*\[\$__rate_interval\]", e) or "rate(" not in e for e in exprs),
           f"{name}: every rate() over $__rate_interval")
+    used = {v for e in exprs + [v.get("definition", "") for v in d["templating"]["list"]]
+            for v in re.findall(r"\$(\w+)", e) if not v.startswith("__")}
+    check(used <= set(names), f"{name}: every $variable in a query is defined ({sorted(used - set(names))} not)")
+    check(all(any(x["id"] == "merge" for x in p.get("transformations", [])) for p in panels
+              if p["type"] == "table" and len(p["targets"]) > 1),
+          f"{name}: a table of several queries merges them into one")
+    # The exporter's per-job label `job` collides with the scrape's job="burstscope": Prometheus stores it as
+    # exported_job (honor_labels: false), so a query or legend on `job` would lump every training job together.
+    training = [t for p in panels for t in p["targets"] if "burstscope_job_" in t["expr"]]
+    training += [{"expr": v["definition"], "legendFormat": ""} for v in d["templating"]["list"]
+                 if "burstscope_job_" in v.get("definition", "")]
+    check(all(not re.search(r"\bjob\s*(=~|!~|!=|=)|\b(by|without)\s*\([^)]*\bjob\b|,\s*job\s*\)", t["expr"])
+              and "{{job}}" not in t["legendFormat"] for t in training),
+          f"{name}: training-job queries use exported_job, never the scrape's job label")
 check(len(uids) == len(files), "uids are unique")
 print(f"1..{n}")
 sys.exit(1 if failed else 0)

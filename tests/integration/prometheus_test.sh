@@ -150,7 +150,7 @@ check "a scrape has every metric family the dashboards and rules use" grep -q '^
 import glob, json, re, sys
 root = sys.argv[1]
 subst = [(r'\$__rate_interval', '30s'), (r'\$__range', '5m'), (r'"\$scale"', '"0.005"'),
-         (r'=~"\$(sensor|port)"', '=~".*"')]
+         (r'=~"\$\w+"', '=~".*"')]  # sensor, port, job, destination: All
 def clean(e):
     for a, b in subst:
         e = re.sub(a, b, e)

@@ -312,7 +312,8 @@ def training():
              q(f"burstscope_switch_buffer_bytes{{{SEL}}}", "switch buffer {{sensor}} {{port}}")],
             description="Largest virtual backlog of the host's switch port (draining at the host's link rate) in a "
                         "report interval. The receiver buffer it is counted against is training.receiver-buffer-bytes, "
-                        "by default the switch buffer drawn here.")
+                        "by default the switch buffer drawn here; the host's link rate is the mirrored link's unless "
+                        "training.host-link-gbps sets it.")
     b.panel("timeseries", "Time over the receiver buffer", "cps",
             [q(f"sum by (sensor, port, destination) (rate(burstscope_fanin_backlog_over_buffer_bins_total{{{DSEL}}}"
                f"[$__rate_interval]))", DLEG)],
@@ -340,7 +341,8 @@ def training():
     b.panel("timeseries", "Packets outside the training flow table", "pps",
             [q(f"sum by (sensor, port) (rate(burstscope_training_untracked_packets_total{{{SEL}}}[$__rate_interval]))",
                "{{sensor}} {{port}}")], w=8,
-            description="IP packets of flows beyond the training flow table's size: in no job's figures.")
+            description="IP packets of flows beyond the training flow table (training.max-flows per port): in no "
+                        "job's figures.")
     return b
 
 

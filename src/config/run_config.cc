@@ -496,6 +496,11 @@ RunConfig defaultRunConfig() {
 }
 
 void resolvePortLinks(RunConfig* c) {
+  // The fan-in receiver buffer (training) defaults to the switch port's buffer, from the file or the flag.
+  TrainingConfig& t = c->live.pipeline.training;
+  if (t.receiver_buffer_bytes == 0 && c->exporter.switch_buffer_bytes) {
+    t.receiver_buffer_bytes = *c->exporter.switch_buffer_bytes;
+  }
   const double link = c->live.pipeline.engine.link_capacity_bps;
   for (DpdkPortConfig& p : c->dpdk.ports) p.link_bps = p.link_bps > 0 ? p.link_bps : link;
   for (AfXdpPortConfig& p : c->afxdp.ports) p.link_bps = p.link_bps > 0 ? p.link_bps : link;

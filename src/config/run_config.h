@@ -35,7 +35,8 @@ struct RunConfig {
 // link speed, everything else the modules' own defaults). Flags start from here too.
 RunConfig defaultRunConfig();
 
-// After the file and the flags: a port without its own link speed takes metrics' (EngineConfig's).
+// After the file and the flags: a port without its own link speed takes metrics' (EngineConfig's), and the
+// training receiver buffer, unless given, the switch buffer.
 void resolvePortLinks(RunConfig* c);
 
 // Parses YAML text; `origin` (a file name) prefixes error messages.

@@ -263,7 +263,7 @@ void trainingFamilies(Families& f, const LabelVec& L, const ExportPortInfo& info
             "IP packets of flows beyond the training flow table (not in any job's figures)", L,
             static_cast<double>(t.untracked_packets));
   for (const JobReport& j : t.jobs) {
-    const LabelVec J = with(L, {{"job", j.name}});
+    const LabelVec J = with(L, {{"ml_job", j.name}});
     f.gauge("burstscope_job_info", "a training job: its topology and whether it was configured (always 1)",
             with(J, {{"topology", j.topology.kind}, {"configured", j.configured ? "true" : "false"}}), 1);
     f.gauge("burstscope_job_hosts", "hosts in the job", J, static_cast<double>(j.hosts.size()));

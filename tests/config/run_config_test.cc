@@ -228,7 +228,12 @@ training:
   EXPECT_EQ(t.window_ns, 90'000'000'000);
   EXPECT_EQ(t.max_jobs, 4u);
   EXPECT_EQ(t.coburst_share, 0.2);
-  EXPECT_EQ(t.receiver_buffer_bytes, 4e6);  // from the switch port's buffer
+  EXPECT_EQ(t.receiver_buffer_bytes, 4e6);  // the switch buffer is the default
+  // ... also when the switch buffer comes from a flag, after the file (resolved after the flags).
+  c->live.pipeline.training.receiver_buffer_bytes = 0;
+  c->exporter.switch_buffer_bytes = 2e6;
+  resolvePortLinks(&*c);
+  EXPECT_EQ(c->live.pipeline.training.receiver_buffer_bytes, 2e6);
   ASSERT_EQ(t.host_links.size(), 1u);
   EXPECT_EQ(t.host_links[0].bps, 100e9);
   ASSERT_EQ(t.jobs.size(), 1u);

@@ -202,9 +202,9 @@ def capture_health():
 
 
 # The exporter names each training job in a label `job` (job="job-10.77.0.1"). That is also the label every scrape
-# adds (job="burstscope"), so Prometheus keeps the target's and stores the exporter's as exported_job (the
+# adds (job="burstscope"), so Prometheus keeps the target's and stores the exporter's as ml_job (the
 # default honor_labels: false, as in deploy/prometheus/prometheus.yml). Every training-job query uses this.
-JOB = "exported_job"
+JOB = "ml_job"
 JSEL = f'{SEL}, {JOB}=~"$job"'
 DSEL = f'{SEL}, destination=~"$destination"'
 JLEG = f"{{{{{JOB}}}}} {{{{sensor}}}} {{{{port}}}}"

@@ -57,13 +57,13 @@ for f in files:
               if p["type"] == "table" and len(p["targets"]) > 1),
           f"{name}: a table of several queries merges them into one")
     # The exporter's per-job label `job` collides with the scrape's job="burstscope": Prometheus stores it as
-    # exported_job (honor_labels: false), so a query or legend on `job` would lump every training job together.
+    # ml_job (honor_labels: false), so a query or legend on `job` would lump every training job together.
     training = [t for p in panels for t in p["targets"] if "burstscope_job_" in t["expr"]]
     training += [{"expr": v["definition"], "legendFormat": ""} for v in d["templating"]["list"]
                  if "burstscope_job_" in v.get("definition", "")]
     check(all(not re.search(r"\bjob\s*(=~|!~|!=|=)|\b(by|without)\s*\([^)]*\bjob\b|,\s*job\s*\)", t["expr"])
               and "{{job}}" not in t["legendFormat"] for t in training),
-          f"{name}: training-job queries use exported_job, never the scrape's job label")
+          f"{name}: training-job queries use ml_job, never the scrape's job label")
 check(len(uids) == len(files), "uids are unique")
 print(f"1..{n}")
 sys.exit(1 if failed else 0)

@@ -58,6 +58,34 @@ check "replay: ledger balanced, device ipackets = received" test "$(json "$TMP/r
 check "replay: timestamp source is the file's" test "$(json "$TMP/replay.json" "d['timestamps']['source']")" = pcap_file
 check "replay: the ledger is printed" grep -q "balanced: received" "$TMP/replay.err"
 check "replay: one summary line per 100 ms interval" test "$(grep -c ' net_pcap0 ' "$TMP/replay.err")" -ge 10
+# Training awareness live equals offline: the testbed's ring recording replayed through net_pcap (1 s
+# intervals, the analyzer's trailing window holding all of it) reads the same job, ring, successors, period
+# and bytes per step as `analyze` of the same file.
+RING="$ROOT/data/testbed/ddp-ring-w4.pcap"
+"$WRAP" pad-usec "$RING" "$TMP/ring.pcap"
+"$BS" analyze --json "$TMP/ring.pcap" >"$TMP/ring-analyze.json"
+# shellcheck disable=SC2046
+"$BS" run --listen 127.0.0.1:0 --json -q --port net_pcap0 --vdev "net_pcap0,rx_pcap=$TMP/ring.pcap" --idle-exit 3s \
+  -- $(eal ring) >"$TMP/ring-run.json" 2>"$TMP/ring-run.err"
+rc=$?
+check "ring replay exits 0" test "$rc" = 0
+check "ring replay: the same job, topology, ring order, successors, period and bytes per step as analyze" \
+  python3 - "$TMP/ring-run.json" "$TMP/ring-analyze.json" <<'EOF'
+import json, sys
+run = json.load(open(sys.argv[1]))["ports"][0]["training"]["jobs"]
+ana = json.load(open(sys.argv[2]))["training"]["jobs"]
+def key(j):
+    return (j["name"], j["hosts"], j["topology"]["kind"], j["topology"]["order"],
+            [(r["host"], r["successor"]) for r in j["ranks"]])
+print("run", [key(j) for j in run], [j["period"] for j in run])
+print("analyze", [key(j) for j in ana], [j["period"] for j in ana])
+ok = len(run) == len(ana) == 1 and key(run[0]) == key(ana[0]) and ana[0]["topology"]["kind"] == "ring"
+pr, pa = run[0]["period"]["period_s"], ana[0]["period"]["period_s"]
+ok = ok and pr is not None and pa is not None and abs(pr - pa) <= 1e-3 * pa
+sr, sa = run[0]["step_bytes"]["mean"], ana[0]["step_bytes"]["mean"]
+ok = ok and abs(sr - sa) <= 0.01 * sa
+sys.exit(0 if ok else 1)
+EOF
 # Paced replay: at 2x the recorded pace the 1.38 s trace takes at least ~0.69 s (a lower bound only).
 start=$(date +%s%N)
 # shellcheck disable=SC2046

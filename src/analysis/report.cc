@@ -542,6 +542,17 @@ std::string intervalSummary(const std::string& port, const PortSnapshot& snap, c
   }
   absl::StrAppend(&line, "  microbursts ", r.microbursts_total, "  drops ring ", snap.ledger.ring_drops);
   if (!snap.device.drop_stages.empty()) absl::StrAppend(&line, " before RX ", snap.device.dropStagesTotal());
+  // The busiest jobs: "job-10.77.1.1 ring/4 T 202ms"; the full picture is in the JSON and the metrics.
+  if (snap.training) {
+    size_t shown = 0;
+    for (const JobReport& j : snap.training->jobs) {
+      if (j.idle_s >= 1 || shown == 3) continue;
+      absl::StrAppend(&line, shown++ == 0 ? "  jobs: " : ", ", j.name, " ", j.topology.kind, "/", j.hosts.size(),
+                      j.period.period_s
+                          ? absl::StrCat(" T ", absl::StrReplaceAll(humanSeconds(*j.period.period_s), {{" ", ""}}))
+                          : std::string(" T -"));
+    }
+  }
   return line;
 }
 

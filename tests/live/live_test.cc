@@ -238,6 +238,27 @@ TEST(LiveMergeTest, SummaryLineShowsRatesPtmAndDrops) {
   EXPECT_NE(line.find("20s:-"), std::string::npos) << line;
   EXPECT_NE(line.find("microbursts 7"), std::string::npos) << line;
   EXPECT_NE(line.find("drops ring 5 before RX 4"), std::string::npos) << line;
+  EXPECT_EQ(line.find("jobs:"), std::string::npos) << line;
+  // With training figures: the active jobs, their topology, size and period; a silent one is left out.
+  auto t = std::make_shared<TrainingReport>();
+  JobReport ring;
+  ring.name = "job-10.0.0.1";
+  ring.hosts = {"10.0.0.1", "10.0.0.2", "10.0.0.3"};
+  ring.topology.kind = "ring";
+  ring.period.period_s = 0.2;
+  JobReport quiet = ring;
+  quiet.name = "job-10.0.0.9";
+  quiet.idle_s = 30;
+  JobReport ps = ring;
+  ps.name = "job-10.0.0.5";
+  ps.topology.kind = "parameter-server";
+  ps.period.period_s.reset();
+  t->jobs = {ring, quiet, ps};
+  s.training = t;
+  const std::string with_jobs = intervalSummary("p0", s, c);
+  EXPECT_NE(with_jobs.find("jobs: job-10.0.0.1 ring/3 T 200.00ms, job-10.0.0.5 parameter-server/3 T -"),
+            std::string::npos)
+      << with_jobs;
 }
 
 // A stop (Ctrl-C on analyze) ends the reading of a capture file, but every record read still reaches the

@@ -106,8 +106,9 @@ PeriodReport readPeriod(const std::vector<double>& fine, double fine_ns, const T
   const double start = static_cast<double>(region);
   const size_t slots = std::max<size_t>(1, static_cast<size_t>(std::llround(period)));
   std::vector<double> fold(slots, 0.0);
-  for (size_t i = region; i < fine.size(); ++i) {
-    const double ph = std::fmod(static_cast<double>(i) - start, period);
+  double ph = 0;  // (i - start) mod period, kept incrementally
+  for (size_t i = region; i < fine.size(); ++i, ph += 1) {
+    if (ph >= period) ph -= period;
     fold[std::min(slots - 1, static_cast<size_t>(ph))] += fine[i];
   }
   const size_t w = std::max<size_t>(1, slots / 20);
@@ -450,10 +451,12 @@ TrainingReport TrainingAnalyzer::Impl::analyze() {
     r.baseline_bps = window_s > 0 ? static_cast<double>(j.bytes) * 8 / window_s : 0;
     for (int64_t tau : scales) {
       const size_t k = static_cast<size_t>(std::max<int64_t>(1, tau / (bin * f)));
+      // Windows ending inside the interval, which reach back up to k bins before it.
+      const size_t from = interval_from > k ? interval_from - k : 0;
       double sum = 0, best = 0;
-      for (size_t i = 0; i < nf; ++i) {
+      for (size_t i = from; i < nf; ++i) {
         sum += fine[i];
-        if (i >= k) sum -= fine[i - k];
+        if (i >= from + k) sum -= fine[i - k];
         if (i >= interval_from) best = std::max(best, sum);
       }
       r.envelope_bytes.push_back(static_cast<uint64_t>(std::llround(best)));

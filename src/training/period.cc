@@ -62,12 +62,24 @@ Curve buildCurve(std::span<const double> y, double max_lag) {
   Curve c;
   size_t g = 1;
   while (y.size() / g > (size_t{1} << 17)) g *= 2;
+  // The first level's sums, then each level from the last one's (groups of four): O(n) in all.
+  std::vector<double> coarse((y.size() + g - 1) / g, 0.0);
+  for (size_t i = 0, k = 0, left = g; i < y.size(); ++i) {
+    coarse[k] += y[i];
+    if (--left == 0) {
+      ++k;
+      left = g;
+    }
+  }
   bool first = true;
   for (;; g *= 4) {
-    const size_t m = (y.size() + g - 1) / g;
+    if (!first) {
+      std::vector<double> next((coarse.size() + 3) / 4, 0.0);
+      for (size_t i = 0; i < coarse.size(); ++i) next[i >> 2] += coarse[i];
+      coarse.swap(next);
+    }
+    const size_t m = coarse.size();
     if (m < 16) break;
-    std::vector<double> coarse(m, 0.0);
-    for (size_t i = 0; i < y.size(); ++i) coarse[i / g] += y[i];
     std::vector<double> s(m, 0.0);
     if (first) {
       s = coarse;

@@ -31,6 +31,9 @@ namespace {
 
 int64_t realtimeNs() { return clockNs(CLOCK_REALTIME); }
 
+// Descriptors asked for each idle TX queue (adjusted to the driver's limits): burstscope sends nothing.
+constexpr uint16_t kTxDescriptors = 64;
+
 // Maps a free-running counter (the TSC, or a NIC's clock) to CLOCK_REALTIME: one (counter, realtime) pair
 // read back to back, and the counter's frequency. Re-synchronised periodically by the thread that uses it;
 // each re-synchronisation's correction is recorded, which is the clock error that accumulated meanwhile.
@@ -251,11 +254,19 @@ absl::Status DpdkBackend::initPort(const DpdkPortConfig& pc, size_t index) {
                                                    "': replay-speed applies only to net_pcap "
                                                    "with recorded timestamps"));
   }
-  if (int rc = rte_eth_dev_configure(id, p.queues, 0, &conf); rc != 0) {
-    return absl::InternalError(
-        absl::StrCat("port '", pc.device, "': configure with ", p.queues, " RX queues failed: ", rte_strerror(-rc)));
+  // burstscope never transmits, but some drivers pair every RX queue with a TX queue and refuse any other
+  // configuration: net_af_xdp binds one AF_XDP socket per queue pair (RX and TX counts must be equal,
+  // dev_configure = -EINVAL otherwise). So wherever the driver offers as many TX queues as RX queues, each RX
+  // queue gets an idle TX queue with a few descriptors (kTxDescriptors, or the driver's minimum). net_pcap,
+  // net_null and net_af_packet (the dpdk suite) offer TX queues too and take this path; a driver without them
+  // (max_tx_queues 0, or fewer than the RX queues) is configured RX-only, as before.
+  const uint16_t tx_queues = info.max_tx_queues >= p.queues ? p.queues : 0;
+  if (int rc = rte_eth_dev_configure(id, p.queues, tx_queues, &conf); rc != 0) {
+    return absl::InternalError(absl::StrCat("port '", pc.device, "': configure with ", p.queues, " RX queues and ",
+                                            tx_queues, " TX queues failed (driver ", p.driver,
+                                            "): ", rte_strerror(-rc)));
   }
-  uint16_t rx_desc = cfg_.rx_descriptors, tx_desc = 0;
+  uint16_t rx_desc = cfg_.rx_descriptors, tx_desc = kTxDescriptors;
   rte_eth_dev_adjust_nb_rx_tx_desc(id, &rx_desc, &tx_desc);
   const int socket = rte_eth_dev_socket_id(id) < 0 ? static_cast<int>(rte_socket_id()) : rte_eth_dev_socket_id(id);
   const std::string pool_name = absl::StrCat("bs_pool_", index);
@@ -281,6 +292,12 @@ absl::Status DpdkBackend::initPort(const DpdkPortConfig& pc, size_t index) {
     lp.rings.push_back(&rq->producer->ring());
     lp.counters.push_back(&rq->producer->counters());
     queues_.push_back(std::move(rq));
+  }
+  for (uint16_t q = 0; q < tx_queues; ++q) {
+    if (int rc = rte_eth_tx_queue_setup(id, q, tx_desc, static_cast<unsigned>(socket), nullptr); rc != 0) {
+      return absl::InternalError(absl::StrCat("port '", pc.device, "': TX queue ", q, " set-up failed (driver ",
+                                              p.driver, "): ", rte_strerror(-rc)));
+    }
   }
   if (int rc = rte_eth_dev_start(id); rc != 0) {
     return absl::InternalError(absl::StrCat("port '", pc.device, "': start failed: ", rte_strerror(-rc)));

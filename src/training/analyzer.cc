@@ -86,7 +86,7 @@ PeriodReport readPeriod(const std::vector<double>& fine, double fine_ns, const T
       const size_t from = end - static_cast<size_t>(std::ceil(tail));
       training::PeriodEstimate recent =
           estimatePeriod(std::span<const double>(fine).subspan(from, end - from), fine_ns, cfg);
-      if (recent.found && std::abs(recent.period_bins - e.period_bins) > 0.05 * e.period_bins) {
+      if (recent.found && std::abs(recent.period_bins - e.period_bins) > 0.08 * e.period_bins) {
         e = recent;
         region = from;
         pr.changed = true;

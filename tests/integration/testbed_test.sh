@@ -4,8 +4,11 @@
 # three SPAN ports: burstscope (AF_XDP) on a plain one, tcpdump on a second plain one, burstscope on an ERSPAN
 # one. Same frames, same run: burstscope's count must equal tcpdump's, per-flow bytes must equal `analyze` of
 # tcpdump's file and the ERSPAN mirror's inner frames, the ledger must show no loss, and the pair matrix must
-# show the ring. Then a parameter-server job (its pair matrix must be a star on the server), an interrupted
-# recording (nothing may stay behind) and the teardown. TAP output for meson. Needs root.
+# show the ring. Training awareness on the same run: burstscope live must report the ring job (its hosts, ring,
+# each rank's successor, a step period within 3% of the job's logged mean step) and agree with `analyze` of
+# tcpdump's file. Then a parameter-server job (its pair matrix must be a star on the server, and burstscope
+# must report a parameter server on it), an interrupted recording (nothing may stay behind) and the teardown.
+# TAP output for meson. Needs root.
 # usage: testbed_test.sh BURSTSCOPE SOURCE_ROOT
 set -u
 BS=$1 ROOT=$2
@@ -15,6 +18,7 @@ TMP=$(mktemp -d)
 NAME=t$(printf %x $$) # unique per run; interface names stay within 15 characters
 NAME2=${NAME}i
 STATE_DIR=${TESTBED_STATE_DIR:-/run/burstscope-testbed}
+STEPS=10 # per job (ring and PS)
 PIDS=()
 cleanup() {
   local p
@@ -29,7 +33,7 @@ ok() { n=$((n + 1)); echo "ok $n - $1"; }
 notok() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $1"; }
 check() { local name=$1; shift; if "$@" >"$TMP/out" 2>&1; then ok "$name"; else notok "$name"; sed 's/^/# /' "$TMP/out"; fi; }
 # py FILE... <<'PY': a check written in Python, its stdout shown as TAP comments; exit status is the verdict.
-py() { "$PY" - "$@" >"$TMP/py.out" 2>&1; local rc=$?; sed 's/^/# /' "$TMP/py.out"; return $rc; }
+py() { PYTHONPATH=$TMP "$PY" - "$@" >"$TMP/py.out" 2>&1; local rc=$?; sed 's/^/# /' "$TMP/py.out"; return $rc; }
 pycheck() { local name=$1; shift; if py "$@"; then ok "$name"; else notok "$name"; fi; }
 bail() { echo "Bail out! $*"; exit 1; }
 
@@ -40,6 +44,40 @@ fi
 [ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import torch, torch.distributed' 2>/dev/null ||
   bail "Debian's python3-torch is missing (scripts/setup.sh installs it)"
 mountpoint -q /sys/fs/bpf || mount -t bpf bpf /sys/fs/bpf
+
+# For the training-awareness checks (pycheck scripts import it): a job burstscope reports against a testbed
+# job's metadata (docs/testbed.md: ranks in rank order with their IPs, edges in ranks, rank 0's step times).
+cat >"$TMP/training_truth.py" <<'PY'
+def ips(job):
+    return [r["ip"] for r in sorted(job["ranks"], key=lambda r: r["rank"])]
+
+def reported(training, job):
+    """The reported jobs holding any of the job's hosts."""
+    return [j for j in training["jobs"] if set(ips(job)) & set(j["hosts"])]
+
+def successors(j):
+    return {r["host"]: r["successor"] for r in j["ranks"]}
+
+def declared_successors(job):  # edges: [[src rank, dst rank], ...], where each rank sends its data
+    ip = ips(job)
+    return {ip[s]: ip[d] for s, d in job["edges"]}
+
+def logged_means(job):
+    # step_mean_s is rank 0's mean step after its two warm-up steps. A short run's capture holds the warm-up
+    # steps too, and their slower pace enters the period's window, so the mean of all of rank 0's logged
+    # step_s is accepted as well (tests/training/check_traces.py applies the same rule).
+    steps = sorted(job["ranks"], key=lambda r: r["rank"])[0]["step_s"]
+    return job["step_mean_s"], sum(steps) / len(steps)
+
+def period_error(period, job):
+    """The smaller relative distance of a period to either logged mean (None: no period)."""
+    return None if period is None else min(abs(period - m) / m for m in logged_means(job))
+
+def describe(j):
+    t, p = j["topology"], j["period"]
+    return (f"{j['name']}: hosts {sorted(j['hosts'])}, {t['kind']}, order {t['order']}, servers {t['servers']}, "
+            f"period {p['period_s']} s (quality {p['quality']}, {p['steps']} steps{', ' + p['why'] if p['why'] else ''})")
+PY
 
 # Starts a process in the span namespace (ip netns exec execs it, so $! is the process itself) and waits
 # (bounded) for PATTERN in its stderr. Sets $pid.
@@ -93,10 +131,12 @@ start_span tcpdump "listening on" tcpdump -Z root -n -i "$TAP" -s 96 --time-stam
   bail "tcpdump did not start on $TAP"
 TCPDUMP=$pid
 t0=$(date +%s)
-if "$TB" run "$NAME" --out "$TMP/ring" --timeout 240 ddp-ring --steps 8 --width 192 2>"$TMP/ring.err"; then
-  ok "ring DDP job, 4 ranks, 8 steps: every rank exits 0 ($(($(date +%s) - t0)) s)"
+# 10 steps: the training checks below need a step period (at least 3 bursts at quality 0.5); ten keep it
+# clear of the rendezvous and the two warm-up steps, at ~0.2 s a step.
+if "$TB" run "$NAME" --out "$TMP/ring" --timeout 240 ddp-ring --steps "$STEPS" --width 192 2>"$TMP/ring.err"; then
+  ok "ring DDP job, 4 ranks, $STEPS steps: every rank exits 0 ($(($(date +%s) - t0)) s)"
 else
-  notok "ring DDP job, 4 ranks, 8 steps"
+  notok "ring DDP job, 4 ranks, $STEPS steps"
   sed 's/^/# /' "$TMP/ring.err"
 fi
 check "the mirror goes quiet after the job (bounded)" "$TB" quiet "$NAME" --for 1 --timeout 60
@@ -118,15 +158,16 @@ check "tcpdump on the tap exits 0 and dropped nothing" sh -c "test $rc = 0 && gr
 "$BS" analyze --json --top-k 100 "$TMP/tap.pcap" >"$TMP/tap.json" 2>"$TMP/tap.analyze.err"
 check "analyze reads tcpdump's file" test -s "$TMP/tap.json"
 
-pycheck "the job wrote its metadata and steps: 4 ranks on distinct hosts, 8 step times each, a summary" \
-  "$TMP/ring.json" "$TMP/ring.steps" <<'PY'
+pycheck "the job wrote its metadata and steps: 4 ranks on distinct hosts, $STEPS step times each, a summary" \
+  "$TMP/ring.json" "$TMP/ring.steps" "$STEPS" <<'PY'
 import json, sys
 m = json.load(open(sys.argv[1])); j = m["jobs"][0]
 steps = open(sys.argv[2]).read().splitlines()
+n = int(sys.argv[3])
 print(j["pattern"], "world", j["world_size"], "model bytes", j["model"]["bytes"], steps[-1])
 ok = (j["pattern"] == "ddp-ring" and j["world_size"] == 4 and len({r["ip"] for r in j["ranks"]}) == 4
-      and all(len(r["step_s"]) == 8 and all(s > 0 for s in r["step_s"]) for r in j["ranks"])
-      and len(steps) == 9 and steps[-1].startswith("step_mean_s=") and j["step_mean_s"] > 0)
+      and j["steps"] == n and all(len(r["step_s"]) == n and all(s > 0 for s in r["step_s"]) for r in j["ranks"])
+      and len(steps) == n + 1 and steps[-1].startswith("step_mean_s=") and j["step_mean_s"] > 0)
 sys.exit(0 if ok else 1)
 PY
 
@@ -209,11 +250,62 @@ ok = (flows(a) == flows(e) and pairs(a) == pairs(e) and a["packets"] == e["packe
 sys.exit(0 if ok else 1)
 PY
 
+# Training awareness on the same run: burstscope live on the plain mirror (AF_XDP) must find the ring job as
+# the job's own metadata and step log describe it, and agree with `analyze` of tcpdump's file of the same
+# frames (timestamps taken on two SPAN ports by the same kernel clock: periods within 0.5%).
+pycheck "training (live): one job, exactly the ring job's 4 hosts, topology ring, each rank's successor the rank the job's edges say it sends to" \
+  "$TMP/plain.out" "$TMP/ring.json" <<'PY'
+import json, sys
+from training_truth import *
+t = json.load(open(sys.argv[1]))["ports"][0]["training"]
+job = json.load(open(sys.argv[2]))["jobs"][0]
+for j in t["jobs"]: print("reported", describe(j))
+hits = reported(t, job)
+print("declared successors", declared_successors(job), "reported", successors(hits[0]) if hits else None)
+ok = (len(t["jobs"]) == 1 and len(hits) == 1 and sorted(hits[0]["hosts"]) == sorted(ips(job))
+      and hits[0]["topology"]["kind"] == "ring" and successors(hits[0]) == declared_successors(job))
+sys.exit(0 if ok else 1)
+PY
+
+pycheck "training (live): the ring job's step period is within 3% of its logged mean step time" \
+  "$TMP/plain.out" "$TMP/ring.json" <<'PY'
+import json, sys
+from training_truth import *
+t = json.load(open(sys.argv[1]))["ports"][0]["training"]
+job = json.load(open(sys.argv[2]))["jobs"][0]
+hits = reported(t, job)
+period = hits[0]["period"]["period_s"] if len(hits) == 1 else None
+err = period_error(period, job)
+print(f"period {period} s; logged mean after warm-up {logged_means(job)[0]:.6f} s, over all steps "
+      f"{logged_means(job)[1]:.6f} s; error {err}")
+sys.exit(0 if err is not None and err <= 0.03 else 1)
+PY
+
+pycheck "training: burstscope live = analyze of tcpdump's file: the same job, hosts, topology and successors, periods within 0.5%" \
+  "$TMP/plain.out" "$TMP/tap.json" "$TMP/ring.json" <<'PY'
+import json, sys
+from training_truth import *
+live = json.load(open(sys.argv[1]))["ports"][0]["training"]
+off = json.load(open(sys.argv[2]))["training"]
+job = json.load(open(sys.argv[3]))["jobs"][0]
+a, b = reported(live, job), reported(off, job)
+for x in a: print("live   ", describe(x))
+for x in b: print("offline", describe(x))
+ok = len(live["jobs"]) == len(off["jobs"]) == len(a) == len(b) == 1
+if ok:
+    a, b = a[0], b[0]
+    pa, pb = a["period"]["period_s"], b["period"]["period_s"]
+    ok = (sorted(a["hosts"]) == sorted(b["hosts"]) and a["topology"]["kind"] == b["topology"]["kind"]
+          and successors(a) == successors(b) and pa is not None and pb is not None and abs(pa - pb) / pb <= 0.005)
+    print("periods", pa, pb, "relative difference", abs(pa - pb) / pb if pa and pb else None)
+sys.exit(0 if ok else 1)
+PY
+
 # 3. Parameter server: 1 server and 3 workers, the server placed on host 2 (rank 0 runs there).
 start_span ps "burstscope run: $SPAN (" "$BS" "${BSARGS[@]}" --xdp "$SPAN" || bail "burstscope did not start on $SPAN"
 BS_PS=$pid
 t0=$(date +%s)
-if "$TB" run "$NAME" --out "$TMP/ps" --timeout 240 ps --hosts 2,0,1,3 --steps 6 --width 192 2>"$TMP/ps.err"; then
+if "$TB" run "$NAME" --out "$TMP/ps" --timeout 240 ps --hosts 2,0,1,3 --steps "$STEPS" --width 192 2>"$TMP/ps.err"; then
   ok "parameter-server job, 1 server + 3 workers: every rank exits 0 ($(($(date +%s) - t0)) s)"
 else
   notok "parameter-server job"
@@ -241,6 +333,28 @@ print("server", server, "pushes", push, "pulls", pull, f"star share {star / p['b
 ok = (len(server) == 1 and len(workers) == 3 and min(push + pull) >= mb and star >= 0.9 * p["bytes"]
       and all(server[0] in x for x in heavy) and l["balanced"] and sum(l["dropped"].values()) == 0
       and sum(p["device"]["drop_stages"].values()) == 0)
+sys.exit(0 if ok else 1)
+PY
+
+pycheck "training (live, PS): one job of the 4 hosts, topology parameter-server, the metadata's server its only server, period within 3% of the logged mean step" \
+  "$TMP/ps.out" "$TMP/ps.json" <<'PY'
+import json, sys
+from training_truth import *
+t = json.load(open(sys.argv[1]))["ports"][0]["training"]
+job = json.load(open(sys.argv[2]))["jobs"][0]
+for j in t["jobs"]: print("reported", describe(j))
+servers = [r["ip"] for r in job["ranks"] if r["role"] == "server"]
+workers = [r["ip"] for r in job["ranks"] if r["role"] == "worker"]
+hits = reported(t, job)
+ok = len(t["jobs"]) == len(hits) == 1
+if ok:
+    j = hits[0]
+    err = period_error(j["period"]["period_s"], job)
+    print("declared server", servers, "workers", sorted(workers), "reported workers", sorted(j["topology"]["workers"]),
+          f"logged means {logged_means(job)}, period error {err}")
+    ok = (sorted(j["hosts"]) == sorted(ips(job)) and j["topology"]["kind"] == "parameter-server"
+          and j["topology"]["servers"] == servers and sorted(j["topology"]["workers"]) == sorted(workers)
+          and err is not None and err <= 0.03)
 sys.exit(0 if ok else 1)
 PY
 

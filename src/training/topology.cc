@@ -124,8 +124,8 @@ TopologyResult classifyTopology(const TopologyInput& in) {
       }
     }
   }
-  // Mesh: data edges between most pairs.
-  if (n >= 3 && static_cast<double>(undirected_edges) >= 0.75 * static_cast<double>(n * (n - 1) / 2)) {
+  // Mesh: data edges between most (75% of the n(n-1)/2) host pairs.
+  if (n >= 3 && static_cast<double>(undirected_edges) >= 0.375 * static_cast<double>(n * (n - 1))) {
     t.kind = "mesh";
     out.roles.assign(n, "peer");
     return out;

@@ -30,12 +30,12 @@ struct Curve {
   };
   Peak peakNear(double lo, double hi) const {
     Peak p;
-    long best = -1;
+    size_t best = 0;  // none: a peak needs a neighbour on each side, so index 0 never is one
     for (size_t i = 1; i + 1 < lag.size(); ++i) {
       if (lag[i] < lo || lag[i] > hi) continue;
-      if (best < 0 || rho[i] > rho[best]) best = static_cast<long>(i);
+      if (best == 0 || rho[i] > rho[best]) best = i;
     }
-    if (best < 0) return p;
+    if (best == 0) return p;
     p.at = lag[best];
     p.value = rho[best];
     // Parabola through three points (not evenly spaced where two levels meet).

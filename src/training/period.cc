@@ -126,6 +126,20 @@ double followSteps(std::span<const double> y, double p0) {
     *mass = m;
     return m > 0 ? mt / m : around;
   };
+  // Where a step's traffic ends (90% of the bytes within half a period of its centroid have arrived): the
+  // end of its last all-reduce or pull, which is where the job's own log ends the step.
+  auto ending = [&](double around) {
+    const long lo = std::max(0L, static_cast<long>(std::ceil(around - p0 / 2)));
+    const long hi = std::min(static_cast<long>(y.size()), static_cast<long>(std::ceil(around + p0 / 2)));
+    double m = 0;
+    for (long i = lo; i < hi; ++i) m += y[i];
+    double acc = 0;
+    for (long i = lo; i < hi; ++i) {
+      acc += y[i];
+      if (acc >= 0.9 * m) return static_cast<double>(i);
+    }
+    return around;
+  };
   // Start at the heaviest bin, settled on its step's centroid.
   size_t peak = 0;
   for (size_t i = 0; i < y.size(); ++i) {
@@ -134,7 +148,7 @@ double followSteps(std::span<const double> y, double p0) {
   double mass = 0;
   double start = static_cast<double>(peak);
   for (int it = 0; it < 3; ++it) start = centroid(start, &mass);
-  std::vector<std::pair<double, double>> anchors{{0.0, start}};  // (step number, time)
+  std::vector<std::pair<double, double>> anchors{{0.0, ending(start)}};  // (step number, time)
   std::vector<double> masses{mass};
   auto slope = [&]() {
     if (anchors.size() < 2) return p0;
@@ -151,22 +165,28 @@ double followSteps(std::span<const double> y, double p0) {
   };
   double total = 0;
   for (double v : y) total += v;
+  const double most_steps = n / p0 + 2;
   for (int dir : {+1, -1}) {
     double period = slope();
-    double k = 0, t = start;
-    for (;;) {
+    double k = 0, centre = start;  // the last step's centroid: where the next one is predicted from
+    while (std::abs(k) < most_steps) {
       k += dir;
-      const double expect = t + dir * period;
+      const double expect = centre + dir * period;
       // Only steps whose whole half-period window lies inside the series: a cut-off step's centroid is off.
       if (expect - p0 / 2 < 0 || expect + p0 / 2 > n) break;
-      const double c = centroid(expect, &mass);
-      if (mass <= 0.05 * total / (n / p0)) {  // a step without traffic: keep counting
-        t = expect;
+      // The step's own centroid: the window re-centred on it until it settles, so that an error in the
+      // prediction does not cut a burst group off at the window's edge.
+      double c = expect;
+      for (int it = 0; it < 4; ++it) c = centroid(c, &mass);
+      // A step without traffic, or a window that slid back onto the last step: keep counting from the
+      // prediction.
+      if (mass <= 0.05 * total / (n / p0) || dir * (c - centre) < period / 2) {
+        centre = expect;
         continue;
       }
-      anchors.emplace_back(k, c);
+      anchors.emplace_back(k, ending(c));
       masses.push_back(mass);
-      t = c;
+      centre = c;
       period = slope();
     }
   }
@@ -180,7 +200,11 @@ double followSteps(std::span<const double> y, double p0) {
     if (masses[i] >= 0.75 * median && masses[i] <= 1.25 * median) typical.push_back(anchors[i]);
   }
   if (typical.size() >= 3) anchors = typical;
-  const double p = anchors.size() >= 3 ? slope() : p0;
+  if (anchors.size() < 3) return p0;
+  // The mean step: from the first anchored step to the last, as the mean of the job's logged step times is
+  // (a least-squares slope would weigh the steps in the middle more than the log does).
+  const auto [first, last] = std::minmax_element(anchors.begin(), anchors.end());
+  const double p = (last->second - first->second) / (last->first - first->first);
   return p > 0.9 * p0 && p < 1.1 * p0 ? p : p0;
 }
 

@@ -4,15 +4,33 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <mutex>
 
 namespace burstscope::training {
 namespace {
 
-// fftw's planner is not thread-safe; execution of distinct plans is.
-std::mutex& plannerMutex() {
+// One pair of plans per transform size, made once (planning computes the twiddle factors, which cost as much
+// as the transforms at these sizes) and executed on fresh arrays of the same alignment (fftw_alloc_*) with the
+// new-array interface, which is thread-safe; the planner itself is not, hence the lock around the cache.
+struct Plans {
+  fftw_plan forward = nullptr;
+  fftw_plan inverse = nullptr;
+};
+const Plans& plansFor(size_t size) {
   static std::mutex mu;
-  return mu;
+  static std::map<size_t, Plans> cache;  // sizes are powers of two: a few dozen at most, kept for the process
+  std::lock_guard<std::mutex> lock(mu);
+  Plans& p = cache[size];
+  if (p.forward == nullptr) {
+    double* in = fftw_alloc_real(size);
+    fftw_complex* out = fftw_alloc_complex(size / 2 + 1);
+    p.forward = fftw_plan_dft_r2c_1d(static_cast<int>(size), in, out, FFTW_ESTIMATE);
+    p.inverse = fftw_plan_dft_c2r_1d(static_cast<int>(size), out, in, FFTW_ESTIMATE);
+    fftw_free(in);
+    fftw_free(out);
+  }
+  return p;
 }
 
 // The autocorrelation as a function of lag, sampled at a resolution that grows with the lag: lags of 8 to 32
@@ -225,26 +243,16 @@ std::vector<double> autocorrelation(std::span<const double> x) {
   while (big < 2 * n) big <<= 1;
   double* in = fftw_alloc_real(big);
   fftw_complex* out = fftw_alloc_complex(big / 2 + 1);
-  fftw_plan fwd, inv;
-  {
-    std::lock_guard<std::mutex> lock(plannerMutex());
-    fwd = fftw_plan_dft_r2c_1d(static_cast<int>(big), in, out, FFTW_ESTIMATE);
-    inv = fftw_plan_dft_c2r_1d(static_cast<int>(big), out, in, FFTW_ESTIMATE);
-  }
+  const Plans& plans = plansFor(big);
   for (size_t i = 0; i < big; ++i) in[i] = i < n ? x[i] - mean : 0.0;
-  fftw_execute(fwd);
+  fftw_execute_dft_r2c(plans.forward, in, out);
   for (size_t k = 0; k < big / 2 + 1; ++k) {
     out[k][0] = out[k][0] * out[k][0] + out[k][1] * out[k][1];
     out[k][1] = 0;
   }
-  fftw_execute(inv);
+  fftw_execute_dft_c2r(plans.inverse, out, in);
   for (size_t l = 0; l < n; ++l) {
     rho[l] = in[l] / static_cast<double>(big) / (static_cast<double>(n - l) * var);
-  }
-  {
-    std::lock_guard<std::mutex> lock(plannerMutex());
-    fftw_destroy_plan(fwd);
-    fftw_destroy_plan(inv);
   }
   fftw_free(in);
   fftw_free(out);

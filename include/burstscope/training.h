@@ -50,12 +50,12 @@ struct TrainingConfig {
   int64_t window_ns = 60'000'000'000;
   int64_t bin_ns = 100'000;  // co-burst and series bins (the engine's base bin)
   size_t max_flows = 4096;   // flows whose bins are kept per port; the rest are counted as untracked
-  // Memory bound of the analyzer's window: bins held at once over all flows (12 bytes each); the oldest go first.
+  // Memory bound of the analyzer's window: bins held at once over all flows (16 bytes each); the oldest go first.
   size_t max_window_bins = size_t{1} << 23;
   // Jobs: configured ones first; then, among the remaining hosts, connected components of host pairs that
-  // carry at least this share of the window's bytes (and at least job_min_bytes).
+  // carry at least this share of the busier of their two hosts' bytes (and at least job_min_bytes).
   std::vector<JobSpec> jobs;
-  double job_edge_share = 0.01;
+  double job_edge_share = 0.02;
   uint64_t job_min_bytes = 1'000'000;
   size_t max_jobs = 8;  // the heaviest jobs by bytes; the rest of the traffic is "other"
   // Step period search range and acceptance.
@@ -195,7 +195,8 @@ struct TrainingReport {
   double analysis_ms = 0;          // what the last analysis took
 };
 
-// The control-thread half. ingest() each delta in time order, then analyze() for the report.
+// The control-thread half. ingest() each delta in time order; analyze() whenever a report is wanted (after one
+// delta or several: the interval figures and the fan-in cover every delta since the last analysis).
 class TrainingAnalyzer {
  public:
   // link_bps: the port's (a destination's default link rate); scales and rates: the engine's.
@@ -206,7 +207,7 @@ class TrainingAnalyzer {
   TrainingAnalyzer& operator=(const TrainingAnalyzer&) = delete;
 
   void ingest(std::shared_ptr<const TrainingDelta> d);
-  // Figures of the last ingested delta (the interval), over the trailing window for the rest.
+  // Figures of the deltas since the last analysis (the interval), over the trailing window for the rest.
   TrainingReport analyze();
 
  private:

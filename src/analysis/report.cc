@@ -546,7 +546,9 @@ std::string intervalSummary(const std::string& port, const PortSnapshot& snap, c
   if (snap.training) {
     size_t shown = 0;
     for (const JobReport& j : snap.training->jobs) {
-      if (j.idle_s >= 1 || shown == 3) continue;
+      // Active: it sent within the last second, or within two of its steps (a slow job is quiet between).
+      const double quiet = std::max(1.0, 2 * j.period.period_s.value_or(0));
+      if (j.idle_s >= quiet || shown == 3) continue;
       absl::StrAppend(&line, shown++ == 0 ? "  jobs: " : ", ", j.name, " ", j.topology.kind, "/", j.hosts.size(),
                       j.period.period_s
                           ? absl::StrCat(" T ", absl::StrReplaceAll(humanSeconds(*j.period.period_s), {{" ", ""}}))

@@ -305,7 +305,8 @@ absl::Status readTraining(const Reader& rd, const YAML::Node& n, RunConfig* c) {
   BS_RETURN_IF_ERROR(
       rd.checkKeys(n, "training",
                    {"enabled", "window", "max-jobs", "jobs", "job-edge-share", "min-period", "max-period",
-                    "coburst-share", "host-link-gbps", "receiver-buffer-bytes", "top-destinations", "max-flows"}));
+                    "coburst-share", "host-link-gbps", "receiver-buffer-bytes", "top-destinations", "max-flows",
+                    "min-period-quality", "data-edge-share", "coburst-gbps"}));
   TrainingConfig& t = c->live.pipeline.training;
   if (n["enabled"]) BS_RETURN_IF_ERROR(rd.boolean(n["enabled"], "training.enabled", &t.enabled));
   if (n["window"]) BS_RETURN_IF_ERROR(rd.duration(n["window"], "training.window", &t.window_ns));
@@ -319,6 +320,18 @@ absl::Status readTraining(const Reader& rd, const YAML::Node& n, RunConfig* c) {
   }
   if (n["coburst-share"]) {
     BS_RETURN_IF_ERROR(rd.number(n["coburst-share"], "training.coburst-share", &t.coburst_share, 1e-6, 10));
+  }
+  if (n["min-period-quality"]) {
+    BS_RETURN_IF_ERROR(
+        rd.number(n["min-period-quality"], "training.min-period-quality", &t.min_period_quality, 0.01, 0.99));
+  }
+  if (n["data-edge-share"]) {
+    BS_RETURN_IF_ERROR(rd.number(n["data-edge-share"], "training.data-edge-share", &t.data_edge_share, 0.001, 1));
+  }
+  if (n["coburst-gbps"]) {
+    double g;
+    BS_RETURN_IF_ERROR(rd.number(n["coburst-gbps"], "training.coburst-gbps", &g, 1e-6, 10000));
+    t.coburst_bps = g * 1e9;
   }
   int64_t ns = 0;
   if (n["min-period"]) {

@@ -239,6 +239,7 @@ void LiveMetrics::publish(size_t port, const PortSnapshot& s) {
     std::map<std::string, uint64_t> jobs;  // only the jobs reported now (bounded by max-jobs)
     for (const JobReport& j : s.training->jobs) jobs[j.name] = v.job_bytes[j.name] + j.bytes;
     v.job_bytes = std::move(jobs);
+    v.training = s.training;
   }
   v.last = s;
   v.last_close_s = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -251,6 +252,8 @@ void LiveMetrics::publish(size_t port, const PortSnapshot& s) {
 // Training awareness (docs/training.md): per job (at most max-jobs, plus recently silent ones) and per top-K
 // destination; ranks are labelled by host within their (bounded) job.
 namespace {
+constexpr size_t kTopRanks = 32;
+
 void trainingFamilies(Families& f, const LabelVec& L, const ExportPortInfo& info,
                       const std::map<std::string, uint64_t>& job_bytes, const TrainingReport& t) {
   f.gauge("burstscope_training_jobs", "jobs reported (configured or inferred, active or recently silent)", L,
@@ -300,9 +303,24 @@ void trainingFamilies(Families& f, const LabelVec& L, const ExportPortInfo& info
               j.step_bytes_mean);
       f.gauge("burstscope_job_step_bytes_spread_ratio", "standard deviation / mean of the job's bytes per step", J,
               j.step_bytes_cv);
-      for (const RankReport& k : j.ranks) {
-        f.gauge("burstscope_job_rank_step_bytes", "bytes a host of the job sends per step",
-                with(J, {{"host", k.host}, {"role", k.role}}), k.sent_bytes_per_step);
+      // The job's heaviest senders by name (SPEC: no address label beyond a top-K), the rest summed as other.
+      std::vector<const RankReport*> ranks;
+      for (const RankReport& k : j.ranks) ranks.push_back(&k);
+      std::stable_sort(ranks.begin(), ranks.end(), [](const RankReport* a, const RankReport* b) {
+        return a->sent_bytes_per_step > b->sent_bytes_per_step;
+      });
+      double other = 0;
+      for (size_t i = 0; i < ranks.size(); ++i) {
+        if (i >= kTopRanks) {
+          other += ranks[i]->sent_bytes_per_step;
+          continue;
+        }
+        f.gauge("burstscope_job_rank_step_bytes", "bytes a host of the job sends per step (top 32 hosts, then other)",
+                with(J, {{"host", ranks[i]->host}, {"role", ranks[i]->role}}), ranks[i]->sent_bytes_per_step);
+      }
+      if (ranks.size() > kTopRanks) {
+        f.gauge("burstscope_job_rank_step_bytes", "bytes a host of the job sends per step (top 32 hosts, then other)",
+                with(J, {{"host", "other"}, {"role", "other"}}), other);
       }
     }
     if (j.gradient_bytes) {
@@ -531,7 +549,7 @@ std::vector<MetricFamily> LiveMetrics::Collect() const {
     };
     heavy(v.pairs, r.pairs, /*flow=*/false);
     heavy(v.flows, r.flows, /*flow=*/true);
-    if (s.training) trainingFamilies(f, L, p.info, v.job_bytes, *s.training);
+    if (v.training) trainingFamilies(f, L, p.info, v.job_bytes, *v.training);
   }
   return f.take();
 }

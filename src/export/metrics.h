@@ -100,6 +100,7 @@ class LiveMetrics : public prometheus::Collectable {
     std::map<std::string, uint64_t> over_buffer_intervals;
     TopKCounters pairs, flows;
     std::map<std::string, uint64_t> job_bytes;  // per reported job, counted at publish
+    std::shared_ptr<const TrainingReport> training;  // the latest analysis (not every snapshot carries one)
   };
   struct PortState {
     ExportPortInfo info;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <cstdint>
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -223,9 +224,24 @@ absl::StatusOr<RunResult> runCapture(CaptureSource& source, const PipelineConfig
     last_training[port] = std::make_shared<const TrainingReport>(analyzers[port]->analyze());
   };
   auto deliver = [&] {
-    for (auto& [port, s] : mailbox.take()) {
-      analyse(port, s.interval.training);
-      s.training = last_training[port];
+    auto items = mailbox.take();
+    // Every interval's bins go in, but each port is analysed once per hand-over, with its last interval: a
+    // control thread that fell behind (many intervals waiting, a burst of empty ones after a silence)
+    // catches up instead of analysing each. Only that snapshot carries the report (its interval figures
+    // cover all the intervals since the last one), so that counters built from it count nothing twice.
+    std::vector<size_t> last_of(ports.size(), SIZE_MAX);
+    for (size_t i = 0; i < items.size(); ++i) {
+      const auto& [port, s] = items[i];
+      if (!analyzers.empty() && s.interval.training) analyzers[port]->ingest(s.interval.training);
+      last_of[port] = i;
+    }
+    for (size_t port = 0; port < ports.size(); ++port) {
+      if (!analyzers.empty() && last_of[port] != SIZE_MAX) {
+        last_training[port] = std::make_shared<const TrainingReport>(analyzers[port]->analyze());
+        items[last_of[port]].second.training = last_training[port];
+      }
+    }
+    for (auto& [port, s] : items) {
       if (!on_interval) continue;
       s.device = source.deviceStats(port);
       s.decode = source.decodeStats(port);

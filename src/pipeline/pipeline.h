@@ -54,7 +54,9 @@ struct PortSnapshot {
   DeviceStats device;  // read by the control thread just after the close, never by the worker
   DecodeStats decode;
   TimestampInfo timestamps;
-  std::shared_ptr<const TrainingReport> training;  // read by the control thread after the close
+  // The training analysis, on the control thread after the close; when several intervals of a port were
+  // handed over at once, only the last carries it (covering them all), the others none.
+  std::shared_ptr<const TrainingReport> training;
 };
 
 struct PortResult {

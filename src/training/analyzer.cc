@@ -48,6 +48,7 @@ constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
 constexpr size_t kMaxFineBins = size_t{1} << 22;  // job series at the base bin, longer ones coarsened
 constexpr size_t kHistBuckets = 16;
 constexpr size_t kMaxCoburstJobs = 16;
+constexpr size_t kMaxTopologyHosts = 512;
 
 // Where the steps of a periodic series fall: step k covers fine bins [origin + k·period, origin + (k+1)·period).
 struct StepCut {
@@ -205,7 +206,7 @@ struct TrainingAnalyzer::Impl {
   int64_t first_bin = std::numeric_limits<int64_t>::max();
   int64_t cutoff_bin = kMin;
   int64_t now_ns = kMin;
-  std::shared_ptr<const TrainingDelta> last;
+  std::vector<std::shared_ptr<const TrainingDelta>> pending;  // since the last analysis
   uint64_t untracked = 0;
   absl::flat_hash_map<Host, DestState> dests;
   std::map<std::string, Remembered> memory;
@@ -268,7 +269,7 @@ void TrainingAnalyzer::ingest(std::shared_ptr<const TrainingDelta> d) {
   m.untracked += d->untracked_packets;
   m.now_ns = std::max(m.now_ns, d->end_ns);
   m.first_bin = std::min(m.first_bin, d->start_ns / bin);
-  m.last = std::move(d);
+  m.pending.push_back(std::move(d));
   if (m.cfg.window_ns > 0) m.trim(m.now_ns / bin - m.cfg.window_ns / bin);
   // The memory bound: the oldest sixteenths of the window go until the bins fit.
   while (m.bins_held > m.cfg.max_window_bins) {
@@ -346,16 +347,22 @@ TrainingReport TrainingAnalyzer::Impl::analyze() {
     std::iota(parent.begin(), parent.end(), 0);
     std::function<int(int)> root = [&](int v) { return parent[v] == v ? v : parent[v] = root(parent[v]); };
     absl::flat_hash_map<FlowKey, uint64_t> undirected;
+    absl::flat_hash_map<Host, uint64_t> host_bytes;  // sent and received, over the window
     for (const auto& [key, p] : pairs) {
+      host_bytes[p.s] += p.bytes;
+      host_bytes[p.d] += p.bytes;
       if (!idx.contains(p.s) || !idx.contains(p.d) || p.s == p.d) continue;
       FlowKey u = key;
       if (p.d < p.s) std::swap(u.src, u.dst);
       undirected[u] += p.bytes;
     }
-    const double heavy =
-        std::max(static_cast<double>(cfg.job_min_bytes), cfg.job_edge_share * static_cast<double>(total));
+    // A pair is heavy for its two hosts, not for the port: it carries a share of the busier host's bytes.
+    // So a 32-host all-to-all (each pair ~3% of its hosts' bytes) or a job beside a far heavier one is found.
     for (const auto& [u, b] : undirected) {
-      if (static_cast<double>(b) >= heavy) parent[root(idx[srcOf(u)])] = root(idx[dstOf(u)]);
+      const double busier = static_cast<double>(std::max(host_bytes[srcOf(u)], host_bytes[dstOf(u)]));
+      if (b >= cfg.job_min_bytes && static_cast<double>(b) >= cfg.job_edge_share * busier) {
+        parent[root(idx[srcOf(u)])] = root(idx[dstOf(u)]);
+      }
     }
     std::map<int, std::vector<Host>> comps;
     for (size_t i = 0; i < free_hosts.size(); ++i) comps[root(static_cast<int>(i))].push_back(free_hosts[i]);
@@ -404,9 +411,10 @@ TrainingReport TrainingAnalyzer::Impl::analyze() {
       std::max<int64_t>(1, (nb + static_cast<int64_t>(kMaxFineBins) - 1) / static_cast<int64_t>(kMaxFineBins));
   const size_t nf = static_cast<size_t>((nb + f - 1) / f);
   const double fine_ns = static_cast<double>(bin * f);
-  const int64_t ds = last ? last->start_ns / bin : ws;
+  const int64_t ds = pending.empty() ? ws : pending.front()->start_ns / bin;
   const size_t interval_from = static_cast<size_t>(std::clamp<int64_t>((ds - ws) / f, 0, static_cast<int64_t>(nf)));
-  const double interval_s = last ? static_cast<double>(last->end_ns - last->start_ns) / 1e9 : window_s;
+  const double interval_s =
+      pending.empty() ? window_s : static_cast<double>(pending.back()->end_ns - pending.front()->start_ns) / 1e9;
   std::set<std::string> current;
   for (const JobBuild& j : jobs) {
     JobReport r;
@@ -420,12 +428,12 @@ TrainingReport TrainingAnalyzer::Impl::analyze() {
     std::vector<const FlowHist*> jf;
     training::TopologyInput topo;
     topo.hosts = r.hosts;
-    topo.bytes.assign(n, std::vector<uint64_t>(n, 0));
+    if (n <= kMaxTopologyHosts) topo.bytes.assign(n, std::vector<uint64_t>(n, 0));
     topo.data_edge_share = cfg.data_edge_share;
     for (const auto& [key, p] : pairs) {
       auto a = at.find(p.s), b = at.find(p.d);
       if (a == at.end() || b == at.end()) continue;
-      topo.bytes[a->second][b->second] += p.bytes;
+      if (n <= kMaxTopologyHosts) topo.bytes[a->second][b->second] += p.bytes;
       for (const FlowHist* h : p.flows) {
         jf.push_back(h);
         topo.flow_bytes.push_back(h->bytes);
@@ -439,8 +447,8 @@ TrainingReport TrainingAnalyzer::Impl::analyze() {
     }
     r.idle_s = last_bin == kMin ? window_s : std::max(0.0, static_cast<double>(now_ns - (last_bin + 1) * bin) / 1e9);
     // The interval (offline: the file).
-    if (last) {
-      for (const TrainingFlowBins& fb : last->flows) {
+    for (const auto& delta : pending) {
+      for (const TrainingFlowBins& fb : delta->flows) {
         auto a = at.find(srcOf(fb.key)), b = at.find(dstOf(fb.key));
         if (a == at.end() || b == at.end()) continue;
         r.bytes += fb.bytes;
@@ -450,7 +458,12 @@ TrainingReport TrainingAnalyzer::Impl::analyze() {
     r.rate_bps = interval_s > 0 ? static_cast<double>(r.bytes) * 8 / interval_s : 0;
     r.baseline_bps = window_s > 0 ? static_cast<double>(j.bytes) * 8 / window_s : 0;
     for (int64_t tau : scales) {
-      const size_t k = static_cast<size_t>(std::max<int64_t>(1, tau / (bin * f)));
+      if (tau < bin * f) {  // a window longer than 419 s is held in coarser bins: no figure below their width
+        r.envelope_bytes.push_back(0);
+        r.ptm.push_back(std::nullopt);
+        continue;
+      }
+      const size_t k = static_cast<size_t>(tau / (bin * f));
       // Windows ending inside the interval, which reach back up to k bins before it.
       const size_t from = interval_from > k ? interval_from - k : 0;
       double sum = 0, best = 0;
@@ -498,7 +511,11 @@ TrainingReport TrainingAnalyzer::Impl::analyze() {
       r.step_bytes_min = *std::min_element(counted.begin(), counted.end());
       r.step_bytes_max = *std::max_element(counted.begin(), counted.end());
     }
+    // A job of thousands of hosts (a configured /8) is not classified: the matrix would be n² each interval.
+    if (n > kMaxTopologyHosts) topo.hosts.clear();
     training::TopologyResult tr = training::classifyTopology(topo);
+    tr.roles.resize(n, "host");
+    tr.successor.resize(n, -1);
     r.topology = tr.report;
     double rank_mean = 0;
     for (size_t i = 0; i < n; ++i) {
@@ -523,12 +540,17 @@ TrainingReport TrainingAnalyzer::Impl::analyze() {
     rep.jobs.push_back(std::move(r));
   }
   // Jobs that went quiet: still reported (idle) for a while, with what was last read of them.
+  std::set<std::string> current_hosts;
+  for (const JobReport& j : rep.jobs) current_hosts.insert(j.hosts.begin(), j.hosts.end());
   for (auto it = memory.begin(); it != memory.end();) {
     if (current.contains(it->first)) {
       ++it;
       continue;
     }
-    if (now_ns - it->second.last_ns > cfg.forget_ns || rep.jobs.size() >= 2 * cfg.max_jobs) {
+    // A job whose hosts now (partly) belong to a current one was renamed, merged or split, not silenced.
+    const bool renamed = std::any_of(it->second.report.hosts.begin(), it->second.report.hosts.end(),
+                                     [&](const std::string& h) { return current_hosts.contains(h); });
+    if (renamed || now_ns - it->second.last_ns > cfg.forget_ns || rep.jobs.size() >= 2 * cfg.max_jobs) {
       it = memory.erase(it);
       continue;
     }
@@ -544,67 +566,81 @@ TrainingReport TrainingAnalyzer::Impl::analyze() {
     ++it;
   }
 
-  // Co-bursts and fan-in toward each destination, over the last delta's bins.
-  if (last) {
+  // Co-bursts and fan-in toward each destination, over every delta's bins since the last analysis (in order:
+  // the backlog carries from one to the next).
+  if (!pending.empty()) {
     struct Arrival {
       int64_t bin;
       Host src;
       uint64_t bytes;
     };
-    absl::flat_hash_map<Host, std::vector<Arrival>> toward;
-    for (const TrainingFlowBins& fb : last->flows) {
-      std::vector<Arrival>& v = toward[dstOf(fb.key)];
-      for (const auto& [b, bytes] : fb.bins) v.push_back({b, srcOf(fb.key), bytes});
-    }
     auto jobName = [&](const Host& s, const Host& d) -> std::string {
       auto a = job_of.find(s), b = job_of.find(d);
       if (a != job_of.end() && b != job_of.end() && a->second == b->second) return jobs[a->second].name;
       if (a != job_of.end()) return jobs[a->second].name;
       return "other";
     };
-    for (auto& [dst, v] : toward) {
-      std::sort(v.begin(), v.end(),
-                [](const Arrival& x, const Arrival& y) { return x.bin != y.bin ? x.bin < y.bin : x.src < y.src; });
-      DestState& st = dests[dst];
-      DestinationReport d;
-      d.host = hostName(dst);
-      d.link_bps = destinationLink(dst);
-      const double threshold =
-          (cfg.coburst_bps > 0 ? cfg.coburst_bps : cfg.coburst_share * d.link_bps) * static_cast<double>(bin) / 8e9;
-      const double drain = d.link_bps * static_cast<double>(bin) / 8e9;
-      for (size_t i = 0; i < v.size();) {
-        const int64_t b = v[i].bin;
-        uint64_t bytes = 0, sources = 0;
-        std::set<std::string> names;
-        while (i < v.size() && v[i].bin == b) {
-          // One source's flows toward the destination in this bin, summed.
-          const Host src = v[i].src;
-          uint64_t from = 0;
-          while (i < v.size() && v[i].bin == b && v[i].src == src) from += v[i++].bytes;
-          bytes += from;
-          if (static_cast<double>(from) >= threshold) {
-            ++sources;
-            names.insert(jobName(src, dst));
+    std::map<Host, DestinationReport> reports;
+    for (const auto& delta : pending) {
+      absl::flat_hash_map<Host, std::vector<Arrival>> toward;
+      for (const TrainingFlowBins& fb : delta->flows) {
+        std::vector<Arrival>& v = toward[dstOf(fb.key)];
+        for (const auto& [b, bytes] : fb.bins) v.push_back({b, srcOf(fb.key), bytes});
+      }
+      for (auto& [dst, v] : toward) {
+        std::sort(v.begin(), v.end(),
+                  [](const Arrival& x, const Arrival& y) { return x.bin != y.bin ? x.bin < y.bin : x.src < y.src; });
+        DestState& st = dests[dst];
+        DestinationReport& d = reports[dst];
+        d.host = hostName(dst);
+        d.link_bps = destinationLink(dst);
+        const double threshold =
+            (cfg.coburst_bps > 0 ? cfg.coburst_bps : cfg.coburst_share * d.link_bps) * static_cast<double>(bin) / 8e9;
+        const double drain = d.link_bps * static_cast<double>(bin) / 8e9;
+        for (size_t i = 0; i < v.size();) {
+          const int64_t b = v[i].bin;
+          uint64_t bytes = 0, sources = 0;
+          std::set<std::string> names;
+          while (i < v.size() && v[i].bin == b) {
+            // One source's flows toward the destination in this bin, summed.
+            const Host src = v[i].src;
+            uint64_t from = 0;
+            while (i < v.size() && v[i].bin == b && v[i].src == src) from += v[i++].bytes;
+            bytes += from;
+            if (static_cast<double>(from) >= threshold) {
+              ++sources;
+              names.insert(jobName(src, dst));
+            }
           }
-        }
-        if (st.last_bin != kMin && b > st.last_bin + 1) {
-          st.backlog = std::max(0.0, st.backlog - drain * static_cast<double>(b - st.last_bin - 1));
-        }
-        st.backlog = std::max(0.0, st.backlog + static_cast<double>(bytes) - drain);
-        st.last_bin = b;
-        d.max_backlog_bytes = std::max(d.max_backlog_bytes, st.backlog);
-        if (cfg.receiver_buffer_bytes > 0 && st.backlog > cfg.receiver_buffer_bytes) ++st.over;
-        d.bytes += bytes;
-        d.max_sources = std::max(d.max_sources, sources);
-        if (sources >= 1) ++st.hist[std::min(sources, kHistBuckets) - 1];
-        if (sources >= 2) {
-          ++st.cobursts;
-          if (names.size() >= 2) ++st.cross;
-          for (const std::string& nm : names) {
-            if (st.jobs.size() < kMaxCoburstJobs) st.jobs.insert(nm);
+          if (st.last_bin != kMin && b > st.last_bin + 1) {
+            // Empty bins drain the backlog; those that still end above the buffer count too: bin j of the gap
+            // ends at backlog - j·drain.
+            const double gap = static_cast<double>(b - st.last_bin - 1);
+            if (cfg.receiver_buffer_bytes > 0 && st.backlog > cfg.receiver_buffer_bytes) {
+              const double above = std::ceil((st.backlog - cfg.receiver_buffer_bytes) / drain) - 1;
+              st.over += static_cast<uint64_t>(std::clamp(above, 0.0, gap));
+            }
+            st.backlog = std::max(0.0, st.backlog - drain * gap);
+          }
+          st.backlog = std::max(0.0, st.backlog + static_cast<double>(bytes) - drain);
+          st.last_bin = b;
+          d.max_backlog_bytes = std::max(d.max_backlog_bytes, st.backlog);
+          if (cfg.receiver_buffer_bytes > 0 && st.backlog > cfg.receiver_buffer_bytes) ++st.over;
+          d.bytes += bytes;
+          d.max_sources = std::max(d.max_sources, sources);
+          if (sources >= 1) ++st.hist[std::min(sources, kHistBuckets) - 1];
+          if (sources >= 2) {
+            ++st.cobursts;
+            if (names.size() >= 2) ++st.cross;
+            for (const std::string& nm : names) {
+              if (st.jobs.size() < kMaxCoburstJobs) st.jobs.insert(nm);
+            }
           }
         }
       }
+    }
+    for (auto& [dst, d] : reports) {
+      const DestState& st = dests[dst];
       d.cobursts = st.cobursts;
       d.cross_job_cobursts = st.cross;
       d.sources_hist = st.hist;
@@ -628,6 +664,7 @@ TrainingReport TrainingAnalyzer::Impl::analyze() {
     }
   }
   rep.destinations_seen = dests.size();
+  pending.clear();
 
   // Per heavy pair (analyze --json): its own period.
   if (cfg.pair_periods) {

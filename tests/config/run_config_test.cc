@@ -218,6 +218,9 @@ training:
   window: 90s
   max-jobs: 4
   coburst-share: 0.2
+  coburst-gbps: 2.5
+  min-period-quality: 0.6
+  data-edge-share: 0.3
   host-link-gbps: {10.0.1.0/24: 100}
   jobs:
     llama: [10.0.0.0/28, "fd00::/64"]
@@ -228,6 +231,9 @@ training:
   EXPECT_EQ(t.window_ns, 90'000'000'000);
   EXPECT_EQ(t.max_jobs, 4u);
   EXPECT_EQ(t.coburst_share, 0.2);
+  EXPECT_EQ(t.coburst_bps, 2.5e9);
+  EXPECT_EQ(t.min_period_quality, 0.6);
+  EXPECT_EQ(t.data_edge_share, 0.3);
   EXPECT_EQ(t.receiver_buffer_bytes, 4e6);  // the switch buffer is the default
   // ... also when the switch buffer comes from a flag, after the file (resolved after the flags).
   c->live.pipeline.training.receiver_buffer_bytes = 0;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iostream>
 #include <map>
 #include <random>
 
@@ -261,48 +262,83 @@ TEST(TrainingTest, TopologyClasses) {
   EXPECT_EQ(classify(4, {{1, 2}, {3, 4}}).report.kind, "unknown");
 }
 
-// Co-bursts toward a destination against a brute force over 100 us bins.
-TEST(TrainingTest, CoburstsEqualABruteForce) {
+// Co-bursts toward a destination against a brute force that walks every 100 us bin (empty ones included),
+// offline (one delta) and live (10 ms intervals, an analysis after every interval: the backlog carries).
+TEST(TrainingTest, CoburstsAndFanInBacklogEqualABruteForce) {
   std::mt19937 rng(7);
   std::vector<PacketRecord> v;
   std::uniform_int_distribution<int64_t> when(0, 50'000'000);
   std::uniform_int_distribution<uint64_t> size(3'000, 60'000);
   for (int i = 0; i < 400; ++i) burst(&v, kT0 + when(rng), 1 + static_cast<int>(rng() % 6), 9, size(rng), 8);
+  burst(&v, kT0 + 25'000'000, 1, 9, 4'000'000, 40);  // an incast that stays above the buffer for many bins
+  std::stable_sort(v.begin(), v.end(), [](const PacketRecord& a, const PacketRecord& b) { return a.ts_ns < b.ts_ns; });
   TrainingConfig cfg;
-  TrainingReport r = analyse(v, cfg);
-  const double link = 10e9;
-  const double threshold = cfg.coburst_share * link * 1e-4 / 8;
-  std::map<int64_t, std::map<std::string, uint64_t>> bins;  // bin -> source -> bytes toward 10.0.0.9
+  cfg.receiver_buffer_bytes = 100'000;
+  const double link = 10e9, drain = link * 1e-4 / 8, threshold = cfg.coburst_share * link * 1e-4 / 8;
+  std::map<int64_t, std::map<int, uint64_t>> bins;  // bin -> source -> bytes toward 10.0.0.9
   for (const PacketRecord& p : v) {
-    if (p.key.dst[3] != 9) continue;
-    bins[p.ts_ns / 100'000][std::to_string(p.key.src[3])] += p.wire_len;
+    if (p.key.dst[3] == 9) bins[p.ts_ns / 100'000][p.key.src[3]] += p.wire_len;
   }
   std::vector<uint64_t> hist(16, 0);
-  uint64_t cobursts = 0, most = 0;
+  uint64_t cobursts = 0, most = 0, over = 0;
   double q = 0, qmax = 0;
-  int64_t last = 0;
-  for (const auto& [b, by] : bins) {
+  for (int64_t b = bins.begin()->first; b <= bins.rbegin()->first; ++b) {
     uint64_t k = 0, total = 0;
-    for (const auto& [src, bytes] : by) {
-      total += bytes;
-      k += static_cast<double>(bytes) >= threshold;
+    if (auto it = bins.find(b); it != bins.end()) {
+      for (const auto& [src, bytes] : it->second) {
+        total += bytes;
+        k += static_cast<double>(bytes) >= threshold;
+      }
     }
-    if (last) q = std::max(0.0, q - link * 1e-4 / 8 * static_cast<double>(b - last - 1));
-    q = std::max(0.0, q + static_cast<double>(total) - link * 1e-4 / 8);
+    q = std::max(0.0, q + static_cast<double>(total) - drain);
     qmax = std::max(qmax, q);
-    last = b;
+    over += q > cfg.receiver_buffer_bytes;
     if (k) ++hist[std::min<uint64_t>(k, 16) - 1];
     cobursts += k >= 2;
     most = std::max(most, k);
   }
-  auto d = std::find_if(r.destinations.begin(), r.destinations.end(),
+  ASSERT_GT(cobursts, 10u);  // the cases are exercised
+  ASSERT_GT(over, 20u);
+  auto check = [&](const TrainingReport& r, double backlog, const char* how) {
+    auto d = std::find_if(r.destinations.begin(), r.destinations.end(),
+                          [](const DestinationReport& x) { return x.host == "10.0.0.9"; });
+    ASSERT_NE(d, r.destinations.end()) << how;
+    EXPECT_EQ(d->sources_hist, hist) << how;
+    EXPECT_EQ(d->cobursts, cobursts) << how;
+    EXPECT_EQ(d->over_buffer_bins, over) << how;
+    EXPECT_NEAR(backlog, qmax, 1e-6 * qmax + 1) << how;
+  };
+  TrainingReport offline = analyse(v, cfg);
+  auto d = std::find_if(offline.destinations.begin(), offline.destinations.end(),
                         [](const DestinationReport& x) { return x.host == "10.0.0.9"; });
-  ASSERT_NE(d, r.destinations.end());
-  EXPECT_GT(cobursts, 10u);  // the case is exercised
-  EXPECT_EQ(d->sources_hist, hist);
-  EXPECT_EQ(d->cobursts, cobursts);
+  ASSERT_NE(d, offline.destinations.end());
   EXPECT_EQ(d->max_sources, most);
-  EXPECT_NEAR(d->max_backlog_bytes, qmax, 1e-6 * qmax + 1);
+  check(offline, d->max_backlog_bytes, "offline");
+
+  EngineConfig ec;
+  ec.report_interval_ns = 10'000'000;
+  Engine e(ec);
+  e.addAggregator(makeTrainingAggregator(cfg, true));
+  TrainingAnalyzer an(cfg, ec.link_capacity_bps, ec.scales_ns, ec.rates_bps);
+  TrainingReport live;
+  double live_max = 0;
+  int analyses = 0;
+  e.setIntervalSink([&](const IntervalReport& ir) {
+    an.ingest(ir.training);
+    if (++analyses % 3 == 0) {  // sometimes several intervals per analysis, as a control thread behind
+      live = an.analyze();
+      for (const DestinationReport& x : live.destinations) {
+        if (x.host == "10.0.0.9") live_max = std::max(live_max, x.max_backlog_bytes);
+      }
+    }
+  });
+  e.add(v);
+  e.finish();
+  live = an.analyze();
+  for (const DestinationReport& x : live.destinations) {
+    if (x.host == "10.0.0.9") live_max = std::max(live_max, x.max_backlog_bytes);
+  }
+  check(live, live_max, "live");
 }
 
 TEST(TrainingTest, ConfiguredJobsTakeTheirHostsAndSeparateJobsAreFound) {
@@ -327,6 +363,52 @@ TEST(TrainingTest, ConfiguredJobsTakeTheirHostsAndSeparateJobsAreFound) {
   EXPECT_EQ(r.jobs[0].hosts.size(), 3u);
   EXPECT_FALSE(parseCidr("10.0.0.0/33").ok());
   EXPECT_FALSE(parseCidr("nonsense").ok());
+}
+
+// Job inference judges a pair by its own hosts' traffic, not the port's: a 16-host all-to-all (each pair
+// 0.4% of the port) and a small ring beside a storage transfer 20 times its size are both found whole.
+TEST(TrainingTest, LargeMeshAndSmallJobBesideAHeavyTransferAreFound) {
+  std::vector<PacketRecord> v;
+  for (int64_t t : steps(10, 300'000'000)) {
+    for (int a = 1; a <= 16; ++a) {
+      for (int b = 1; b <= 16; ++b) {
+        if (a != b) burst(&v, t + a * 1'000'000, 100 + a, 100 + b, 60'000, 8);
+      }
+    }
+    for (int r = 1; r <= 3; ++r) burst(&v, t + 150'000'000, r, r % 3 + 1, 150'000);
+  }
+  burst(&v, kT0 + 200'000'000, 50, 51, 200'000'000, 2);  // a storage transfer, ~2 Gbit/s for 0.8 s
+  TrainingReport r = analyse(v);
+  std::map<size_t, std::string> by_size;
+  for (const JobReport& j : r.jobs) by_size[j.hosts.size()] = j.topology.kind;
+  EXPECT_EQ(by_size[16], "mesh");
+  EXPECT_EQ(by_size[3], "ring");
+}
+
+// A job that is renamed (a host with a lower address joins) is not also reported as a silent one.
+TEST(TrainingTest, ARenamedJobIsNotReportedSilent) {
+  EngineConfig ec;
+  ec.report_interval_ns = 1'000'000'000;
+  TrainingConfig cfg;
+  Engine e(ec);
+  e.addAggregator(makeTrainingAggregator(cfg, true));
+  TrainingAnalyzer an(cfg, ec.link_capacity_bps, ec.scales_ns, ec.rates_bps);
+  std::vector<PacketRecord> v = ringJob(3, steps(30, 200'000'000), {{0, 300'000}});  // hosts 1..3
+  const int64_t joined = kT0 + 3'000'000'000;
+  for (int64_t t : steps(30, 200'000'000)) {
+    if (t >= joined) burst(&v, t + 50'000'000, 1, 0, 400'000);  // host .0 joins: the name changes ...
+  }
+  std::stable_sort(v.begin(), v.end(), [](const PacketRecord& a, const PacketRecord& b) { return a.ts_ns < b.ts_ns; });
+  std::vector<std::string> names;
+  e.setIntervalSink([&](const IntervalReport& ir) {
+    an.ingest(ir.training);
+    TrainingReport r = an.analyze();
+    names.clear();
+    for (const JobReport& j : r.jobs) names.push_back(j.name + (j.idle_s > 1 ? " (idle)" : ""));
+  });
+  e.add(v);
+  // ... and keeps sending, so neither name is silent.
+  ASSERT_EQ(names.size(), 1u) << testing::PrintToString(names);
 }
 
 }  // namespace

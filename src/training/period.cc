@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 
@@ -17,11 +18,29 @@ struct Plans {
   fftw_plan forward = nullptr;
   fftw_plan inverse = nullptr;
 };
-const Plans& plansFor(size_t size) {
+std::mutex& planMutex() {
   static std::mutex mu;
+  return mu;
+}
+std::map<size_t, Plans>& planCache() {
   static std::map<size_t, Plans> cache;  // sizes are powers of two: a few dozen at most, kept for the process
-  std::lock_guard<std::mutex> lock(mu);
-  Plans& p = cache[size];
+  return cache;
+}
+// At exit: the plans and fftw's own planner state go back (a leak checker sees them otherwise).
+void destroyPlans() {
+  std::lock_guard<std::mutex> lock(planMutex());
+  for (auto& [size, p] : planCache()) {
+    fftw_destroy_plan(p.forward);
+    fftw_destroy_plan(p.inverse);
+  }
+  planCache().clear();
+  fftw_cleanup();
+}
+const Plans& plansFor(size_t size) {
+  std::lock_guard<std::mutex> lock(planMutex());
+  static const bool registered = std::atexit(destroyPlans) == 0;
+  (void)registered;
+  Plans& p = planCache()[size];
   if (p.forward == nullptr) {
     double* in = fftw_alloc_real(size);
     fftw_complex* out = fftw_alloc_complex(size / 2 + 1);

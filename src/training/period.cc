@@ -38,7 +38,8 @@ void destroyPlans() {
 }
 const Plans& plansFor(size_t size) {
   std::lock_guard<std::mutex> lock(planMutex());
-  static const bool registered = std::atexit(destroyPlans) == 0;
+  // The cache is made before the handler is registered, so that it is destroyed after the handler ran.
+  static const bool registered = (planCache(), std::atexit(destroyPlans) == 0);
   (void)registered;
   Plans& p = planCache()[size];
   if (p.forward == nullptr) {

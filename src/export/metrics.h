@@ -99,7 +99,7 @@ class LiveMetrics : public prometheus::Collectable {
     // counted at publish, so that no interval is missed between two scrapes (the alert reads this).
     std::map<std::string, uint64_t> over_buffer_intervals;
     TopKCounters pairs, flows;
-    std::map<std::string, uint64_t> job_bytes;  // per reported job, counted at publish
+    std::map<std::string, uint64_t> job_bytes;       // per reported job, counted at publish
     std::shared_ptr<const TrainingReport> training;  // the latest analysis (not every snapshot carries one)
   };
   struct PortState {

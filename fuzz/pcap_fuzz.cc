@@ -1,6 +1,6 @@
-// libFuzzer target: the capture-file reader (libpcap through our PacketSource, pcap and pcapng) and the
-// decoder behind it. The input is written to a memory file and opened by its /proc path, so the code under
-// test is exactly the one `burstscope analyze` runs.
+// libFuzzer target: the capture-file reader (classic pcap through libpcap, our pcapng reader, gzip and zstd
+// input, the merge) and the decoder behind it, host link types included. The input is written to a memory file and
+// opened by its /proc path, so the code under test is exactly the one `burstscope analyze` runs.
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -17,7 +17,7 @@ class DecodingSink final : public burstscope::FrameSink {
  public:
   void onFrame(const burstscope::Frame& f) override {
     burstscope::PacketRecord r{};
-    decoder_.decode(f.data, f.wire_len, &r);
+    decoder_.decode(f.data, f.wire_len, &r, f.link);
     // Touch every captured byte: ASan fails if the reader handed out a span longer than its buffer.
     for (uint8_t b : f.data) sum_ += b;
   }

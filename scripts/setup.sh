@@ -18,6 +18,8 @@ PKGS=(
   libgtest-dev libgmock-dev libbenchmark-dev
   # the step-period search (autocorrelation by FFT, src/training)
   libfftw3-dev
+  # compressed capture files, read as they stream (src/capture/pcap/input_stream.cc); zstd for the tests
+  zlib1g-dev libzstd-dev zstd
   # tools used by tests and benchmarks
   tshark tcpdump tcpreplay iproute2 ethtool procps python3-numpy python3-yaml bc curl
   # real PyTorch (gloo) training jobs on the testbed (tools/testbed, the testbed suite): run with /usr/bin/python3

@@ -311,8 +311,22 @@ def capture_files():
     yield "empty.pcap", b"", {"exit": 1, "stderr": "cannot read .*empty.pcap"}
     yield "not-a-capture.pcap", b"this is not a capture file, it is text\n" * 4, \
         {"exit": 1, "stderr": "cannot read .*unknown file format"}
-    yield "linktype-raw.pcap", pcap_header(linktype=101) + good_records(1), \
-        {"exit": 1, "stderr": "link type RAW.*not supported; only Ethernet"}
+    # Host link types (docs/analyze.md): each measured as the Ethernet frame its packet was; a broken link
+    # header counts under its reason. A link type burstscope does not measure is refused, naming it.
+    ip = f[14:]
+    yield "linktype-raw.pcap", pcap_header(linktype=101) + pcap_record(T0, 0, ip) + \
+        pcap_record(T0, 1000, bytes([0x55]) + ip[1:]) + pcap_record(T0, 2000, b""), \
+        {"exit": 0, "stderr": None,
+         # The good packet counts as its Ethernet frame; a frame whose link layer cannot be read, as recorded.
+         "json": {"packets": 3, "bytes": len(f) + len(ip), "decode.errors.unknown_ip_version": 1,
+                  "decode.errors.truncated_ipv4": 1, **frames_ok}}
+    sll = struct.pack(">HHH8sH", 4, 1, 6, MAC_SRC + bytes(2), 0x0800)
+    yield "linktype-linux-sll.pcap", pcap_header(linktype=113) + pcap_record(T0, 0, sll + ip) + \
+        pcap_record(T0, 1000, sll[:10]), \
+        {"exit": 0, "stderr": None,
+         "json": {"packets": 2, "decode.ok": 1, "decode.errors.truncated_link_header": 1, **frames_ok}}
+    yield "linktype-ieee802-11.pcap", pcap_header(linktype=105) + good_records(1), \
+        {"exit": 1, "stderr": "link type IEEE802_11.*not supported"}
     t = T0 * 1_000_000_000
     # pcapng carries 64-bit timestamps: one in the year 2500 is counted and takes the previous record's time.
     yield "timestamp-year-2500.pcapng", pcapng_shb() + pcapng_idb() + pcapng_epb(t, f) + \
@@ -330,6 +344,11 @@ def capture_files():
     yield "pcapng-block-past-end.pcapng", pcapng_shb() + pcapng_idb() + pcapng_epb(t, f) + \
         pcapng_epb(t + 5, f)[:40], \
         {"exit": 0, "stderr": "reading stopped there", "json": {"packets": 1, "ledger.truncated_records": 1}}
+    # A second interface of a link type burstscope does not measure: its packets count under that reason.
+    yield "pcapng-unsupported-interface.pcapng", pcapng_shb() + pcapng_idb() + pcapng_idb(linktype=105) + \
+        pcapng_epb(t, f) + pcapng_block(6, struct.pack("<IIIII", 1, t >> 32, t & 0xFFFFFFFF, len(f), len(f)) + f), \
+        {"exit": 0, "stderr": None,
+         "json": {"packets": 2, "decode.ok": 1, "decode.errors.unsupported_link_type": 1, **frames_ok}}
     yield "pcapng-packet-before-interface.pcapng", pcapng_shb() + pcapng_epb(t, f), \
         {"exit": 1, "stderr": "cannot read|interface"}
     yield "pcapng-epb-caplen-past-block.pcapng", pcapng_shb() + pcapng_idb() + \

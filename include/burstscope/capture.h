@@ -54,11 +54,25 @@ struct DeviceStats {
   uint64_t dropStagesTotal() const;
 };
 
+// One input file of a capture read from files, as it was read.
+struct InputFileStats {
+  std::string path;                     // as given; "-" is standard input
+  std::string format;                   // "pcap" or "pcapng"
+  std::string compression;              // "none", "gzip" or "zstd" (found from the content)
+  std::vector<std::string> link_types;  // linkTypeName() of its interfaces, in order of first use
+  uint64_t packets = 0;                 // records read, duplicates included
+  int64_t first_ns = 0, last_ns = 0;    // its earliest and latest record time (0, 0: no record)
+};
+
 // What a file source counted beside the frames it delivered.
 struct SourceStats {
-  uint64_t truncated_records = 0;  // e.g. a file cut off mid-record: that record is lost, and counted here
-  uint64_t bad_timestamps = 0;     // sub-second field of a second or more (carried), or out of range
-  std::string warning;             // the source's own words about a non-fatal read problem, if any
+  uint64_t truncated_records = 0;   // e.g. a file cut off mid-record: that record is lost, and counted here
+  uint64_t bad_timestamps = 0;      // sub-second field of a second or more (carried), out of range or absent
+  uint64_t duplicates_removed = 0;  // records left out as copies of one seen within the dedup window
+  int64_t dedup_window_ns = 0;      // 0: duplicates are not looked for
+  std::vector<InputFileStats> files;
+  bool overlap = true;                // every file's time range meets another's (one file: true)
+  std::vector<std::string> warnings;  // the source's own words about non-fatal read problems
 };
 
 // How a source timestamps packets, in words for the docs, the summary and the info metric.
@@ -110,9 +124,10 @@ class QueueProducer {
   QueueProducer(const DecoderConfig& decoder, size_t ring_capacity, bool lossless = false);
 
   // Decodes one frame into the next pending record. At most kMaxBatch pending records; flush() before.
-  PacketRecord& add(std::span<const uint8_t> data, uint32_t wire_len, int64_t ts_ns) {
+  PacketRecord& add(std::span<const uint8_t> data, uint32_t wire_len, int64_t ts_ns,
+                    LinkType link = LinkType::kEthernet) {
     PacketRecord& r = pending_[n_++];
-    decoder_.decode(data, wire_len, &r);
+    decoder_.decode(data, wire_len, &r, link);
     r.ts_ns = ts_ns;
     return r;
   }
@@ -154,10 +169,20 @@ inline void storeMax(std::atomic<int64_t>& max, int64_t v) {
   }
 }
 
-// Capture files (pcap, pcapng; Ethernet) read in order as one capture, through libpcap, at nanosecond
-// precision, by a thread of their own into one lossless queue. Errors name the file.
+struct FileReadOptions {
+  // Drop a record whose duplicate key (docs/analyze.md: addresses, IP ID, transport header, length) was
+  // seen less than this long before: the same packet captured at both ends of a link. 0: off.
+  int64_t dedup_window_ns = 0;
+};
+
+// Capture files as one capture, merged by time (a k-way merge on timestamps; each file's own order kept),
+// at nanosecond precision, by a thread of their own into one lossless queue. Classic pcap (through
+// libpcap) and pcapng (several interfaces, link types and timestamp resolutions), plain or compressed with
+// gzip or zstd (found from the content), "-" for standard input; link types Ethernet, Linux cooked v1/v2,
+// raw IP, BSD loopback. Errors name the file.
 absl::StatusOr<std::unique_ptr<CaptureSource>> openPcapCapture(std::vector<std::string> paths,
                                                                const DecoderConfig& decoder,
-                                                               size_t ring_capacity = size_t{1} << 16);
+                                                               size_t ring_capacity = size_t{1} << 16,
+                                                               FileReadOptions options = {});
 
 }  // namespace burstscope

@@ -39,10 +39,39 @@ enum class DecodeError : uint8_t {
   kVxlanFlagsInvalid,  // the I flag (VNI valid) is clear
   kTooManyEncapsulations,
   kCaplenExceedsWireLen,  // capture said it holds more bytes than were on the wire
+  kTruncatedLinkHeader,   // a host capture's link header (Linux cooked, BSD loopback) is cut off
+  kUnknownIpVersion,      // a raw-IP frame whose version is neither 4 nor 6
+  kUnsupportedLinkType,   // a pcapng interface of a link type burstscope does not measure
   kCount
 };
 inline constexpr int kDecodeErrorCount = static_cast<int>(DecodeError::kCount);
 const char* decodeErrorName(DecodeError e);  // snake_case, stable: used as a metric label
+
+// The link layer a frame begins with. A mirror port delivers Ethernet; host captures (`tcpdump -i any`,
+// tunnels, loopback) begin with a cooked header, the IP header itself or a 4-byte address family.
+enum class LinkType : uint8_t {
+  kEthernet,
+  kLinuxSll,   // Linux cooked v1 (LINKTYPE_LINUX_SLL 113): 16-byte header, protocol at 14
+  kLinuxSll2,  // Linux cooked v2 (LINKTYPE_LINUX_SLL2 276): 20-byte header, protocol at 0
+  kRawIp,      // LINKTYPE_RAW (101; DLT_RAW 12 or 14): IPv4 or IPv6, by the version nibble
+  kIpv4,       // LINKTYPE_IPV4 (228)
+  kIpv6,       // LINKTYPE_IPV6 (229)
+  kNull,       // BSD loopback (LINKTYPE_NULL 0): 4-byte address family in the capturing host's byte order
+  kLoop,       // OpenBSD loopback (LINKTYPE_LOOP 108): the same in network byte order
+  kUnsupported,
+};
+const char* linkTypeName(LinkType t);  // "ethernet", "linux_sll", "linux_sll2", "raw_ip", ...: stable
+// The link type of a LINKTYPE_ value (pcapng interfaces, classic pcap headers) or of libpcap's DLT_ value.
+LinkType linkTypeFromPcap(uint32_t linktype);
+
+// A frame's link header: its length and the protocol (an ethertype) it carries. For Ethernet the outer
+// ethertype (VLAN tags may follow); for raw IP the version's ethertype. `error` says why it cannot be read.
+struct LinkHeader {
+  DecodeError error = DecodeError::kNone;
+  uint16_t length = 0;
+  uint16_t ethertype = 0;  // 0: not IP (an unknown BSD address family, say)
+};
+LinkHeader parseLinkHeader(std::span<const uint8_t> data, LinkType link);
 
 struct DecodeStats {
   std::array<uint64_t, kDecodeErrorCount> errors{};  // errors[0] (kNone) counts frames decoded fully
@@ -85,13 +114,18 @@ class Decoder {
 
   // Decodes one frame of `data` (the captured bytes) whose wire length was `wire_len`, into `out`
   // (ts_ns is left to the caller). Returns the reason decoding stopped early, or kNone; stats are updated.
-  DecodeError decode(std::span<const uint8_t> data, uint32_t wire_len, PacketRecord* out);
+  // A frame of a host capture (any `link` but Ethernet) is measured as the Ethernet frame it was on the wire:
+  // its link header replaced by Ethernet's 14 bytes, and at least 60 bytes (Ethernet's minimum without FCS).
+  DecodeError decode(std::span<const uint8_t> data, uint32_t wire_len, PacketRecord* out,
+                     LinkType link = LinkType::kEthernet);
 
   const DecodeStats& stats() const { return stats_; }
 
  private:
   struct Cursor;
   DecodeError decodeEthernet(Cursor& c, PacketRecord* out, int depth);
+  DecodeError decodeEthertype(Cursor& c, uint16_t type, PacketRecord* out, int depth);  // VLAN tags, then IP
+  DecodeError decodeHostLink(Cursor& c, LinkType link, PacketRecord* out);
   DecodeError decodeIpv4(Cursor& c, PacketRecord* out, int depth);
   DecodeError decodeIpv6(Cursor& c, PacketRecord* out, int depth);
   DecodeError decodeIpv6Chain(Cursor& c, uint8_t next, PacketRecord* out, int depth);  // extension headers, L4

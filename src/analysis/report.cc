@@ -217,6 +217,53 @@ std::string humanSeconds(double s) {
   return absl::StrFormat("%.0f us", s * 1e6);
 }
 
+namespace {
+
+// The input files as read: one capture merged by time (the files read, in the order given).
+Json inputsJson(const SourceStats& source) {
+  Json files = Json::array();
+  for (const InputFileStats& f : source.files) {
+    files.push_back(Json{{"path", f.path},
+                         {"format", f.format},
+                         {"compression", f.compression},
+                         {"link_types", f.link_types},
+                         {"packets", f.packets},
+                         {"first_ns", f.first_ns},
+                         {"last_ns", f.last_ns}});
+  }
+  return Json{{"files", files},
+              {"merged_by_time", true},
+              {"overlap", source.overlap},
+              {"dedup_window_ns", source.dedup_window_ns},
+              {"duplicates_removed", source.duplicates_removed},
+              {"warnings", source.warnings}};
+}
+
+std::string utcTime(int64_t ns) {
+  return absl::FormatTime("%Y-%m-%d %H:%M:%E9S", absl::FromUnixNanos(ns), absl::UTCTimeZone());
+}
+
+std::string inputsText(const SourceStats& source) {
+  std::string out;
+  if (source.files.size() > 1) {
+    absl::StrAppend(&out, "Input: ", source.files.size(), " files, merged by time as one capture\n");
+  }
+  for (const InputFileStats& f : source.files) {
+    absl::StrAppend(&out, absl::StrFormat("  %s: %s%s, %s, %d packets", f.path, f.format,
+                                          f.compression == "none" ? "" : absl::StrCat(" (", f.compression, ")"),
+                                          absl::StrJoin(f.link_types, "+"), f.packets));
+    if (f.packets) absl::StrAppend(&out, ", ", utcTime(f.first_ns), " to ", utcTime(f.last_ns), " UTC");
+    absl::StrAppend(&out, "\n");
+  }
+  if (source.dedup_window_ns > 0) {
+    absl::StrAppend(&out, "  duplicates within ", humanSeconds(static_cast<double>(source.dedup_window_ns) * 1e-9),
+                    " left out: ", source.duplicates_removed, "\n");
+  }
+  return out;
+}
+
+}  // namespace
+
 Json reportJson(const PortResult& r, const SourceStats& source, const ReportContext& ctx) {
   const EngineConfig& cfg = r.engine_config;
   const StreamResult& port = r.engine.port;
@@ -245,7 +292,9 @@ Json reportJson(const PortResult& r, const SourceStats& source, const ReportCont
                      {"analysed", r.ledger.analysed},
                      {"dropped", Json{{"ring_full", r.ledger.ring_drops}}},
                      {"truncated_records", source.truncated_records},
+                     {"duplicates_removed", source.duplicates_removed},
                      {"balanced", r.ledger.balanced()}};
+  j["inputs"] = inputsJson(source);
   return j;
 }
 
@@ -424,6 +473,7 @@ std::string reportText(const PortResult& r, const SourceStats& source, const Rep
   absl::StrAppend(&out, absl::StrFormat("  %d packets, %s over %s, mean %s\n", port.packets,
                                         humanBytes(static_cast<double>(port.bytes)),
                                         humanSeconds(durationNs(port) * 1e-9), humanRate(meanBps(port))));
+  absl::StrAppend(&out, inputsText(source));
   absl::StrAppend(&out, "\nBurstiness (sliding-window envelope E(tau), peak-to-mean PtM = E / (mean * tau))\n");
   absl::StrAppend(&out, absl::StrFormat("  %-7s %14s %14s %9s %16s  %s\n", "tau", "E(tau) bytes", "peak rate", "PtM",
                                         "peak aligned bin", "precision"));
@@ -475,8 +525,10 @@ std::string reportText(const PortResult& r, const SourceStats& source, const Rep
   absl::StrAppend(&out, "Timestamps: ", r.reordered, " put back in order, ", r.clamped,
                   " later than the reorder horizon (clamped)\n");
   absl::StrAppend(&out, "Ledger: received ", r.ledger.received, " = analysed ", r.ledger.analysed, " + dropped ",
-                  r.ledger.ring_drops, r.ledger.balanced() ? " (balanced)" : " (NOT BALANCED)", "\n");
-  if (!source.warning.empty()) absl::StrAppend(&out, "Warning: ", source.warning, "\n");
+                  r.ledger.ring_drops, r.ledger.balanced() ? " (balanced)" : " (NOT BALANCED)");
+  if (source.dedup_window_ns > 0) absl::StrAppend(&out, "; duplicates left out before: ", source.duplicates_removed);
+  absl::StrAppend(&out, "\n");
+  for (const std::string& w : source.warnings) absl::StrAppend(&out, "Warning: ", w, "\n");
   if (r.clock_steps_back > 0) {
     absl::StrAppend(&out, "Warning: timestamps stepped back by more than 1 s ", r.clock_steps_back,
                     " time(s); later packets were shifted forward by ", humanSeconds(r.clock_shift_ns * 1e-9),

@@ -161,6 +161,7 @@ struct MetricFlags {
 struct AnalyzeOptions {
   std::vector<std::string> files;
   bool json = false;
+  std::string dedup_window;  // empty: off
   MetricFlags metrics{EngineConfig{}};
 };
 
@@ -174,7 +175,18 @@ int runAnalyze(const AnalyzeOptions& o) {
   if (absl::Status s = validateConfig(pc.engine); !s.ok()) {
     return fail(absl::InvalidArgumentError(absl::StrCat("invalid configuration: ", s.message())), 2);
   }
-  auto source = openPcapCapture(o.files, dc);
+  FileReadOptions read;
+  if (!o.dedup_window.empty()) {
+    auto ns = parseDurationNs(o.dedup_window);
+    if (!ns.ok() || *ns <= 0) {
+      return fail(absl::InvalidArgumentError(
+                      absl::StrCat("--dedup-window: ", ns.ok() ? "must be above 0 (leave it out for no suppression)"
+                                                               : std::string(ns.status().message()))),
+                  2);
+    }
+    read.dedup_window_ns = *ns;
+  }
+  auto source = openPcapCapture(o.files, dc, size_t{1} << 16, read);
   if (!source.ok()) return fail(source.status(), 1);
   auto result = runCapture(**source, pc, g_stop);
   if (!result.ok()) return fail(result.status(), 1);
@@ -185,7 +197,7 @@ int runAnalyze(const AnalyzeOptions& o) {
   } else {
     std::cout << reportText(port, result->source, ctx);
   }
-  if (!result->source.warning.empty()) std::cerr << "burstscope: warning: " << result->source.warning << "\n";
+  for (const std::string& w : result->source.warnings) std::cerr << "burstscope: warning: " << w << "\n";
   return port.ledger.balanced() ? 0 : 3;
 }
 
@@ -440,9 +452,16 @@ int mainImpl(int argc, char** argv) {
   app.set_version_flag("--version", BURSTSCOPE_VERSION);
 
   AnalyzeOptions ao;
-  CLI::App* analyze = app.add_subcommand("analyze", "Analyse pcap/pcapng files (read in order as one capture)");
-  analyze->add_option("files", ao.files, "capture files")->required()->check(CLI::ExistingFile);
+  CLI::App* analyze = app.add_subcommand(
+      "analyze", "Analyse capture files as one capture merged by time (pcap, pcapng; gzip, zstd; - is stdin)");
+  analyze->add_option("files", ao.files, "capture files (- for standard input)")
+      ->required()
+      ->check(CLI::Validator([](std::string& path) { return path == "-" ? std::string() : CLI::ExistingFile(path); },
+                             "FILE|-"));
   analyze->add_flag("--json", ao.json, "print the machine-readable summary");
+  analyze->add_option("--dedup-window", ao.dedup_window,
+                      "leave out a packet seen again within this time (e.g. 1ms): captures of both ends of a link "
+                      "(off by default; the key is in docs/analyze.md)");
   ao.metrics.add(analyze, /*live=*/false);
 
   RunOptions ro;

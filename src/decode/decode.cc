@@ -1,5 +1,6 @@
 #include "burstscope/decode.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace burstscope {
@@ -17,6 +18,7 @@ constexpr uint8_t kProtoTcp = 6;
 constexpr uint8_t kProtoUdp = 17;
 constexpr uint8_t kProtoGre = 47;
 constexpr uint8_t kProtoSctp = 132;
+constexpr uint32_t kEthernetMinFrame = 60;  // without the FCS, as captures record it
 
 inline uint16_t be16(const uint8_t* p) { return static_cast<uint16_t>(p[0] << 8 | p[1]); }
 inline uint32_t be32(const uint8_t* p) {
@@ -34,6 +36,55 @@ struct Decoder::Cursor {
   bool have(size_t n) const { return off <= caplen && caplen - off >= n; }
   const uint8_t* at() const { return data + off; }
 };
+
+const char* linkTypeName(LinkType t) {
+  switch (t) {
+    case LinkType::kEthernet:
+      return "ethernet";
+    case LinkType::kLinuxSll:
+      return "linux_sll";
+    case LinkType::kLinuxSll2:
+      return "linux_sll2";
+    case LinkType::kRawIp:
+      return "raw_ip";
+    case LinkType::kIpv4:
+      return "ipv4";
+    case LinkType::kIpv6:
+      return "ipv6";
+    case LinkType::kNull:
+      return "null";
+    case LinkType::kLoop:
+      return "loop";
+    case LinkType::kUnsupported:
+      break;
+  }
+  return "unsupported";
+}
+
+LinkType linkTypeFromPcap(uint32_t linktype) {
+  switch (linktype) {
+    case 1:  // LINKTYPE_ETHERNET, DLT_EN10MB
+      return LinkType::kEthernet;
+    case 113:  // LINKTYPE_LINUX_SLL
+      return LinkType::kLinuxSll;
+    case 276:  // LINKTYPE_LINUX_SLL2
+      return LinkType::kLinuxSll2;
+    case 101:  // LINKTYPE_RAW
+    case 12:   // DLT_RAW as libpcap reports it on most systems
+    case 14:   // DLT_RAW on OpenBSD
+      return LinkType::kRawIp;
+    case 228:
+      return LinkType::kIpv4;
+    case 229:
+      return LinkType::kIpv6;
+    case 0:
+      return LinkType::kNull;
+    case 108:
+      return LinkType::kLoop;
+    default:
+      return LinkType::kUnsupported;
+  }
+}
 
 const char* directionName(Direction d) {
   switch (d) {
@@ -95,6 +146,12 @@ const char* decodeErrorName(DecodeError e) {
       return "too_many_encapsulations";
     case DecodeError::kCaplenExceedsWireLen:
       return "caplen_exceeds_wire_len";
+    case DecodeError::kTruncatedLinkHeader:
+      return "truncated_link_header";
+    case DecodeError::kUnknownIpVersion:
+      return "unknown_ip_version";
+    case DecodeError::kUnsupportedLinkType:
+      return "unsupported_link_type";
     case DecodeError::kCount:
       break;
   }
@@ -125,7 +182,7 @@ bool IpPrefix::contains(uint8_t fam, const std::array<uint8_t, 16>& a) const {
   return (a[full] & mask) == (addr[full] & mask);
 }
 
-DecodeError Decoder::decode(std::span<const uint8_t> data, uint32_t wire_len, PacketRecord* out) {
+DecodeError Decoder::decode(std::span<const uint8_t> data, uint32_t wire_len, PacketRecord* out, LinkType link) {
   DecodeError caplen_error = DecodeError::kNone;
   if (data.size() > wire_len) {
     // The capture claims more bytes than the wire carried; measure what we hold.
@@ -138,7 +195,7 @@ DecodeError Decoder::decode(std::span<const uint8_t> data, uint32_t wire_len, Pa
   out->vlan = 0;
   out->key = FlowKey{};
   Cursor c{data.data(), data.size(), 0, wire_len};
-  DecodeError e = decodeEthernet(c, out, 0);
+  DecodeError e = link == LinkType::kEthernet ? decodeEthernet(c, out, 0) : decodeHostLink(c, link, out);
   if (caplen_error != DecodeError::kNone) e = caplen_error;
   if (e != DecodeError::kNone) out->flags |= kRecordDecodeError;
   if (e == DecodeError::kNone && out->key.family == 0) ++stats_.non_ip;
@@ -164,8 +221,80 @@ void Decoder::classifyDirection(PacketRecord* out) const {
 
 DecodeError Decoder::decodeEthernet(Cursor& c, PacketRecord* out, int depth) {
   if (!c.have(14)) return DecodeError::kTruncatedEthernet;
-  uint16_t type = be16(c.at() + 12);
+  const uint16_t type = be16(c.at() + 12);
   c.off += 14;
+  return decodeEthertype(c, type, out, depth);
+}
+
+// A host capture's frame: the link header gives the protocol (an ethertype) and its length; the frame is
+// measured as on an Ethernet wire (SPEC: frame bytes), so that host captures and a mirror of the same
+// traffic agree: wire length - header + 14, and no less than 60 (the padding a wire adds to short frames).
+DecodeError Decoder::decodeHostLink(Cursor& c, LinkType link, PacketRecord* out) {
+  const LinkHeader h = parseLinkHeader({c.data, c.caplen}, link);
+  if (h.error != DecodeError::kNone) return h.error;
+  if (out->wire_len < h.length) return DecodeError::kTruncatedLinkHeader;
+  out->wire_len = std::max<uint32_t>(kEthernetMinFrame, out->wire_len - h.length + 14);
+  c.off += h.length;
+  return decodeEthertype(c, h.ethertype, out, 0);
+}
+
+LinkHeader parseLinkHeader(std::span<const uint8_t> data, LinkType link) {
+  LinkHeader h;
+  auto need = [&](uint16_t n, DecodeError e) {
+    h.length = n;
+    if (data.size() < n) h.error = e;
+    return data.size() >= n;
+  };
+  switch (link) {
+    case LinkType::kEthernet:
+      if (need(14, DecodeError::kTruncatedEthernet)) h.ethertype = be16(&data[12]);
+      break;
+    case LinkType::kLinuxSll:
+      if (need(16, DecodeError::kTruncatedLinkHeader)) h.ethertype = be16(&data[14]);
+      break;
+    case LinkType::kLinuxSll2:
+      if (need(20, DecodeError::kTruncatedLinkHeader)) h.ethertype = be16(&data[0]);
+      break;
+    case LinkType::kNull:
+    case LinkType::kLoop: {
+      if (!need(4, DecodeError::kTruncatedLinkHeader)) break;
+      // AF_INET is 2 everywhere; AF_INET6 is 10 (Linux), 24 (NetBSD, OpenBSD), 28 (FreeBSD), 30 (macOS).
+      // LINKTYPE_NULL is in the capturing host's byte order, which the file does not say: both are tried.
+      auto family = [](uint32_t af) -> uint16_t {
+        if (af == 2) return kEthIpv4;
+        return af == 10 || af == 24 || af == 28 || af == 30 ? kEthIpv6 : 0;
+      };
+      h.ethertype = family(be32(data.data()));
+      if (h.ethertype == 0 && link == LinkType::kNull) {
+        h.ethertype = family(uint32_t{data[3]} << 24 | uint32_t{data[2]} << 16 | uint32_t{data[1]} << 8 | data[0]);
+      }
+      break;
+    }
+    case LinkType::kRawIp:
+      if (!need(1, DecodeError::kTruncatedIpv4)) break;
+      h.length = 0;
+      if ((data[0] >> 4) == 4) {
+        h.ethertype = kEthIpv4;
+      } else if ((data[0] >> 4) == 6) {
+        h.ethertype = kEthIpv6;
+      } else {
+        h.error = DecodeError::kUnknownIpVersion;
+      }
+      break;
+    case LinkType::kIpv4:
+      h.ethertype = kEthIpv4;
+      break;
+    case LinkType::kIpv6:
+      h.ethertype = kEthIpv6;
+      break;
+    case LinkType::kUnsupported:
+      h.error = DecodeError::kUnsupportedLinkType;
+      break;
+  }
+  return h;
+}
+
+DecodeError Decoder::decodeEthertype(Cursor& c, uint16_t type, PacketRecord* out, int depth) {
   int tags = 0;
   while (type == kEthVlan || type == kEthQinQ || type == kEthQinQOld) {
     if (++tags > kMaxVlanTags) return DecodeError::kTooManyVlanTags;

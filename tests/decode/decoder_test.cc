@@ -416,5 +416,145 @@ TEST(DecoderTest, LocalNetworksGiveTheDirection) {
   EXPECT_EQ(p.family, 6);
 }
 
+// A host capture's frame: the Ethernet frame `eth` with its 14-byte header replaced by `link`'s header.
+std::vector<uint8_t> asHostCapture(const std::vector<uint8_t>& eth, LinkType link, uint32_t family = 0) {
+  const uint16_t type = static_cast<uint16_t>(eth[12] << 8 | eth[13]);
+  std::vector<uint8_t> h;
+  switch (link) {
+    case LinkType::kLinuxSll:  // packet type 4 (outgoing), ARPHRD_ETHER, address length 6, address, protocol
+      h = {0, 4, 0, 1, 0, 6, 2, 0, 0, 0, 0, 1, 0, 0, static_cast<uint8_t>(type >> 8), static_cast<uint8_t>(type)};
+      break;
+    case LinkType::kLinuxSll2:  // protocol, reserved, interface index, ARPHRD_ETHER, packet type, address
+      h = {static_cast<uint8_t>(type >> 8),
+           static_cast<uint8_t>(type),
+           0,
+           0,
+           0,
+           0,
+           0,
+           3,
+           0,
+           1,
+           4,
+           6,
+           2,
+           0,
+           0,
+           0,
+           0,
+           1,
+           0,
+           0};
+      break;
+    case LinkType::kNull:  // the address family in little-endian (the capturing host's order)
+      h = {static_cast<uint8_t>(family), 0, 0, 0};
+      break;
+    case LinkType::kLoop:
+      h = {0, 0, 0, static_cast<uint8_t>(family)};
+      break;
+    default:
+      break;
+  }
+  h.insert(h.end(), eth.begin() + 14, eth.end());
+  return h;
+}
+
+DecodeError decodeLink(Decoder& d, const std::vector<uint8_t>& f, size_t n, uint32_t wire_len, LinkType link,
+                       PacketRecord* r) {
+  std::unique_ptr<uint8_t[]> copy(new uint8_t[n == 0 ? 1 : n]);
+  std::copy(f.begin(), f.begin() + static_cast<ptrdiff_t>(n), copy.get());
+  return d.decode({copy.get(), n}, wire_len, r, link);
+}
+
+TEST(DecoderTest, HostCapturesMeasureTheEthernetFrameTheirPacketWasOnTheWire) {
+  FrameBuilder tcp = innerTcp();
+  FrameBuilder v6;
+  v6.eth(0x86DD).ipv6(1, 2, 17, 8 + 200).ports(5000, 4791, 8 + 200).payload(200);
+  struct Case {
+    LinkType link;
+    uint32_t family;
+  };
+  for (const Case c : {Case{LinkType::kLinuxSll, 0}, Case{LinkType::kLinuxSll2, 0}, Case{LinkType::kRawIp, 0},
+                       Case{LinkType::kNull, 2}, Case{LinkType::kLoop, 2}, Case{LinkType::kIpv4, 0}}) {
+    SCOPED_TRACE(linkTypeName(c.link));
+    Decoder d;
+    PacketRecord r;
+    const std::vector<uint8_t> f = asHostCapture(tcp.bytes, c.link, c.family);
+    // Snapped to 60 captured bytes of a frame whose wire length is 1000 bytes more than captured.
+    const size_t cap = std::min<size_t>(f.size(), 60);
+    EXPECT_EQ(decodeLink(d, f, cap, static_cast<uint32_t>(f.size()) + 1000, c.link, &r), DecodeError::kNone);
+    expectInnerTcp(r);
+    EXPECT_EQ(r.wire_len, tcp.bytes.size() + 1000);  // the Ethernet frame's length
+  }
+  for (const Case c : {Case{LinkType::kLinuxSll2, 0}, Case{LinkType::kRawIp, 0}, Case{LinkType::kNull, 30},
+                       Case{LinkType::kNull, 10}, Case{LinkType::kLoop, 24}, Case{LinkType::kIpv6, 0}}) {
+    SCOPED_TRACE(linkTypeName(c.link));
+    Decoder d;
+    PacketRecord r;
+    const std::vector<uint8_t> f = asHostCapture(v6.bytes, c.link, c.family);
+    EXPECT_EQ(decodeLink(d, f, f.size(), static_cast<uint32_t>(f.size()), c.link, &r), DecodeError::kNone);
+    EXPECT_EQ(r.key.family, 6);
+    EXPECT_EQ(r.key.dst_port, 4791);
+    EXPECT_EQ(r.wire_len, v6.bytes.size());
+  }
+}
+
+TEST(DecoderTest, AShortHostCapturePacketIsPaddedToTheEthernetMinimum) {
+  FrameBuilder ack;
+  ack.eth(0x0800).ipv4(ip4(10, 0, 0, 1), ip4(10, 0, 0, 2), 6, 20).ports(1, 2).zeros(16);  // 54 bytes
+  Decoder d;
+  PacketRecord r;
+  const std::vector<uint8_t> f = asHostCapture(ack.bytes, LinkType::kLinuxSll);
+  EXPECT_EQ(decodeLink(d, f, f.size(), static_cast<uint32_t>(f.size()), LinkType::kLinuxSll, &r), DecodeError::kNone);
+  EXPECT_EQ(r.wire_len, 60u);
+  // A mirror's Ethernet frame is measured as captured: a padded one says 60 itself.
+  EXPECT_EQ(decodeAll(d, ack, &r), DecodeError::kNone);
+  EXPECT_EQ(r.wire_len, ack.bytes.size());
+}
+
+TEST(DecoderTest, BrokenHostLinkHeadersAreCountedByReasonAndNeverReadPast) {
+  FrameBuilder tcp = innerTcp();
+  for (LinkType link : {LinkType::kLinuxSll, LinkType::kLinuxSll2, LinkType::kNull, LinkType::kLoop}) {
+    SCOPED_TRACE(linkTypeName(link));
+    const std::vector<uint8_t> f = asHostCapture(tcp.bytes, link, 2);
+    const size_t header = f.size() - (tcp.bytes.size() - 14);
+    Decoder d;
+    PacketRecord r;
+    for (size_t n = 0; n < header; ++n) {
+      EXPECT_EQ(decodeLink(d, f, n, static_cast<uint32_t>(f.size()), link, &r), DecodeError::kTruncatedLinkHeader);
+    }
+    // Whole captured header, but a wire length shorter than it: the record lies, and is counted.
+    EXPECT_EQ(decodeLink(d, f, header, static_cast<uint32_t>(header) - 1, link, &r),
+              DecodeError::kCaplenExceedsWireLen);
+    EXPECT_EQ(d.stats().errors[static_cast<int>(DecodeError::kTruncatedLinkHeader)], header);
+  }
+  Decoder d;
+  PacketRecord r;
+  std::vector<uint8_t> raw = asHostCapture(tcp.bytes, LinkType::kRawIp);
+  raw[0] = 0x55;  // version 5
+  EXPECT_EQ(decodeLink(d, raw, raw.size(), static_cast<uint32_t>(raw.size()), LinkType::kRawIp, &r),
+            DecodeError::kUnknownIpVersion);
+  EXPECT_EQ(decodeLink(d, raw, 0, 0, LinkType::kRawIp, &r), DecodeError::kTruncatedIpv4);
+  EXPECT_EQ(decodeLink(d, raw, raw.size(), static_cast<uint32_t>(raw.size()), LinkType::kUnsupported, &r),
+            DecodeError::kUnsupportedLinkType);
+  EXPECT_STREQ(decodeErrorName(DecodeError::kUnsupportedLinkType), "unsupported_link_type");
+  // An address family that is not IP is measured as a non-IP frame, not an error.
+  const std::vector<uint8_t> other = asHostCapture(tcp.bytes, LinkType::kNull, 7);
+  EXPECT_EQ(decodeLink(d, other, other.size(), static_cast<uint32_t>(other.size()), LinkType::kNull, &r),
+            DecodeError::kNone);
+  EXPECT_EQ(r.key.family, 0);
+  EXPECT_EQ(d.stats().non_ip, 1u);
+}
+
+TEST(DecoderTest, LinkTypesFromPcapNumbers) {
+  EXPECT_EQ(linkTypeFromPcap(1), LinkType::kEthernet);
+  EXPECT_EQ(linkTypeFromPcap(113), LinkType::kLinuxSll);
+  EXPECT_EQ(linkTypeFromPcap(276), LinkType::kLinuxSll2);
+  EXPECT_EQ(linkTypeFromPcap(101), LinkType::kRawIp);
+  EXPECT_EQ(linkTypeFromPcap(12), LinkType::kRawIp);
+  EXPECT_EQ(linkTypeFromPcap(0), LinkType::kNull);
+  EXPECT_EQ(linkTypeFromPcap(105), LinkType::kUnsupported);  // 802.11
+}
+
 }  // namespace
 }  // namespace burstscope

@@ -67,10 +67,10 @@ printf 'not a capture file at all, just text\n' >"$TMP/text.pcap"
 expect_error "not a capture file" 1 "cannot read" "$BS" analyze "$TMP/text.pcap"
 python3 -c "
 import struct, sys
-hdr = struct.pack('<IHHiIII', 0xa1b2c3d4, 2, 4, 0, 0, 65535, 101)  # LINKTYPE_RAW
+hdr = struct.pack('<IHHiIII', 0xa1b2c3d4, 2, 4, 0, 0, 65535, 105)  # LINKTYPE_IEEE802_11
 rec = struct.pack('<IIII', 1, 0, 20, 20) + bytes([0x45] + [0] * 19)
-open(sys.argv[1], 'wb').write(hdr + rec)" "$TMP/raw.pcap"
-expect_error "unsupported link type" 1 "link type RAW" "$BS" analyze "$TMP/raw.pcap"
+open(sys.argv[1], 'wb').write(hdr + rec)" "$TMP/wifi.pcap"
+expect_error "unsupported link type" 1 "link type IEEE802_11" "$BS" analyze "$TMP/wifi.pcap"
 expect_error "bad scale names the option" 2 "scales" "$BS" analyze --scales-us 150 "$TRACE"
 expect_error "bad list value names the option" 2 "rates-gbps" "$BS" analyze --rates-gbps 1,x "$TRACE"
 expect_error "bad prefix names the option" 2 "local-net" "$BS" analyze --local-net 10.0.0.0/40 "$TRACE"

@@ -1,6 +1,6 @@
-// The capture-file reader behind openPcapCapture (include/burstscope/capture.h): libpcap's records as
-// timestamped frames, pushed to a sink. Private to src/capture/pcap, the fuzz target and the benchmarks,
-// which read files without the rest of the capture path.
+// The capture-file reader behind openPcapCapture (include/burstscope/capture.h): the files' records as
+// timestamped frames, merged by time, pushed to a sink. Private to src/capture/pcap, the fuzz target and the
+// benchmarks, which read files without the rest of the capture path.
 #pragma once
 
 #include <atomic>
@@ -12,6 +12,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "burstscope/capture.h"
+#include "burstscope/decode.h"
 
 namespace burstscope {
 
@@ -19,6 +20,7 @@ struct Frame {
   int64_t ts_ns;                  // nanoseconds since the Unix epoch
   uint32_t wire_len;              // length on the wire (pcap orig_len), FCS excluded
   std::span<const uint8_t> data;  // the captured bytes; valid only during the onFrame call
+  LinkType link = LinkType::kEthernet;
 };
 
 class FrameSink {
@@ -36,9 +38,10 @@ class PacketSource {
   virtual SourceStats stats() const = 0;
 };
 
-// Reads classic pcap and pcapng files through libpcap, at nanosecond precision, one after another as a
-// single capture (e.g. the rotated files of one `tcpdump -C` run). Only Ethernet link types are accepted.
-// Opening checks every file, so that an unreadable one fails before any work is done.
-absl::StatusOr<std::unique_ptr<PacketSource>> openPcapFiles(std::vector<std::string> paths);
+// Reads capture files as one capture merged by time, at nanosecond precision: classic pcap through
+// libpcap, pcapng with our own reader (file_reader.h says why), plain, gzip or zstd, "-" for standard input.
+// Opening opens and checks every file (its header), so that an unreadable one fails before any work is done.
+absl::StatusOr<std::unique_ptr<PacketSource>> openPcapFiles(std::vector<std::string> paths,
+                                                            FileReadOptions options = {});
 
 }  // namespace burstscope

@@ -1,18 +1,42 @@
-// The pcap/pcapng file backend. libpcap does the file formats (both pcap byte orders, µs and ns, pcapng
-// blocks); this file only converts its records into Frames.
+// The capture-file source: each file read by a FileReader (file_reader.h: libpcap for classic pcap, our
+// own for pcapng), the files merged by time into one stream of Frames, duplicates left out on request.
 #include <pcap/pcap.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <deque>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/hash/hash.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/time.h"
 #include "burstscope/status.h"
+#include "src/capture/pcap/file_reader.h"
 #include "src/capture/pcap/pcap_reader.h"
 
 namespace burstscope {
+
+void FileReader::noteLinkType(LinkType t) {
+  const std::string name = linkTypeName(t);
+  if (std::find(stats_.link_types.begin(), stats_.link_types.end(), name) == stats_.link_types.end()) {
+    stats_.link_types.push_back(name);
+  }
+}
+
+void FileReader::warn(std::string text) { warnings_.push_back(absl::StrCat(stats_.path, ": ", text)); }
+
+int64_t FileReader::badTimestamp(int64_t carried, const std::string& what) {
+  if (bad_timestamps_++ == 0) warn(absl::StrCat(what, "; given the previous record's time, and counted"));
+  return carried;
+}
+
 namespace {
 
 struct PcapCloser {
@@ -20,82 +44,302 @@ struct PcapCloser {
 };
 using PcapHandle = std::unique_ptr<pcap_t, PcapCloser>;
 
-constexpr size_t kReadBuffer = size_t{1} << 20;
-
-absl::StatusOr<PcapHandle> openOne(const std::string& path) {
-  // We open the stream ourselves to give it a 1 MiB buffer before libpcap reads from it: with stdio's
-  // default 4 KiB, reading a file costs a read(2) every few dozen records.
-  FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) return errnoStatus(errno, absl::StrCat("cannot read ", path));
-  std::setvbuf(f, nullptr, _IOFBF, kReadBuffer);
-  char err[PCAP_ERRBUF_SIZE] = {};
-  PcapHandle p(pcap_fopen_offline_with_tstamp_precision(f, PCAP_TSTAMP_PRECISION_NANO, err));
-  if (!p) {
-    std::fclose(f);  // libpcap closes the stream only when it took it
-    return absl::InvalidArgumentError(absl::StrCat("cannot read ", path, ": ", err));
-  }
-  const int link = pcap_datalink(p.get());
-  if (link != DLT_EN10MB) {
-    const char* name = pcap_datalink_val_to_name(link);
-    return absl::InvalidArgumentError(absl::StrCat("cannot analyse ", path, ": link type ", name ? name : "unknown",
-                                                   " (", link, ") is not supported; only Ethernet (EN10MB) is"));
-  }
-  return p;
-}
-
-class PcapFileSource final : public PacketSource {
+// Classic pcap through libpcap (both byte orders, µs and ns, the modified formats), at ns precision.
+class LibpcapReader final : public FileReader {
  public:
-  explicit PcapFileSource(std::vector<std::string> paths) : paths_(std::move(paths)) {}
-
-  absl::Status run(FrameSink& sink, const std::atomic<bool>& stop) override {
-    for (const std::string& path : paths_) {
-      BS_ASSIGN_OR_RETURN(PcapHandle p, openOne(path));
-      pcap_pkthdr* h;
-      const u_char* data;
-      int rc;
-      while ((rc = pcap_next_ex(p.get(), &h, &data)) == 1) {
-        // With nanosecond precision libpcap puts nanoseconds in tv_usec.
-        int64_t ts = timestampNs(h->ts, path);
-        if (ts < 0) ts = last_ts_;  // out of range: counted, and given the previous record's time
-        last_ts_ = ts;
-        sink.onFrame(Frame{ts, h->len, {data, h->caplen}});
-        if (stop.load(std::memory_order_relaxed)) return absl::OkStatus();
-      }
-      if (rc == PCAP_ERROR) {
-        // libpcap reports a record cut off by the end of the file (or a corrupt header) this way.
-        ++stats_.truncated_records;
-        stats_.warning = absl::StrCat(path, ": ", pcap_geterr(p.get()), " (reading stopped there)");
-      }
+  static absl::StatusOr<std::unique_ptr<FileReader>> open(std::unique_ptr<InputStream> stream) {
+    auto r = std::unique_ptr<LibpcapReader>(new LibpcapReader(std::move(stream)));
+    const std::string& path = r->stats_.path;
+    FILE* f = r->stream_->toFile();
+    if (f == nullptr) return errnoStatus(errno, absl::StrCat("cannot read ", path));
+    char err[PCAP_ERRBUF_SIZE] = {};
+    r->pcap_.reset(pcap_fopen_offline_with_tstamp_precision(f, PCAP_TSTAMP_PRECISION_NANO, err));
+    if (!r->pcap_) {
+      std::fclose(f);  // libpcap closes the stream only when it took it
+      const std::string why = r->stream_->error().empty() ? err : r->stream_->error();
+      return absl::InvalidArgumentError(absl::StrCat("cannot read ", path, ": ", why));
     }
-    return absl::OkStatus();
+    const int dlt = pcap_datalink(r->pcap_.get());
+    r->link_ = linkTypeFromPcap(static_cast<uint32_t>(dlt));
+    if (r->link_ == LinkType::kUnsupported) {
+      const char* name = pcap_datalink_val_to_name(dlt);
+      return absl::InvalidArgumentError(
+          absl::StrCat("cannot analyse ", path, ": link type ", name ? name : "unknown", " (", dlt,
+                       ") is not supported; Ethernet, Linux cooked v1/v2, raw IP and BSD loopback are"));
+    }
+    r->noteLinkType(r->link_);
+    return r;
   }
 
-  SourceStats stats() const override { return stats_; }
+  bool next(FileRecord* r) override {
+    pcap_pkthdr* h;
+    const u_char* data;
+    const int rc = pcap_next_ex(pcap_.get(), &h, &data);
+    if (rc == 1) {
+      r->ts_ns = timestampNs(h->ts);
+      r->wire_len = h->len;
+      r->data = {data, h->caplen};
+      r->link = link_;
+      return true;
+    }
+    if (rc == PCAP_ERROR) {
+      // libpcap reports a record cut off by the end of the file (or a corrupt header) this way; a broken
+      // compressed stream shows as such a cut, and its own words say more.
+      ++truncated_records_;
+      warn(absl::StrCat(stream_->error().empty() ? pcap_geterr(pcap_.get()) : stream_->error(),
+                        " (reading stopped there)"));
+    } else if (!stream_->error().empty()) {
+      warn(stream_->error());
+    }
+    if (!stream_->notice().empty()) warn(stream_->notice());
+    return false;
+  }
 
  private:
-  // A record's time in ns since the epoch, or -1 when it cannot be one. A sub-second field of a second or
-  // more (a writer's bug: tv_usec >= 1e6 in a microsecond file) is carried into the seconds. Both are
-  // counted as bad timestamps; the first one is described in the warning.
-  int64_t timestampNs(const timeval& tv, const std::string& path) {
+  explicit LibpcapReader(std::unique_ptr<InputStream> s) : stream_(std::move(s)) {
+    stats_.path = stream_->path();
+    stats_.format = "pcap";
+    stats_.compression = stream_->compression();
+  }
+
+  // A record's time in ns since the epoch. With nanosecond precision libpcap puts nanoseconds in tv_usec.
+  // A sub-second field of a second or more (a writer's bug: tv_usec >= 1e6 in a microsecond file) is
+  // carried into the seconds; both that and an out-of-range time are counted as bad timestamps.
+  int64_t timestampNs(const timeval& tv) {
     constexpr int64_t kMaxSeconds = int64_t{1} << 33;  // the year 2242: beyond it, a corrupt record
     // Both bounds keep the sum below in int64: 2^33 s is 8.6e18 ns, and libpcap's sub-second field is at
     // most a 32-bit count of microseconds, in ns 4.3e12.
     const bool seconds_ok =
         tv.tv_sec >= 0 && tv.tv_sec < kMaxSeconds && tv.tv_usec >= 0 && tv.tv_usec < 10'000'000'000'000;
-    if (seconds_ok && tv.tv_usec < 1'000'000'000) return int64_t{tv.tv_sec} * 1'000'000'000 + tv.tv_usec;
-    if (stats_.bad_timestamps++ == 0 && stats_.warning.empty()) {
-      stats_.warning = absl::StrCat(path, ": a record's timestamp (", tv.tv_sec, " s + ", tv.tv_usec, " ns) ",
-                                    seconds_ok ? "has a sub-second field of a second or more; carried"
-                                               : "is out of range; given the previous record's time",
-                                    ", and counted");
+    int64_t ts;
+    if (seconds_ok && tv.tv_usec < 1'000'000'000) {
+      ts = int64_t{tv.tv_sec} * 1'000'000'000 + tv.tv_usec;
+    } else if (seconds_ok) {
+      ts = int64_t{tv.tv_sec} * 1'000'000'000 + tv.tv_usec;
+      if (bad_timestamps_++ == 0) {
+        warn(absl::StrCat("a record's timestamp (", tv.tv_sec, " s + ", tv.tv_usec,
+                          " ns) has a sub-second field of a second or more; carried, and counted"));
+      }
+    } else {
+      ts = badTimestamp(last_ts_,
+                        absl::StrCat("a record's timestamp (", tv.tv_sec, " s + ", tv.tv_usec, " ns) is out of range"));
     }
-    return seconds_ok ? int64_t{tv.tv_sec} * 1'000'000'000 + tv.tv_usec : -1;
+    last_ts_ = ts;
+    return ts;
   }
 
-  int64_t last_ts_ = 0;
-  std::vector<std::string> paths_;
+  std::unique_ptr<InputStream> stream_;  // outlives pcap_ (declared first, destroyed last)
+  PcapHandle pcap_;
+  LinkType link_ = LinkType::kEthernet;
+};
+
+// The key of a record for duplicate suppression: what stays the same when one packet is captured at both
+// ends of a link, and differs between packets. IPv4: version and header length, total length, IP ID,
+// flags and fragment offset, protocol, addresses (not TTL or DSCP/ECN, which hops rewrite, nor the
+// checksum); IPv6: payload length, next header, flow label, addresses; then the first 16 bytes of a TCP
+// header without its checksum (ports, sequence and acknowledgement numbers, flags, window) or the UDP
+// ports and length (a sender's checksum offload leaves its own capture with a different checksum), and up
+// to 16 payload bytes after it. False for a frame that is not IP, or is cut off before its addresses.
+bool duplicateKey(const FileRecord& r, uint64_t* key) {
+  const std::span<const uint8_t> d = r.data;
+  const LinkHeader lh = parseLinkHeader(d, r.link);
+  if (lh.error != DecodeError::kNone) return false;
+  size_t off = lh.length;
+  uint16_t type = lh.ethertype;
+  for (int tags = 0; (type == 0x8100 || type == 0x88A8 || type == 0x9100) && tags < Decoder::kMaxVlanTags; ++tags) {
+    if (off + 4 > d.size()) return false;
+    type = static_cast<uint16_t>(d[off + 2] << 8 | d[off + 3]);
+    off += 4;
+  }
+  uint8_t buf[96];
+  size_t n = 0;
+  auto put = [&](size_t from, size_t len) {
+    len = from < d.size() ? std::min(len, d.size() - from) : 0;
+    std::memcpy(buf + n, d.data() + from, len);
+    n += len;
+  };
+  size_t l4;
+  uint8_t proto;
+  if (type == 0x0800) {
+    if (off + 20 > d.size() || (d[off] >> 4) != 4) return false;
+    const size_t ihl = size_t{d[off] & 0x0Fu} * 4;
+    put(off, 1);       // version, header length
+    put(off + 2, 6);   // total length, IP ID, flags and fragment offset
+    put(off + 9, 1);   // protocol
+    put(off + 12, 8);  // addresses
+    proto = d[off + 9];
+    const bool later_fragment = ((d[off + 6] & 0x1F) | d[off + 7]) != 0;
+    if (later_fragment) proto = 0;  // no transport header in it: payload bytes follow
+    l4 = off + std::max<size_t>(ihl, 20);
+  } else if (type == 0x86DD) {
+    if (off + 40 > d.size() || (d[off] >> 4) != 6) return false;
+    buf[n++] = d[off + 1] & 0x0F;  // flow label (its high bits share a byte with the traffic class)
+    put(off + 2, 2);
+    put(off + 4, 3);   // payload length, next header
+    put(off + 8, 32);  // addresses
+    proto = d[off + 6];
+    l4 = off + 40;
+  } else {
+    return false;
+  }
+  size_t payload = l4;
+  if (proto == 6) {
+    put(l4, 16);
+    payload = l4 + 4 * size_t{l4 + 12 < d.size() ? static_cast<size_t>(d[l4 + 12] >> 4) : 5};
+  } else if (proto == 17) {
+    put(l4, 6);
+    payload = l4 + 8;
+  }
+  put(payload, 16);
+  *key = absl::HashOf(std::string_view(reinterpret_cast<const char*>(buf), n));
+  return true;
+}
+
+// Remembers each key's first time for `window` ns: a record whose key was seen less than that long before
+// is a duplicate. Bounded: at most kMaxKeys remembered (the oldest go first beyond that).
+class Deduplicator {
+ public:
+  explicit Deduplicator(int64_t window_ns) : window_(window_ns) {}
+
+  bool duplicate(const FileRecord& r) {
+    uint64_t key;
+    if (!duplicateKey(r, &key)) return false;
+    while (!order_.empty() && (order_.front().first < r.ts_ns - window_ || order_.size() >= kMaxKeys)) {
+      auto it = seen_.find(order_.front().second);
+      if (it != seen_.end() && it->second == order_.front().first) seen_.erase(it);
+      order_.pop_front();
+    }
+    auto [it, inserted] = seen_.try_emplace(key, r.ts_ns);
+    if (!inserted) {
+      const int64_t apart = r.ts_ns > it->second ? r.ts_ns - it->second : it->second - r.ts_ns;
+      if (apart < window_) return true;
+      it->second = r.ts_ns;
+    }
+    order_.emplace_back(r.ts_ns, key);
+    return false;
+  }
+
+ private:
+  static constexpr size_t kMaxKeys = size_t{1} << 22;
+  int64_t window_;
+  absl::flat_hash_map<uint64_t, int64_t> seen_;
+  std::deque<std::pair<int64_t, uint64_t>> order_;
+};
+
+std::string utcTime(int64_t ns) {
+  return absl::FormatTime("%Y-%m-%d %H:%M:%E9S", absl::FromUnixNanos(ns), absl::UTCTimeZone());
+}
+
+// The files merged by time: the file whose next record is earliest goes next (ties: the file given
+// first), so each file's own order is kept and the merged stream is in time order wherever the files are.
+// A file is read on while its records come no later than the next file's head, without touching the heap.
+class MergedFileSource final : public PacketSource {
+ public:
+  MergedFileSource(std::vector<std::unique_ptr<FileReader>> readers, FileReadOptions options)
+      : readers_(std::move(readers)), options_(options) {
+    if (options_.dedup_window_ns > 0) dedup_.emplace(options_.dedup_window_ns);
+  }
+
+  absl::Status run(FrameSink& sink, const std::atomic<bool>& stop) override {
+    const size_t k = readers_.size();
+    heads_.resize(k);
+    std::vector<size_t> heap;
+    for (size_t i = 0; i < k; ++i) {
+      if (readers_[i]->next(&heads_[i])) heap.push_back(i);
+    }
+    auto later = [this](size_t a, size_t b) {  // std::*_heap keep the greatest first: "greatest" = earliest
+      return heads_[a].ts_ns != heads_[b].ts_ns ? heads_[a].ts_ns > heads_[b].ts_ns : a > b;
+    };
+    std::make_heap(heap.begin(), heap.end(), later);
+    while (!heap.empty()) {
+      std::pop_heap(heap.begin(), heap.end(), later);
+      const size_t i = heap.back();
+      heap.pop_back();
+      bool more;
+      do {
+        deliver(i, sink);
+        if (stop.load(std::memory_order_relaxed)) return finish();
+        more = readers_[i]->next(&heads_[i]);
+      } while (more && (heap.empty() || !later(i, heap.front())));
+      if (more) {
+        heap.push_back(i);
+        std::push_heap(heap.begin(), heap.end(), later);
+      }
+    }
+    return finish();
+  }
+
+  SourceStats stats() const override { return stats_; }
+
+ private:
+  void deliver(size_t i, FrameSink& sink) {
+    const FileRecord& r = heads_[i];
+    InputFileStats& f = readers_[i]->stats();
+    if (f.packets++ == 0) f.first_ns = f.last_ns = r.ts_ns;
+    f.first_ns = std::min(f.first_ns, r.ts_ns);
+    f.last_ns = std::max(f.last_ns, r.ts_ns);
+    if (dedup_ && dedup_->duplicate(r)) {
+      ++stats_.duplicates_removed;
+      return;
+    }
+    sink.onFrame(Frame{r.ts_ns, r.wire_len, r.data, r.link});
+  }
+
+  absl::Status finish() {
+    stats_.dedup_window_ns = options_.dedup_window_ns;
+    stats_.files.clear();
+    stats_.warnings.clear();
+    stats_.truncated_records = stats_.bad_timestamps = 0;
+    for (const auto& r : readers_) {
+      stats_.files.push_back(r->stats());
+      stats_.truncated_records += r->truncatedRecords();
+      stats_.bad_timestamps += r->badTimestamps();
+      stats_.warnings.insert(stats_.warnings.end(), r->warnings().begin(), r->warnings().end());
+    }
+    // Files of one capture overlap in time. A file that meets no other was probably taken at another time
+    // (or is a consecutive piece of a rotated capture, which merges the same): say so.
+    stats_.overlap = true;
+    for (size_t i = 0; i < stats_.files.size(); ++i) {
+      const InputFileStats& a = stats_.files[i];
+      if (stats_.files.size() < 2 || a.packets == 0) continue;
+      bool meets = false;
+      for (size_t j = 0; j < stats_.files.size() && !meets; ++j) {
+        const InputFileStats& b = stats_.files[j];
+        meets = j != i && b.packets > 0 && a.first_ns <= b.last_ns && b.first_ns <= a.last_ns;
+      }
+      if (!meets) {
+        stats_.overlap = false;
+        stats_.warnings.push_back(absl::StrCat(
+            a.path, " (", utcTime(a.first_ns), " to ", utcTime(a.last_ns),
+            " UTC) and the other files do not overlap in time: merged by time as one capture; if they were "
+            "taken at different times, analyse them separately"));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  std::vector<std::unique_ptr<FileReader>> readers_;
+  std::vector<FileRecord> heads_;
+  FileReadOptions options_;
+  std::optional<Deduplicator> dedup_;
   SourceStats stats_;
 };
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<FileReader>> openFileReader(const std::string& path) {
+  BS_ASSIGN_OR_RETURN(std::unique_ptr<InputStream> stream, InputStream::open(path));
+  const std::span<const uint8_t> m = stream->peek(4);
+  if (!stream->error().empty() && m.size() < 4) {
+    return absl::InvalidArgumentError(absl::StrCat("cannot read ", path, ": ", stream->error()));
+  }
+  if (m.size() == 4 && m[0] == 0x0A && m[1] == 0x0D && m[2] == 0x0D && m[3] == 0x0A) {
+    return openPcapngReader(std::move(stream));
+  }
+  return LibpcapReader::open(std::move(stream));  // classic pcap, or libpcap's clear "unknown file format"
+}
+
+namespace {
 
 // Capture files as a capture source: a reader thread feeds one lossless queue through the same producer
 // the live backends use; the files' own timestamps are the queue's watermark.
@@ -137,7 +381,7 @@ class PcapCapture final : public CaptureSource, private FrameSink {
 
  private:
   void onFrame(const Frame& f) override {
-    producer_.add(f.data, f.wire_len, f.ts_ns);
+    producer_.add(f.data, f.wire_len, f.ts_ns, f.link);
     last_ts_ = std::max(last_ts_, f.ts_ns);
     if (producer_.pending().size() == kBatch) producer_.flush(&abort_);
   }
@@ -156,17 +400,25 @@ class PcapCapture final : public CaptureSource, private FrameSink {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<CaptureSource>> openPcapCapture(std::vector<std::string> paths,
-                                                               const DecoderConfig& decoder, size_t ring_capacity) {
-  BS_ASSIGN_OR_RETURN(std::unique_ptr<PacketSource> reader, openPcapFiles(std::move(paths)));
+                                                               const DecoderConfig& decoder, size_t ring_capacity,
+                                                               FileReadOptions options) {
+  BS_ASSIGN_OR_RETURN(std::unique_ptr<PacketSource> reader, openPcapFiles(std::move(paths), options));
   return std::make_unique<PcapCapture>(std::move(reader), decoder, ring_capacity);
 }
 
-absl::StatusOr<std::unique_ptr<PacketSource>> openPcapFiles(std::vector<std::string> paths) {
+absl::StatusOr<std::unique_ptr<PacketSource>> openPcapFiles(std::vector<std::string> paths, FileReadOptions options) {
   if (paths.empty()) return absl::InvalidArgumentError("no capture file given");
-  for (const std::string& path : paths) {
-    BS_ASSIGN_OR_RETURN(PcapHandle p, openOne(path));  // fail early, before any work is done
+  if (std::count(paths.begin(), paths.end(), "-") > 1) {
+    return absl::InvalidArgumentError("standard input (-) is given more than once");
   }
-  return std::make_unique<PcapFileSource>(std::move(paths));
+  if (options.dedup_window_ns < 0) return absl::InvalidArgumentError("the duplicate window must not be negative");
+  // Every file is opened, and its header read, before any work is done: an unreadable one fails first.
+  std::vector<std::unique_ptr<FileReader>> readers;
+  for (const std::string& path : paths) {
+    BS_ASSIGN_OR_RETURN(std::unique_ptr<FileReader> r, openFileReader(path));
+    readers.push_back(std::move(r));
+  }
+  return std::make_unique<MergedFileSource>(std::move(readers), options);
 }
 
 }  // namespace burstscope

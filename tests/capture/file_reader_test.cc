@@ -1,0 +1,426 @@
+// The capture-file reader: pcapng interfaces of several link types and timestamp resolutions, both byte
+// orders, the merge of several files by time, duplicate suppression, compressed input and broken files.
+// Classic pcap files are written with libpcap itself (pcap_dump), compressed ones with zlib and libzstd.
+#include <pcap/pcap.h>
+#include <unistd.h>
+#include <zlib.h>
+#include <zstd.h>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "src/capture/pcap/pcap_reader.h"
+#include "tests/common/frames.h"
+
+namespace burstscope {
+namespace {
+
+using testing::FrameBuilder;
+using testing::ip4;
+
+struct Got {
+  int64_t ts;
+  uint32_t wire_len;
+  std::vector<uint8_t> data;
+  LinkType link;
+};
+
+struct Collect final : FrameSink {
+  std::vector<Got> frames;
+  void onFrame(const Frame& f) override {
+    frames.push_back({f.ts_ns, f.wire_len, {f.data.begin(), f.data.end()}, f.link});
+  }
+};
+
+class TempDir {
+ public:
+  TempDir() {
+    char tmpl[] = "/tmp/bs_reader_XXXXXX";
+    path_ = mkdtemp(tmpl);
+  }
+  ~TempDir() { std::system(("rm -rf " + path_).c_str()); }
+  std::string file(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+void writeFile(const std::string& path, const std::vector<uint8_t>& bytes) {
+  FILE* f = std::fopen(path.c_str(), "wb");
+  ASSERT_NE(f, nullptr);
+  ASSERT_EQ(std::fwrite(bytes.data(), 1, bytes.size(), f), bytes.size());
+  std::fclose(f);
+}
+
+std::vector<uint8_t> readFile(const std::string& path) {
+  std::vector<uint8_t> out;
+  FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) return out;
+  uint8_t buf[65536];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) out.insert(out.end(), buf, buf + n);
+  std::fclose(f);
+  return out;
+}
+
+struct Packet {
+  int64_t ts_ns;
+  std::vector<uint8_t> data;  // Ethernet
+};
+
+// A classic nanosecond pcap through libpcap's own writer.
+void writePcap(const std::string& path, const std::vector<Packet>& packets, int dlt = DLT_EN10MB) {
+  pcap_t* dead = pcap_open_dead_with_tstamp_precision(dlt, 65535, PCAP_TSTAMP_PRECISION_NANO);
+  pcap_dumper_t* d = pcap_dump_open(dead, path.c_str());
+  ASSERT_NE(d, nullptr);
+  for (const Packet& p : packets) {
+    pcap_pkthdr h{};
+    h.ts.tv_sec = p.ts_ns / 1'000'000'000;
+    h.ts.tv_usec = p.ts_ns % 1'000'000'000;  // nanoseconds, in a nanosecond file
+    h.caplen = h.len = static_cast<uint32_t>(p.data.size());
+    pcap_dump(reinterpret_cast<u_char*>(d), &h, p.data.data());
+  }
+  pcap_dump_close(d);
+  pcap_close(dead);
+}
+
+// pcapng blocks, in little- or big-endian sections.
+class PcapngWriter {
+ public:
+  explicit PcapngWriter(bool big_endian = false) : be_(big_endian) {}
+  PcapngWriter& section() {
+    std::vector<uint8_t> body;
+    put32(body, 0x1A2B3C4D);
+    put16(body, 1);
+    put16(body, 0);
+    put32(body, 0xFFFFFFFF);
+    put32(body, 0xFFFFFFFF);  // section length: not given
+    return block(0x0A0D0D0A, body);
+  }
+  // tsresol: the option's byte (0x80 | n for 2^-n); offset_s: if_tsoffset (0: none).
+  PcapngWriter& interface(uint16_t linktype, uint8_t tsresol, int64_t offset_s = 0) {
+    std::vector<uint8_t> body;
+    put16(body, linktype);
+    put16(body, 0);
+    put32(body, 0);  // no snap length
+    put16(body, 9);
+    put16(body, 1);
+    body.push_back(tsresol);
+    body.insert(body.end(), 3, 0);
+    if (offset_s != 0) {
+      put16(body, 14);
+      put16(body, 8);
+      const auto v = static_cast<uint64_t>(offset_s);
+      if (be_) {
+        put32(body, static_cast<uint32_t>(v >> 32));
+        put32(body, static_cast<uint32_t>(v));
+      } else {
+        put32(body, static_cast<uint32_t>(v));
+        put32(body, static_cast<uint32_t>(v >> 32));
+      }
+    }
+    put16(body, 0);
+    put16(body, 0);
+    return block(1, body);
+  }
+  PcapngWriter& packet(uint32_t iface, uint64_t units, const std::vector<uint8_t>& data, uint32_t extra_wire = 0) {
+    std::vector<uint8_t> body;
+    put32(body, iface);
+    put32(body, static_cast<uint32_t>(units >> 32));
+    put32(body, static_cast<uint32_t>(units));
+    put32(body, static_cast<uint32_t>(data.size()));
+    put32(body, static_cast<uint32_t>(data.size()) + extra_wire);
+    body.insert(body.end(), data.begin(), data.end());
+    body.resize((body.size() + 3) & ~size_t{3});
+    return block(6, body);
+  }
+  PcapngWriter& other(uint32_t type, size_t len) { return block(type, std::vector<uint8_t>(len, 0xEE)); }
+  std::vector<uint8_t> bytes;
+
+ private:
+  PcapngWriter& block(uint32_t type, const std::vector<uint8_t>& body) {
+    const auto len = static_cast<uint32_t>(12 + body.size());
+    put32(bytes, type);
+    put32(bytes, len);
+    bytes.insert(bytes.end(), body.begin(), body.end());
+    put32(bytes, len);
+    return *this;
+  }
+  void put16(std::vector<uint8_t>& v, uint16_t x) const {
+    if (be_) x = __builtin_bswap16(x);
+    v.insert(v.end(), reinterpret_cast<uint8_t*>(&x), reinterpret_cast<uint8_t*>(&x) + 2);
+  }
+  void put32(std::vector<uint8_t>& v, uint32_t x) const {
+    if (be_) x = __builtin_bswap32(x);
+    v.insert(v.end(), reinterpret_cast<uint8_t*>(&x), reinterpret_cast<uint8_t*>(&x) + 4);
+  }
+  bool be_;
+};
+
+std::vector<uint8_t> tcpFrame(uint8_t src, uint8_t dst, uint16_t ip_id, uint32_t seq, size_t payload = 100) {
+  FrameBuilder b;
+  b.eth(0x0800).ipv4(ip4(10, 0, 0, src), ip4(10, 0, 0, dst), 6, static_cast<uint16_t>(20 + payload));
+  b.bytes[18] = static_cast<uint8_t>(ip_id >> 8);
+  b.bytes[19] = static_cast<uint8_t>(ip_id);
+  b.ports(40000, 29500).u32(seq).zeros(12).payload(payload);
+  return b.bytes;
+}
+
+std::vector<uint8_t> withoutEthernet(const std::vector<uint8_t>& eth, std::vector<uint8_t> header) {
+  header.insert(header.end(), eth.begin() + 14, eth.end());
+  return header;
+}
+
+struct ReadResult {
+  std::vector<Got> frames;
+  SourceStats stats;
+};
+
+ReadResult readAll(std::vector<std::string> paths, FileReadOptions o = {}) {
+  ReadResult out;
+  auto src = openPcapFiles(std::move(paths), o);
+  EXPECT_TRUE(src.ok()) << src.status();
+  if (!src.ok()) return out;
+  Collect sink;
+  std::atomic<bool> stop{false};
+  EXPECT_TRUE((*src)->run(sink, stop).ok());
+  out.frames = std::move(sink.frames);
+  out.stats = (*src)->stats();
+  return out;
+}
+
+constexpr int64_t kT0 = int64_t{1'795'000'000} * 1'000'000'000;  // 2026-11-18
+
+TEST(FileReaderTest, PcapngInterfacesOfSeveralLinkTypesAndResolutionsInBothByteOrders) {
+  TempDir dir;
+  const std::vector<uint8_t> eth = tcpFrame(1, 2, 7, 1000);
+  const std::vector<uint8_t> sll = withoutEthernet(eth, {0, 4, 0, 1, 0, 6, 2, 0, 0, 0, 0, 1, 0, 0, 0x08, 0x00});
+  const std::vector<uint8_t> raw = withoutEthernet(eth, {});
+  for (bool big_endian : {false, true}) {
+    SCOPED_TRACE(big_endian ? "big-endian section" : "little-endian section");
+    PcapngWriter w(big_endian);
+    // Interface 0: Ethernet in ns; 1: cooked v1 in 0.1 ns units, 1000 s later in its offset; 2: raw IP in
+    // 2^-20 s units. A name-resolution block and a custom block between packets are skipped.
+    w.section().interface(1, 9).interface(113, 10, 1000).interface(101, 0x80 | 20);
+    w.packet(0, static_cast<uint64_t>(kT0 + 5), eth);
+    w.other(4, 16).packet(1, static_cast<uint64_t>(kT0 - 1000'000'000'000 + 7) * 10 + 3, sll, 500);
+    w.other(0x00000BAD, 8).packet(2, (uint64_t{1'795'000'001} << 20) + (uint64_t{1} << 19), raw);
+    const std::string path = dir.file(big_endian ? "be.pcapng" : "le.pcapng");
+    writeFile(path, w.bytes);
+    ReadResult r = readAll({path});
+    ASSERT_EQ(r.frames.size(), 3u);
+    EXPECT_EQ(r.frames[0].ts, kT0 + 5);
+    EXPECT_EQ(r.frames[0].link, LinkType::kEthernet);
+    EXPECT_EQ(r.frames[0].data, eth);
+    EXPECT_EQ(r.frames[1].ts, kT0 + 7);  // 0.3 ns below a nanosecond: cut, never rounded up
+    EXPECT_EQ(r.frames[1].link, LinkType::kLinuxSll);
+    EXPECT_EQ(r.frames[1].wire_len, sll.size() + 500);
+    EXPECT_EQ(r.frames[2].ts, kT0 + 1'000'000'000 + 500'000'000);
+    EXPECT_EQ(r.frames[2].link, LinkType::kRawIp);
+    EXPECT_EQ(r.frames[2].data, raw);
+    ASSERT_EQ(r.stats.files.size(), 1u);
+    EXPECT_EQ(r.stats.files[0].format, "pcapng");
+    EXPECT_EQ(r.stats.files[0].link_types, (std::vector<std::string>{"ethernet", "linux_sll", "raw_ip"}));
+    EXPECT_EQ(r.stats.files[0].packets, 3u);
+    EXPECT_TRUE(r.stats.warnings.empty());
+  }
+}
+
+TEST(FileReaderTest, BrokenPcapngStopsWithAWarningAndKeepsWhatCameBefore) {
+  TempDir dir;
+  PcapngWriter w;
+  w.section().interface(1, 9);
+  for (int i = 0; i < 3; ++i) w.packet(0, static_cast<uint64_t>(kT0 + i), tcpFrame(1, 2, static_cast<uint16_t>(i), 0));
+  // Cut inside the last block: two records, one cut off and counted.
+  std::vector<uint8_t> cut(w.bytes.begin(), w.bytes.end() - 30);
+  writeFile(dir.file("cut.pcapng"), cut);
+  ReadResult r = readAll({dir.file("cut.pcapng")});
+  EXPECT_EQ(r.frames.size(), 2u);
+  EXPECT_EQ(r.stats.truncated_records, 1u);
+  ASSERT_EQ(r.stats.warnings.size(), 1u);
+  EXPECT_NE(r.stats.warnings[0].find("cut off"), std::string::npos) << r.stats.warnings[0];
+  // A packet of an interface never described, and a block whose trailing length disagrees.
+  PcapngWriter bad;
+  bad.section().interface(1, 9).packet(0, kT0, tcpFrame(1, 2, 1, 0)).packet(3, kT0, tcpFrame(1, 2, 2, 0));
+  writeFile(dir.file("iface.pcapng"), bad.bytes);
+  r = readAll({dir.file("iface.pcapng")});
+  EXPECT_EQ(r.frames.size(), 1u);
+  ASSERT_EQ(r.stats.warnings.size(), 1u);
+  EXPECT_NE(r.stats.warnings[0].find("interface 3"), std::string::npos) << r.stats.warnings[0];
+  PcapngWriter trail;
+  trail.section().interface(1, 9).packet(0, kT0, tcpFrame(1, 2, 1, 0));
+  trail.bytes[trail.bytes.size() - 4] ^= 0x40;
+  writeFile(dir.file("trail.pcapng"), trail.bytes);
+  r = readAll({dir.file("trail.pcapng")});
+  EXPECT_EQ(r.frames.size(), 0u);
+  EXPECT_EQ(r.stats.warnings.size(), 1u);
+  // Refused at open, naming the file: not a capture at all; a first interface of a link type not measured.
+  writeFile(dir.file("text.pcap"), {'h', 'e', 'l', 'l', 'o', '\n'});
+  auto s = openPcapFiles({dir.file("text.pcap")});
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("text.pcap"), std::string::npos);
+  PcapngWriter wifi;
+  wifi.section().interface(105, 9).packet(0, kT0, tcpFrame(1, 2, 1, 0));
+  writeFile(dir.file("wifi.pcapng"), wifi.bytes);
+  s = openPcapFiles({dir.file("wifi.pcapng")});
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("link type 105"), std::string::npos) << s.status();
+  EXPECT_FALSE(openPcapFiles({dir.file("wifi.pcapng"), "-", "-"}).ok());
+}
+
+TEST(FileReaderTest, FilesAreMergedByTimeKeepingEachFilesOwnOrder) {
+  TempDir dir;
+  // Three hosts' captures, interleaved; the second file steps back once (kept where it is in its file).
+  std::vector<std::vector<Packet>> files(3);
+  for (int i = 0; i < 300; ++i) {
+    const int f = (i * 7) % 3;
+    files[f].push_back({kT0 + i * 1000, tcpFrame(static_cast<uint8_t>(f + 1), 9, static_cast<uint16_t>(i), 0)});
+  }
+  std::swap(files[1][10], files[1][11]);
+  std::vector<std::string> paths;
+  for (size_t f = 0; f < files.size(); ++f) {
+    paths.push_back(dir.file("h" + std::to_string(f) + ".pcap"));
+    writePcap(paths.back(), files[f]);
+  }
+  ReadResult r = readAll(paths);
+  ASSERT_EQ(r.frames.size(), 300u);
+  size_t out_of_order = 0;
+  std::vector<std::vector<int64_t>> per_file(3);
+  for (size_t i = 0; i < r.frames.size(); ++i) {
+    if (i > 0 && r.frames[i].ts < r.frames[i - 1].ts) ++out_of_order;
+    per_file[r.frames[i].data[29] - 1].push_back(r.frames[i].ts);  // the source address's last byte
+  }
+  EXPECT_EQ(out_of_order, 1u);  // only the file's own step back
+  for (size_t f = 0; f < files.size(); ++f) {
+    std::vector<int64_t> want;
+    for (const Packet& p : files[f]) want.push_back(p.ts_ns);
+    EXPECT_EQ(per_file[f], want) << "file " << f;
+    EXPECT_EQ(r.stats.files[f].packets, files[f].size());
+    EXPECT_EQ(r.stats.files[f].first_ns, *std::min_element(want.begin(), want.end()));
+    EXPECT_EQ(r.stats.files[f].last_ns, *std::max_element(want.begin(), want.end()));
+  }
+  EXPECT_TRUE(r.stats.overlap);
+  EXPECT_TRUE(r.stats.warnings.empty());
+}
+
+TEST(FileReaderTest, FilesThatDoNotOverlapInTimeAreMergedAndNamedInAWarning) {
+  TempDir dir;
+  writePcap(dir.file("a.pcap"), {{kT0, tcpFrame(1, 2, 1, 0)}, {kT0 + 1000, tcpFrame(1, 2, 2, 0)}});
+  writePcap(dir.file("b.pcap"), {{kT0 + 500, tcpFrame(3, 2, 1, 0)}});
+  writePcap(dir.file("later.pcap"), {{kT0 + 3'600'000'000'000, tcpFrame(4, 2, 1, 0)}});
+  ReadResult r = readAll({dir.file("later.pcap"), dir.file("a.pcap"), dir.file("b.pcap")});
+  ASSERT_EQ(r.frames.size(), 4u);
+  EXPECT_EQ(r.frames.back().ts, kT0 + 3'600'000'000'000);
+  EXPECT_FALSE(r.stats.overlap);
+  ASSERT_EQ(r.stats.warnings.size(), 1u);
+  EXPECT_NE(r.stats.warnings[0].find("later.pcap"), std::string::npos);
+  EXPECT_NE(r.stats.warnings[0].find("do not overlap in time"), std::string::npos);
+}
+
+TEST(FileReaderTest, DuplicatesFromBothEndsOfALinkAreLeftOutWithinTheWindowOnly) {
+  TempDir dir;
+  std::vector<Packet> sender, receiver;
+  size_t planted = 0;
+  for (int i = 0; i < 200; ++i) {
+    std::vector<uint8_t> f = tcpFrame(1, 2, static_cast<uint16_t>(i), 1000u * static_cast<uint32_t>(i));
+    sender.push_back({kT0 + i * 10'000, f});
+    if (i % 3 == 0) {
+      // The receiver's copy: 3 us later, TTL one less and another checksum (neither is in the key).
+      f[22] -= 1;
+      f[24] ^= 0x5A;
+      receiver.push_back({kT0 + i * 10'000 + 3'000, f});
+      ++planted;
+    }
+  }
+  // Not duplicates: the same ports and length but another IP ID, and a true copy outside the window.
+  receiver.push_back({kT0 + 5'000, tcpFrame(1, 2, 999, 0)});
+  receiver.push_back({kT0 + 20'000 + 50'000, tcpFrame(1, 2, 2, 2000)});
+  writePcap(dir.file("sender.pcap"), sender);
+  writePcap(dir.file("receiver.pcap"), receiver);
+  FileReadOptions o;
+  o.dedup_window_ns = 20'000;
+  ReadResult r = readAll({dir.file("sender.pcap"), dir.file("receiver.pcap")}, o);
+  EXPECT_EQ(r.stats.duplicates_removed, planted);
+  EXPECT_EQ(r.frames.size(), sender.size() + 2);
+  EXPECT_EQ(r.stats.files[1].packets, receiver.size());  // read, duplicates included
+  ReadResult off = readAll({dir.file("sender.pcap"), dir.file("receiver.pcap")});
+  EXPECT_EQ(off.stats.duplicates_removed, 0u);
+  EXPECT_EQ(off.frames.size(), sender.size() + receiver.size());
+}
+
+std::vector<uint8_t> gzipOf(const std::vector<uint8_t>& in) {
+  z_stream z{};
+  EXPECT_EQ(deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY), Z_OK);
+  std::vector<uint8_t> out(deflateBound(&z, in.size()) + 64);
+  z.next_in = const_cast<uint8_t*>(in.data());
+  z.avail_in = static_cast<uInt>(in.size());
+  z.next_out = out.data();
+  z.avail_out = static_cast<uInt>(out.size());
+  EXPECT_EQ(deflate(&z, Z_FINISH), Z_STREAM_END);
+  out.resize(z.total_out);
+  deflateEnd(&z);
+  return out;
+}
+
+std::vector<uint8_t> zstdOf(const std::vector<uint8_t>& in) {
+  std::vector<uint8_t> out(ZSTD_compressBound(in.size()));
+  const size_t n = ZSTD_compress(out.data(), out.size(), in.data(), in.size(), 3);
+  EXPECT_FALSE(ZSTD_isError(n));
+  out.resize(n);
+  return out;
+}
+
+TEST(FileReaderTest, GzipAndZstdAreFoundFromTheContentAndReadAsThePlainFile) {
+  TempDir dir;
+  std::vector<Packet> packets;
+  for (int i = 0; i < 2000; ++i) packets.push_back({kT0 + i * 777, tcpFrame(1, 2, static_cast<uint16_t>(i), 0, 1400)});
+  writePcap(dir.file("plain.pcap"), packets);
+  PcapngWriter ng;
+  ng.section().interface(1, 9);
+  for (const Packet& p : packets) ng.packet(0, static_cast<uint64_t>(p.ts_ns), p.data);
+  const std::vector<uint8_t> classic = readFile(dir.file("plain.pcap"));
+  const ReadResult want = readAll({dir.file("plain.pcap")});
+  ASSERT_EQ(want.frames.size(), packets.size());
+  struct Case {
+    std::string name, compression;
+    std::vector<uint8_t> bytes;
+  };
+  std::vector<uint8_t> two_members = gzipOf(std::vector<uint8_t>(classic.begin(), classic.begin() + 100'000));
+  const std::vector<uint8_t> rest = gzipOf(std::vector<uint8_t>(classic.begin() + 100'000, classic.end()));
+  two_members.insert(two_members.end(), rest.begin(), rest.end());
+  for (const Case& c : {Case{"a.data", "gzip", gzipOf(classic)}, Case{"b.data", "zstd", zstdOf(classic)},
+                        Case{"c.data", "gzip", two_members}, Case{"d.data", "zstd", zstdOf(ng.bytes)}}) {
+    SCOPED_TRACE(c.name);
+    writeFile(dir.file(c.name), c.bytes);
+    ReadResult r = readAll({dir.file(c.name)});
+    ASSERT_EQ(r.frames.size(), want.frames.size());
+    for (size_t i = 0; i < r.frames.size(); ++i) {
+      ASSERT_EQ(r.frames[i].ts, want.frames[i].ts);
+      ASSERT_EQ(r.frames[i].data, want.frames[i].data);
+    }
+    EXPECT_EQ(r.stats.files[0].compression, c.compression);
+    EXPECT_TRUE(r.stats.warnings.empty()) << r.stats.warnings[0];
+    // Cut in the middle: what came before is read, the cut is a warning, nothing is made up.
+    std::vector<uint8_t> cut(c.bytes.begin(), c.bytes.begin() + static_cast<ptrdiff_t>(c.bytes.size() / 2));
+    writeFile(dir.file("cut-" + c.name), cut);
+    ReadResult part = readAll({dir.file("cut-" + c.name)});
+    EXPECT_GT(part.frames.size(), 0u);
+    EXPECT_LT(part.frames.size(), want.frames.size());
+    ASSERT_EQ(part.stats.warnings.size(), 1u);
+    EXPECT_NE(part.stats.warnings[0].find("cut off"), std::string::npos) << part.stats.warnings[0];
+  }
+  // Compressed bytes that hold no capture: refused at open, naming the file.
+  writeFile(dir.file("text.gz"), gzipOf({'h', 'e', 'l', 'l', 'o', '\n'}));
+  auto s = openPcapFiles({dir.file("text.gz")});
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("text.gz"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace burstscope

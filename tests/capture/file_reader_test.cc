@@ -274,39 +274,50 @@ TEST(FileReaderTest, BrokenPcapngStopsWithAWarningAndKeepsWhatCameBefore) {
   EXPECT_FALSE(openPcapFiles({dir.file("wifi.pcapng"), "-", "-"}).ok());
 }
 
+// A few files (merged by a scan of their heads) and more than 16 (merged by a heap).
 TEST(FileReaderTest, FilesAreMergedByTimeKeepingEachFilesOwnOrder) {
-  TempDir dir;
-  // Three hosts' captures, interleaved; the second file steps back once (kept where it is in its file).
-  std::vector<std::vector<Packet>> files(3);
-  for (int i = 0; i < 300; ++i) {
-    const int f = (i * 7) % 3;
-    files[f].push_back({kT0 + i * 1000, tcpFrame(static_cast<uint8_t>(f + 1), 9, static_cast<uint16_t>(i), 0)});
+  for (const int k : {3, 20}) {
+    SCOPED_TRACE(std::to_string(k) + " files");
+    TempDir dir;
+    // k hosts' captures, interleaved, with ties across files; the second file steps back once (kept where
+    // it is in its file).
+    std::vector<std::vector<Packet>> files(static_cast<size_t>(k));
+    for (int i = 0; i < 60 * k; ++i) {
+      const int f = (i * 7) % k;
+      files[static_cast<size_t>(f)].push_back(
+          {kT0 + (i / 2) * 1000, tcpFrame(static_cast<uint8_t>(f + 1), 99, static_cast<uint16_t>(i), 0)});
+    }
+    std::swap(files[1][10], files[1][11]);
+    std::vector<std::string> paths;
+    for (size_t f = 0; f < files.size(); ++f) {
+      paths.push_back(dir.file("h" + std::to_string(f) + ".pcap"));
+      writePcap(paths.back(), files[f]);
+    }
+    ReadResult r = readAll(paths);
+    ASSERT_EQ(r.frames.size(), static_cast<size_t>(60 * k));
+    size_t out_of_order = 0;
+    std::vector<std::vector<int64_t>> per_file(files.size());
+    for (size_t i = 0; i < r.frames.size(); ++i) {
+      const size_t f = r.frames[i].data[29] - 1u;  // the source address's last byte
+      if (i > 0 && r.frames[i].ts < r.frames[i - 1].ts) ++out_of_order;
+      // Equal times: the file given first goes first.
+      if (i > 0 && r.frames[i].ts == r.frames[i - 1].ts && f != r.frames[i - 1].data[29] - 1u) {
+        EXPECT_GT(f, r.frames[i - 1].data[29] - 1u) << "record " << i;
+      }
+      per_file[f].push_back(r.frames[i].ts);
+    }
+    EXPECT_EQ(out_of_order, 1u);  // only the file's own step back
+    for (size_t f = 0; f < files.size(); ++f) {
+      std::vector<int64_t> want;
+      for (const Packet& p : files[f]) want.push_back(p.ts_ns);
+      EXPECT_EQ(per_file[f], want) << "file " << f;
+      EXPECT_EQ(r.stats.files[f].packets, files[f].size());
+      EXPECT_EQ(r.stats.files[f].first_ns, *std::min_element(want.begin(), want.end()));
+      EXPECT_EQ(r.stats.files[f].last_ns, *std::max_element(want.begin(), want.end()));
+    }
+    EXPECT_TRUE(r.stats.overlap);
+    EXPECT_TRUE(r.stats.warnings.empty());
   }
-  std::swap(files[1][10], files[1][11]);
-  std::vector<std::string> paths;
-  for (size_t f = 0; f < files.size(); ++f) {
-    paths.push_back(dir.file("h" + std::to_string(f) + ".pcap"));
-    writePcap(paths.back(), files[f]);
-  }
-  ReadResult r = readAll(paths);
-  ASSERT_EQ(r.frames.size(), 300u);
-  size_t out_of_order = 0;
-  std::vector<std::vector<int64_t>> per_file(3);
-  for (size_t i = 0; i < r.frames.size(); ++i) {
-    if (i > 0 && r.frames[i].ts < r.frames[i - 1].ts) ++out_of_order;
-    per_file[r.frames[i].data[29] - 1].push_back(r.frames[i].ts);  // the source address's last byte
-  }
-  EXPECT_EQ(out_of_order, 1u);  // only the file's own step back
-  for (size_t f = 0; f < files.size(); ++f) {
-    std::vector<int64_t> want;
-    for (const Packet& p : files[f]) want.push_back(p.ts_ns);
-    EXPECT_EQ(per_file[f], want) << "file " << f;
-    EXPECT_EQ(r.stats.files[f].packets, files[f].size());
-    EXPECT_EQ(r.stats.files[f].first_ns, *std::min_element(want.begin(), want.end()));
-    EXPECT_EQ(r.stats.files[f].last_ns, *std::max_element(want.begin(), want.end()));
-  }
-  EXPECT_TRUE(r.stats.overlap);
-  EXPECT_TRUE(r.stats.warnings.empty());
 }
 
 TEST(FileReaderTest, FilesThatDoNotOverlapInTimeAreMergedAndNamedInAWarning) {

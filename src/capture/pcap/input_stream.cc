@@ -47,12 +47,14 @@ absl::StatusOr<std::unique_ptr<InputStream>> InputStream::open(const std::string
       return absl::InvalidArgumentError(absl::StrCat("cannot read ", path, ": it is a directory"));
     }
   }
-  s->in_.resize(kInputBuffer);
-  // Magic numbers: gzip 1f 8b (RFC 1952), zstd 28 b5 2f fd (RFC 8878, a little-endian 0xFD2FB528).
-  while (s->in_len_ < 4 && s->fillRaw()) {
+  s->in_.reset(new uint8_t[kInputBuffer]);
+  s->in_cap_ = kInputBuffer;
+  // Magic numbers: gzip 1f 8b (RFC 1952), zstd 28 b5 2f fd (RFC 8878, a little-endian 0xFD2FB528); a few
+  // bytes only, so that a plain file handed to libpcap is not read twice.
+  while (s->in_len_ < 16 && s->fillRaw(16 - s->in_len_)) {
   }
   if (!s->error_.empty()) return absl::InvalidArgumentError(absl::StrCat("cannot read ", path, ": ", s->error_));
-  const uint8_t* m = s->in_.data();
+  const uint8_t* m = s->in_.get();
   if (s->in_len_ >= 2 && m[0] == 0x1f && m[1] == 0x8b) {
     s->codec_ = Codec::kGzip;
     s->gzip_ = std::make_unique<Gzip>();
@@ -83,12 +85,12 @@ const char* InputStream::compression() const {
   return "none";
 }
 
-bool InputStream::fillRaw() {
+bool InputStream::fillRaw(size_t most) {
   if (in_eof_ || !error_.empty()) return false;
   if (in_pos_ == in_len_) in_pos_ = in_len_ = 0;
-  if (in_len_ == in_.size()) return true;  // full: the caller consumes first
+  if (in_len_ == in_cap_) return true;  // full: the caller consumes first
   for (;;) {
-    const ssize_t got = ::read(fd_, in_.data() + in_len_, in_.size() - in_len_);
+    const ssize_t got = ::read(fd_, in_.get() + in_len_, std::min(most, in_cap_ - in_len_));
     if (got > 0) {
       in_len_ += static_cast<size_t>(got);
       return true;
@@ -108,7 +110,7 @@ size_t InputStream::readRaw(uint8_t* buf, size_t n) {
   while (done < n) {
     if (in_pos_ == in_len_ && !fillRaw()) break;
     const size_t take = std::min(n - done, in_len_ - in_pos_);
-    std::memcpy(buf + done, in_.data() + in_pos_, take);
+    std::memcpy(buf + done, in_.get() + in_pos_, take);
     in_pos_ += take;
     done += take;
   }
@@ -126,7 +128,7 @@ size_t InputStream::readGzip(uint8_t* buf, size_t n) {
     }
     if (gzip_->ended) {
       // Another member follows (gzip files may be concatenated), or bytes that are not gzip at all.
-      if (in_.at(in_pos_) != 0x1f) {
+      if (in_[in_pos_] != 0x1f) {
         notice_ = "bytes after the end of the gzip data were ignored";
         in_pos_ = in_len_;
         in_eof_ = true;  // what follows is not ours to read: the end, as `gzip -d` takes it
@@ -135,7 +137,7 @@ size_t InputStream::readGzip(uint8_t* buf, size_t n) {
       inflateReset(&z);
       gzip_->ended = false;
     }
-    z.next_in = in_.data() + in_pos_;
+    z.next_in = in_.get() + in_pos_;
     z.avail_in = static_cast<uInt>(in_len_ - in_pos_);
     const int rc = inflate(&z, Z_NO_FLUSH);
     in_pos_ = in_len_ - z.avail_in;
@@ -166,7 +168,7 @@ size_t InputStream::readZstd(uint8_t* buf, size_t n) {
       }
       continue;
     }
-    ZSTD_inBuffer in{in_.data() + in_pos_, in_len_ - in_pos_, 0};
+    ZSTD_inBuffer in{in_.get() + in_pos_, in_len_ - in_pos_, 0};
     zstd_->last = ZSTD_decompressStream(zstd_->ctx, &out, &in);
     in_pos_ += in.pos;
     if (ZSTD_isError(zstd_->last)) error_ = absl::StrCat("corrupt zstd data (", ZSTD_getErrorName(zstd_->last), ")");

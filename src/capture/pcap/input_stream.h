@@ -42,7 +42,8 @@ class InputStream {
   struct Zstd;
   struct Gzip;
   explicit InputStream(std::string path);
-  bool fillRaw();  // more compressed input into in_; false at its end or on a read error
+  // More compressed input into in_ (at most `most` bytes); false at its end or on a read error.
+  bool fillRaw(size_t most = SIZE_MAX);
   size_t readRaw(uint8_t* buf, size_t n);
   size_t readGzip(uint8_t* buf, size_t n);
   size_t readZstd(uint8_t* buf, size_t n);
@@ -52,7 +53,10 @@ class InputStream {
   int fd_ = -1;
   bool owns_fd_ = false;
   Codec codec_ = Codec::kNone;
-  std::vector<uint8_t> in_;  // compressed (or plain) input not yet consumed: in_[in_pos_, in_len_)
+  // Compressed (or plain) input not yet consumed: in_[in_pos_, in_len_). Not zeroed: a plain file handed
+  // over by toFile() touches only the few bytes its format was found from.
+  std::unique_ptr<uint8_t[]> in_;
+  size_t in_cap_ = 0;
   size_t in_pos_ = 0, in_len_ = 0;
   bool in_eof_ = false;
   uint8_t head_[16] = {};  // peeked decompressed bytes, served before anything else

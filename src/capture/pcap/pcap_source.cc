@@ -243,6 +243,45 @@ class MergedFileSource final : public PacketSource {
   absl::Status run(FrameSink& sink, const std::atomic<bool>& stop) override {
     const size_t k = readers_.size();
     heads_.resize(k);
+    return k <= kScanFiles ? mergeByScan(sink, stop) : mergeByHeap(sink, stop);
+  }
+
+  SourceStats stats() const override { return stats_; }
+
+ private:
+  // Up to this many files, the earliest head is found by a scan of their times (a few compares in one
+  // cache line, cheaper than a heap's sifting); beyond it, by a heap.
+  static constexpr size_t kScanFiles = 16;
+  static constexpr int64_t kDone = INT64_MAX;  // no record left (a record's time is below 2^63: 2^33 s)
+
+  absl::Status mergeByScan(FrameSink& sink, const std::atomic<bool>& stop) {
+    const size_t k = readers_.size();
+    std::vector<int64_t> ts(k);
+    for (size_t i = 0; i < k; ++i) ts[i] = readers_[i]->next(&heads_[i]) ? heads_[i].ts_ns : kDone;
+    for (;;) {
+      // The earliest head and the next earliest (ties: the file given first).
+      size_t best = 0, second = k;
+      for (size_t i = 1; i < k; ++i) {
+        if (ts[i] < ts[best]) {
+          second = best;
+          best = i;
+        } else if (second == k || ts[i] < ts[second]) {
+          second = i;
+        }
+      }
+      if (ts[best] == kDone) return finish();
+      const int64_t limit = second == k ? kDone : ts[second];
+      // Read on in this file while its records come before the other files' heads.
+      do {
+        deliver(best, sink);
+        if (stop.load(std::memory_order_relaxed)) return finish();
+        ts[best] = readers_[best]->next(&heads_[best]) ? heads_[best].ts_ns : kDone;
+      } while (ts[best] < limit || (ts[best] == limit && ts[best] != kDone && best < second));
+    }
+  }
+
+  absl::Status mergeByHeap(FrameSink& sink, const std::atomic<bool>& stop) {
+    const size_t k = readers_.size();
     std::vector<size_t> heap;
     for (size_t i = 0; i < k; ++i) {
       if (readers_[i]->next(&heads_[i])) heap.push_back(i);
@@ -269,9 +308,6 @@ class MergedFileSource final : public PacketSource {
     return finish();
   }
 
-  SourceStats stats() const override { return stats_; }
-
- private:
   void deliver(size_t i, FrameSink& sink) {
     const FileRecord& r = heads_[i];
     InputFileStats& f = readers_[i]->stats();

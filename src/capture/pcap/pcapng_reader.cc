@@ -1,4 +1,5 @@
 // pcapng (draft-ietf-opsawg-pcapng) records as FileRecords; why our own reader: file_reader.h.
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -204,17 +205,10 @@ class PcapngReader final : public FileReader {
     uint64_t units = 0;
     switch (type_) {
       case kEnhancedPacket:
-        header = 20;
-        if (body_.size() < header) return fail("an enhanced packet block is too short");
-        iface = u32(b);
-        units = uint64_t{u32(b + 4)} << 32 | u32(b + 8);
-        caplen = u32(b + 12);
-        wire_len = u32(b + 16);
-        break;
-      case kObsoletePacket:
+      case kObsoletePacket:  // the same layout, with a 16-bit interface and a 16-bit drop count
         header = 20;
         if (body_.size() < header) return fail("a packet block is too short");
-        iface = u16(b);
+        iface = type_ == kEnhancedPacket ? u32(b) : u16(b);
         units = uint64_t{u32(b + 4)} << 32 | u32(b + 8);
         caplen = u32(b + 12);
         wire_len = u32(b + 16);

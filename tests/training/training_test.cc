@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <random>
@@ -65,6 +66,39 @@ TrainingReport analyse(std::vector<PacketRecord> v, TrainingConfig cfg = {}) {
   a.ingest(r.training);
   return a.analyze();
 }
+
+// The live path in small: an engine closing intervals of `interval_ns`, the training aggregator, and the
+// analyzer on the control side, fed each interval's delta. run() sorts the records by time, sends them
+// through and calls `each` after every interval with the analyzer (which the callback may analyse or not).
+struct LiveRig {
+  explicit LiveRig(int64_t interval_ns, TrainingConfig c = {})
+      : cfg(c),
+        ec(withInterval(interval_ns)),
+        engine(ec),
+        analyzer(cfg, ec.link_capacity_bps, ec.scales_ns, ec.rates_bps) {
+    engine.addAggregator(makeTrainingAggregator(cfg, true));
+  }
+  void run(std::vector<PacketRecord> v, const std::function<void(const IntervalReport&, TrainingAnalyzer&)>& each,
+           bool finish = true) {
+    std::stable_sort(v.begin(), v.end(),
+                     [](const PacketRecord& a, const PacketRecord& b) { return a.ts_ns < b.ts_ns; });
+    engine.setIntervalSink([&](const IntervalReport& ir) {
+      analyzer.ingest(ir.training);
+      each(ir, analyzer);
+    });
+    engine.add(v);
+    if (finish) engine.finish();
+  }
+  static EngineConfig withInterval(int64_t ns) {
+    EngineConfig e;
+    e.report_interval_ns = ns;
+    return e;
+  }
+  TrainingConfig cfg;
+  EngineConfig ec;
+  Engine engine;
+  TrainingAnalyzer analyzer;
+};
 
 // Ring all-reduce over n ranks: each step, every rank sends to rank+1 in groups at the given offsets.
 struct Group {
@@ -179,25 +213,14 @@ TEST(TrainingTest, APeriodChangeIsFollowedWithinAFewSteps) {
   int64_t t = a.back() + 200'000'000;
   const int64_t change = t;
   for (int i = 0; i < 40; ++i, t += 320'000'000) s.push_back(t);
-  std::vector<PacketRecord> v = ringJob(4, s, {{0, 300'000}});
-  std::stable_sort(v.begin(), v.end(), [](const PacketRecord& x, const PacketRecord& y) { return x.ts_ns < y.ts_ns; });
-  EngineConfig ec;
-  ec.report_interval_ns = 1'000'000'000;
-  TrainingConfig cfg;
-  Engine e(ec);
-  e.addAggregator(makeTrainingAggregator(cfg, true));
-  TrainingAnalyzer an(cfg, ec.link_capacity_bps, ec.scales_ns, ec.rates_bps);
   int64_t followed_at = 0;
-  e.setIntervalSink([&](const IntervalReport& ir) {
-    an.ingest(ir.training);
+  LiveRig(1'000'000'000).run(ringJob(4, s, {{0, 300'000}}), [&](const IntervalReport& ir, TrainingAnalyzer& an) {
     TrainingReport r = an.analyze();
     if (followed_at == 0 && ir.end_ns > change && !r.jobs.empty() && r.jobs[0].period.period_s &&
         std::abs(*r.jobs[0].period.period_s - 0.32) < 0.01 * 0.32) {
       followed_at = ir.end_ns;
     }
   });
-  e.add(v);
-  e.finish();
   ASSERT_GT(followed_at, 0) << "never followed";
   // Within a few periods of the new pace (the bound: eight of them, as the recent-steps window).
   EXPECT_LE(followed_at - change, 8 * 320'000'000LL) << (followed_at - change) / 1e9 << " s";
@@ -315,16 +338,11 @@ TEST(TrainingTest, CoburstsAndFanInBacklogEqualABruteForce) {
   EXPECT_EQ(d->max_sources, most);
   check(offline, d->max_backlog_bytes, "offline");
 
-  EngineConfig ec;
-  ec.report_interval_ns = 10'000'000;
-  Engine e(ec);
-  e.addAggregator(makeTrainingAggregator(cfg, true));
-  TrainingAnalyzer an(cfg, ec.link_capacity_bps, ec.scales_ns, ec.rates_bps);
+  LiveRig rig(10'000'000, cfg);
   TrainingReport live;
   double live_max = 0;
   int analyses = 0;
-  e.setIntervalSink([&](const IntervalReport& ir) {
-    an.ingest(ir.training);
+  rig.run(v, [&](const IntervalReport&, TrainingAnalyzer& an) {
     if (++analyses % 3 == 0) {  // sometimes several intervals per analysis, as a control thread behind
       live = an.analyze();
       for (const DestinationReport& x : live.destinations) {
@@ -332,9 +350,7 @@ TEST(TrainingTest, CoburstsAndFanInBacklogEqualABruteForce) {
       }
     }
   });
-  e.add(v);
-  e.finish();
-  live = an.analyze();
+  live = rig.analyzer.analyze();
   for (const DestinationReport& x : live.destinations) {
     if (x.host == "10.0.0.9") live_max = std::max(live_max, x.max_backlog_bytes);
   }
@@ -387,26 +403,21 @@ TEST(TrainingTest, LargeMeshAndSmallJobBesideAHeavyTransferAreFound) {
 
 // A job that is renamed (a host with a lower address joins) is not also reported as a silent one.
 TEST(TrainingTest, ARenamedJobIsNotReportedSilent) {
-  EngineConfig ec;
-  ec.report_interval_ns = 1'000'000'000;
-  TrainingConfig cfg;
-  Engine e(ec);
-  e.addAggregator(makeTrainingAggregator(cfg, true));
-  TrainingAnalyzer an(cfg, ec.link_capacity_bps, ec.scales_ns, ec.rates_bps);
   std::vector<PacketRecord> v = ringJob(3, steps(30, 200'000'000), {{0, 300'000}});  // hosts 1..3
   const int64_t joined = kT0 + 3'000'000'000;
   for (int64_t t : steps(30, 200'000'000)) {
     if (t >= joined) burst(&v, t + 50'000'000, 1, 0, 400'000);  // host .0 joins: the name changes ...
   }
-  std::stable_sort(v.begin(), v.end(), [](const PacketRecord& a, const PacketRecord& b) { return a.ts_ns < b.ts_ns; });
   std::vector<std::string> names;
-  e.setIntervalSink([&](const IntervalReport& ir) {
-    an.ingest(ir.training);
-    TrainingReport r = an.analyze();
-    names.clear();
-    for (const JobReport& j : r.jobs) names.push_back(j.name + (j.idle_s > 1 ? " (idle)" : ""));
-  });
-  e.add(v);
+  LiveRig(1'000'000'000)
+      .run(
+          v,
+          [&](const IntervalReport&, TrainingAnalyzer& an) {
+            TrainingReport r = an.analyze();
+            names.clear();
+            for (const JobReport& j : r.jobs) names.push_back(j.name + (j.idle_s > 1 ? " (idle)" : ""));
+          },
+          /*finish=*/false);
   // ... and keeps sending, so neither name is silent.
   ASSERT_EQ(names.size(), 1u) << testing::PrintToString(names);
 }

@@ -233,7 +233,8 @@ DecodeError Decoder::decodeHostLink(Cursor& c, LinkType link, PacketRecord* out)
   const LinkHeader h = parseLinkHeader({c.data, c.caplen}, link);
   if (h.error != DecodeError::kNone) return h.error;
   if (out->wire_len < h.length) return DecodeError::kTruncatedLinkHeader;
-  out->wire_len = std::max<uint32_t>(kEthernetMinFrame, out->wire_len - h.length + 14);
+  const uint64_t ethernet = uint64_t{out->wire_len} - h.length + 14;  // 64-bit: a raw-IP length near 2^32 grows
+  out->wire_len = static_cast<uint32_t>(std::clamp<uint64_t>(ethernet, kEthernetMinFrame, UINT32_MAX));
   c.off += h.length;
   return decodeEthertype(c, h.ethertype, out, 0);
 }

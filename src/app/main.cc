@@ -1,4 +1,5 @@
 // burstscope command line. Flags live only here; modules take plain config structs.
+#include <sys/resource.h>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
@@ -185,6 +186,12 @@ int runAnalyze(const AnalyzeOptions& o) {
                   2);
     }
     read.dedup_window_ns = *ns;
+  }
+  // Every file stays open while they are merged: hundreds of rotated files need more descriptors than the
+  // usual soft limit of 1024 allows; take the hard limit.
+  if (rlimit lim{}; getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur < lim.rlim_max) {
+    lim.rlim_cur = lim.rlim_max;
+    (void)setrlimit(RLIMIT_NOFILE, &lim);
   }
   auto source = openPcapCapture(o.files, dc, size_t{1} << 16, read);
   if (!source.ok()) return fail(source.status(), 1);

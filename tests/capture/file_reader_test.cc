@@ -349,7 +349,9 @@ TEST(FileReaderTest, DuplicatesFromBothEndsOfALinkAreLeftOutWithinTheWindowOnly)
       ++planted;
     }
   }
-  // Not duplicates: the same ports and length but another IP ID, and a true copy outside the window.
+  // Not duplicates: the same key twice in one file (distinct packets of one capture, e.g. duplicate ACKs),
+  // the same ports and length but another IP ID, and a true copy outside the window.
+  sender.insert(sender.begin() + 2, Packet{sender[1].ts_ns + 1'000, sender[1].data});
   receiver.push_back({kT0 + 5'000, tcpFrame(1, 2, 999, 0)});
   receiver.push_back({kT0 + 20'000 + 50'000, tcpFrame(1, 2, 2, 2000)});
   writePcap(dir.file("sender.pcap"), sender);

@@ -88,6 +88,11 @@ const char* InputStream::compression() const {
 bool InputStream::fillRaw(size_t most) {
   if (in_eof_ || !error_.empty()) return false;
   if (in_pos_ == in_len_) in_pos_ = in_len_ = 0;
+  if (in_len_ == in_cap_ && in_pos_ > 0) {  // full, but with consumed bytes in front: move the rest there
+    std::memmove(in_.get(), in_.get() + in_pos_, in_len_ - in_pos_);
+    in_len_ -= in_pos_;
+    in_pos_ = 0;
+  }
   if (in_len_ == in_cap_) return true;  // full: the caller consumes first
   for (;;) {
     const ssize_t got = ::read(fd_, in_.get() + in_len_, std::min(most, in_cap_ - in_len_));
@@ -128,7 +133,8 @@ size_t InputStream::readGzip(uint8_t* buf, size_t n) {
     }
     if (gzip_->ended) {
       // Another member follows (gzip files may be concatenated), or bytes that are not gzip at all.
-      if (in_[in_pos_] != 0x1f) {
+      if (in_len_ - in_pos_ < 2) fillRaw();  // the magic's second byte, if there is one
+      if (in_len_ - in_pos_ < 2 || in_[in_pos_] != 0x1f || in_[in_pos_ + 1] != 0x8b) {
         notice_ = "bytes after the end of the gzip data were ignored";
         in_pos_ = in_len_;
         in_eof_ = true;  // what follows is not ours to read: the end, as `gzip -d` takes it
@@ -211,14 +217,13 @@ FILE* InputStream::toFile() {
   struct stat st {};
   if (codec_ == Codec::kNone && owns_fd_ && fstat(fd_, &st) == 0 && S_ISREG(st.st_mode) &&
       lseek(fd_, 0, SEEK_SET) == 0) {
-    const int fd = dup(fd_);
-    FILE* f = fd >= 0 ? fdopen(fd, "rb") : nullptr;
-    if (f != nullptr) {
-      std::setvbuf(f, nullptr, _IOFBF, kPlainFileBuffer);
-      return f;
-    }
-    if (fd >= 0) ::close(fd);
-    return nullptr;
+    // The descriptor itself goes to the FILE (no second one: hundreds of rotated files stay open at once).
+    FILE* f = fdopen(fd_, "rb");
+    if (f == nullptr) return nullptr;
+    owns_fd_ = false;
+    stdio_buffer_.reset(new char[kPlainFileBuffer]);
+    std::setvbuf(f, stdio_buffer_.get(), _IOFBF, kPlainFileBuffer);
+    return f;
   }
   cookie_io_functions_t io{};
   io.read = [](void* cookie, char* buf, size_t n) -> ssize_t {
@@ -228,7 +233,11 @@ FILE* InputStream::toFile() {
   };
   io.close = [](void*) { return 0; };  // the stream belongs to its reader, not to the FILE
   FILE* f = fopencookie(this, "rb", io);
-  if (f != nullptr) std::setvbuf(f, nullptr, _IOFBF, kCookieBuffer);
+  if (f != nullptr) {
+    // glibc takes a size only with a buffer: without one it picks its own (8 KiB for a cookie stream).
+    stdio_buffer_.reset(new char[kCookieBuffer]);
+    std::setvbuf(f, stdio_buffer_.get(), _IOFBF, kCookieBuffer);
+  }
   return f;
 }
 

@@ -62,6 +62,7 @@ class InputStream {
   uint8_t head_[16] = {};  // peeked decompressed bytes, served before anything else
   size_t head_len_ = 0, head_pos_ = 0;
   bool peeked_ = false;
+  std::unique_ptr<char[]> stdio_buffer_;  // the FILE's buffer from toFile(): outlives the FILE
   std::unique_ptr<Gzip> gzip_;
   std::unique_ptr<Zstd> zstd_;
   std::string error_, notice_;

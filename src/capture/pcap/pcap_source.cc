@@ -195,25 +195,27 @@ bool duplicateKey(const FileRecord& r, uint64_t* key) {
   return true;
 }
 
-// Remembers each key's first time for `window` ns: a record whose key was seen less than that long before
-// is a duplicate. Bounded: at most kMaxKeys remembered (the oldest go first beyond that).
+// Remembers each key's first time for `window` ns: a record whose key was seen less than that long before,
+// in another file, is a duplicate. Bounded: at most kMaxKeys remembered (the oldest go first beyond that).
 class Deduplicator {
  public:
   explicit Deduplicator(int64_t window_ns) : window_(window_ns) {}
 
-  bool duplicate(const FileRecord& r) {
+  // `file`: which input the record came from. Only a copy from another file is a duplicate: within one
+  // capture, equal keys are distinct packets (duplicate ACKs that differ only in TCP options, say).
+  bool duplicate(const FileRecord& r, size_t file) {
     uint64_t key;
     if (!duplicateKey(r, &key)) return false;
     while (!order_.empty() && (order_.front().first < r.ts_ns - window_ || order_.size() >= kMaxKeys)) {
       auto it = seen_.find(order_.front().second);
-      if (it != seen_.end() && it->second == order_.front().first) seen_.erase(it);
+      if (it != seen_.end() && it->second.ts == order_.front().first) seen_.erase(it);
       order_.pop_front();
     }
-    auto [it, inserted] = seen_.try_emplace(key, r.ts_ns);
+    auto [it, inserted] = seen_.try_emplace(key, Seen{r.ts_ns, file});
     if (!inserted) {
-      const int64_t apart = r.ts_ns > it->second ? r.ts_ns - it->second : it->second - r.ts_ns;
-      if (apart < window_) return true;
-      it->second = r.ts_ns;
+      const int64_t apart = r.ts_ns > it->second.ts ? r.ts_ns - it->second.ts : it->second.ts - r.ts_ns;
+      if (apart < window_ && it->second.file != file) return true;
+      it->second = Seen{r.ts_ns, file};
     }
     order_.emplace_back(r.ts_ns, key);
     return false;
@@ -222,7 +224,11 @@ class Deduplicator {
  private:
   static constexpr size_t kMaxKeys = size_t{1} << 22;
   int64_t window_;
-  absl::flat_hash_map<uint64_t, int64_t> seen_;
+  struct Seen {
+    int64_t ts;
+    size_t file;
+  };
+  absl::flat_hash_map<uint64_t, Seen> seen_;
   std::deque<std::pair<int64_t, uint64_t>> order_;
 };
 
@@ -314,7 +320,7 @@ class MergedFileSource final : public PacketSource {
     if (f.packets++ == 0) f.first_ns = f.last_ns = r.ts_ns;
     f.first_ns = std::min(f.first_ns, r.ts_ns);
     f.last_ns = std::max(f.last_ns, r.ts_ns);
-    if (dedup_ && dedup_->duplicate(r)) {
+    if (dedup_ && dedup_->duplicate(r, i)) {
       ++stats_.duplicates_removed;
       return;
     }
@@ -333,8 +339,9 @@ class MergedFileSource final : public PacketSource {
       stats_.warnings.insert(stats_.warnings.end(), r->warnings().begin(), r->warnings().end());
     }
     // Files of one capture overlap in time. A file that meets no other was probably taken at another time
-    // (or is a consecutive piece of a rotated capture, which merges the same): say so.
+    // (or is a consecutive piece of a rotated capture, which merges the same): one warning names them.
     stats_.overlap = true;
+    std::vector<std::string> alone;
     for (size_t i = 0; i < stats_.files.size(); ++i) {
       const InputFileStats& a = stats_.files[i];
       if (stats_.files.size() < 2 || a.packets == 0) continue;
@@ -345,11 +352,19 @@ class MergedFileSource final : public PacketSource {
       }
       if (!meets) {
         stats_.overlap = false;
-        stats_.warnings.push_back(absl::StrCat(
-            a.path, " (", utcTime(a.first_ns), " to ", utcTime(a.last_ns),
-            " UTC) and the other files do not overlap in time: merged by time as one capture; if they were "
-            "taken at different times, analyse them separately"));
+        if (alone.size() < 3) {
+          alone.push_back(absl::StrCat(a.path, " (", utcTime(a.first_ns), " to ", utcTime(a.last_ns), " UTC)"));
+        } else if (alone.size() == 3) {
+          alone.push_back("...");
+        }
       }
+    }
+    if (!alone.empty()) {
+      stats_.warnings.push_back(absl::StrCat(
+          absl::StrJoin(alone, ", "),
+          alone.size() == 1 ? " and the other files do not" : ": these files and the others do not",
+          " overlap in time: merged by time as one capture (as the pieces of a rotated capture are); if they "
+          "were taken at different times, analyse them separately"));
     }
     return absl::OkStatus();
   }

@@ -41,7 +41,7 @@ class FileReader {
 
  protected:
   void noteLinkType(LinkType t);
-  void warn(std::string text);  // prefixed with the file's path
+  void warn(const std::string& text);  // prefixed with the file's path
   // Counts a bad timestamp (once described in a warning) and returns the time to give the record.
   int64_t badTimestamp(int64_t carried, const std::string& what);
 

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <system_error>
 
 #include "absl/strings/str_cat.h"
 #include "burstscope/status.h"
@@ -105,7 +106,7 @@ bool InputStream::fillRaw(size_t most) {
       return false;
     }
     if (errno == EINTR) continue;
-    error_ = absl::StrCat("read error: ", std::strerror(errno));
+    error_ = absl::StrCat("read error: ", std::error_code(errno, std::generic_category()).message());
     return false;
   }
 }

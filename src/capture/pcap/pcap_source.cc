@@ -30,7 +30,7 @@ void FileReader::noteLinkType(LinkType t) {
   }
 }
 
-void FileReader::warn(std::string text) { warnings_.push_back(absl::StrCat(stats_.path, ": ", text)); }
+void FileReader::warn(const std::string& text) { warnings_.push_back(absl::StrCat(stats_.path, ": ", text)); }
 
 int64_t FileReader::badTimestamp(int64_t carried, const std::string& what) {
   if (bad_timestamps_++ == 0) warn(absl::StrCat(what, "; given the previous record's time, and counted"));
@@ -111,16 +111,13 @@ class LibpcapReader final : public FileReader {
     // most a 32-bit count of microseconds, in ns 4.3e12.
     const bool seconds_ok =
         tv.tv_sec >= 0 && tv.tv_sec < kMaxSeconds && tv.tv_usec >= 0 && tv.tv_usec < 10'000'000'000'000;
-    int64_t ts;
-    if (seconds_ok && tv.tv_usec < 1'000'000'000) {
-      ts = int64_t{tv.tv_sec} * 1'000'000'000 + tv.tv_usec;
-    } else if (seconds_ok) {
-      ts = int64_t{tv.tv_sec} * 1'000'000'000 + tv.tv_usec;
+    int64_t ts = seconds_ok ? int64_t{tv.tv_sec} * 1'000'000'000 + tv.tv_usec : 0;
+    if (seconds_ok && tv.tv_usec >= 1'000'000'000) {
       if (bad_timestamps_++ == 0) {
         warn(absl::StrCat("a record's timestamp (", tv.tv_sec, " s + ", tv.tv_usec,
                           " ns) has a sub-second field of a second or more; carried, and counted"));
       }
-    } else {
+    } else if (!seconds_ok) {
       ts = badTimestamp(last_ts_,
                         absl::StrCat("a record's timestamp (", tv.tv_sec, " s + ", tv.tv_usec, " ns) is out of range"));
     }

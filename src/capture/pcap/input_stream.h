@@ -29,7 +29,7 @@ class InputStream {
   // The first `n` (at most 16) decompressed bytes, before any read(): what the format is found from.
   std::span<const uint8_t> peek(size_t n);
   // The stream as a stdio FILE for libpcap, owned by the caller (fclose or pcap_close it); the stream must
-  // outlive it. A plain regular file is handed over as itself, read from the start, with a 1 MiB buffer.
+  // outlive it. A plain regular file is handed over as itself, read from the start, with a 256 KiB buffer.
   FILE* toFile();
 
   const std::string& path() const { return path_; }

@@ -20,6 +20,8 @@ PKGS=(
   libfftw3-dev
   # compressed capture files, read as they stream (src/capture/pcap/input_stream.cc); zstd for the tests
   zlib1g-dev libzstd-dev zstd
+  # the metrics endpoint's HTTP server and its TLS (src/export/http_server.cc); openssl makes the tests' certificates
+  libmicrohttpd-dev libgnutls28-dev openssl
   # tools used by tests and benchmarks
   tshark tcpdump tcpreplay iproute2 ethtool procps python3-numpy python3-yaml bc curl
   # real PyTorch (gloo) training jobs on the testbed (tools/testbed, the testbed suite): run with /usr/bin/python3

@@ -35,8 +35,8 @@ if [ ! -d build-tsan/meson-info ]; then
   meson setup build-tsan -Dbuildtype=debugoptimized -Db_sanitize=thread -Db_lundef=false \
     -Dbenchmarks=disabled >/dev/null
 fi
-ninja -C build-tsan -j "$JOBS" tests/ring_test tests/live_test tests/export_test burstscope tools/wrap_trace
-TSAN_OPTIONS=halt_on_error=1 meson test -C build-tsan --print-errorlogs --no-rebuild ring live export analyze afxdp
+ninja -C build-tsan -j "$JOBS" tests/ring_test tests/live_test tests/export_test tests/http_server_test burstscope tools/wrap_trace
+TSAN_OPTIONS=halt_on_error=1 meson test -C build-tsan --print-errorlogs --no-rebuild ring live export http_server analyze afxdp
 
 step "static analysis: clang-tidy and cppcheck (check sets in .clang-tidy and scripts/lint.sh)"
 bash scripts/lint.sh build

@@ -16,6 +16,7 @@
 #include "burstscope/status.h"
 #include "src/analysis/report.h"
 #include "src/config/run_config.h"
+#include "src/export/http_server.h"
 #include "src/export/metrics.h"
 #include "src/pipeline/pipeline.h"
 #include "src/privileges/privileges.h"
@@ -35,6 +36,9 @@ int fail(const absl::Status& s, int exit_code) {
   return exit_code;
 }
 void onSignal(int) { g_stop.store(true); }
+// SIGHUP: the metrics endpoint re-reads its web configuration file (TLS certificates, users); the rest of the
+// configuration takes effect on restart.
+void onHangup(int) { MetricsServer::requestReload(); }
 
 // "100,1000,5000" with a unit factor; names the flag in the error.
 absl::StatusOr<std::vector<double>> parseList(const std::string& flag, const std::string& text) {
@@ -230,6 +234,7 @@ struct RunOptions {
   bool check_config = false;
   size_t ring_size = 0;
   std::string listen;
+  std::string web_config;
   std::string sensor;
   std::vector<std::string> labels;  // name=value
   double switch_buffer_bytes = 0;
@@ -331,6 +336,7 @@ absl::StatusOr<RunConfig> buildRunConfig(const RunOptions& o) {
   if (o.given("--ring-size")) d.ring_capacity = o.ring_size;
   ExportConfig& x = c.exporter;
   if (o.given("--listen")) x.listen = o.listen == "none" ? "" : o.listen;
+  if (o.given("--web-config")) x.web_config_file = o.web_config;
   if (o.given("--sensor")) x.sensor = o.sensor;
   for (const std::string& l : o.labels) {
     const size_t eq = l.find('=');
@@ -420,6 +426,7 @@ int runLiveCommand(const RunOptions& o) {
     server = std::move(*started);
     summary << "burstscope run: metrics at " << server->url() << std::endl;
   }
+  std::signal(SIGHUP, onHangup);
   const bool quiet = config->live.quiet;
   auto on_interval = [&](size_t port, const PortSnapshot& s) {
     if (!quiet) summary << intervalSummary((*backend)->ports()[port].name, s, port_engines[port]) << std::endl;
@@ -501,6 +508,9 @@ int mainImpl(int argc, char** argv) {
   run->add_option("--ring-size", ro.ring_size, "records per RX queue ring (a power of two)");
   run->add_option("--listen", ro.listen,
                   "serve Prometheus metrics at host:port/metrics (default 127.0.0.1:19464; 'none': off)");
+  run->add_option("--web-config", ro.web_config,
+                  "web configuration file of Prometheus exporters for /metrics: TLS, basic_auth_users (re-read on "
+                  "SIGHUP)");
   run->add_option("--sensor", ro.sensor, "this monitor's name, the sensor label (default: host name)");
   run->add_option("--label", ro.labels, "name=value on every series, e.g. rack=r3 (repeatable)");
   run->add_option("--switch-buffer-bytes", ro.switch_buffer_bytes,

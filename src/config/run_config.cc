@@ -412,8 +412,9 @@ absl::Status readLabels(const Reader& rd, const YAML::Node& n, const std::string
 }
 
 absl::Status readExport(const Reader& rd, const YAML::Node& n, RunConfig* c) {
-  BS_RETURN_IF_ERROR(
-      rd.checkKeys(n, "export", {"listen", "sensor", "labels", "top-k", "switch-buffer-bytes", "basic-auth", "ports"}));
+  BS_RETURN_IF_ERROR(rd.checkKeys(
+      n, "export",
+      {"listen", "sensor", "labels", "top-k", "switch-buffer-bytes", "basic-auth", "web-config", "http", "ports"}));
   ExportConfig& x = c->exporter;
   if (n["listen"]) BS_RETURN_IF_ERROR(rd.scalar(n["listen"], "export.listen", &x.listen));
   if (x.listen == "none") x.listen.clear();
@@ -431,6 +432,20 @@ absl::Status readExport(const Reader& rd, const YAML::Node& n, RunConfig* c) {
     if (a["password-hash"]) {
       BS_RETURN_IF_ERROR(rd.scalar(a["password-hash"], "export.basic-auth.password-hash", &x.basic_auth_hash));
     }
+  }
+  if (n["web-config"]) BS_RETURN_IF_ERROR(rd.scalar(n["web-config"], "export.web-config", &x.web_config_file));
+  if (const YAML::Node h = n["http"]) {
+    BS_RETURN_IF_ERROR(rd.checkKeys(h, "export.http", {"threads", "read-timeout", "idle-timeout", "max-connections"}));
+    HttpServerConfig& hc = x.http;
+    if (h["threads"]) BS_RETURN_IF_ERROR(rd.integer(h["threads"], "export.http.threads", &hc.threads, 1, 64));
+    if (h["max-connections"]) {
+      BS_RETURN_IF_ERROR(
+          rd.integer(h["max-connections"], "export.http.max-connections", &hc.max_connections, 1, 100000));
+    }
+    if (h["read-timeout"])
+      BS_RETURN_IF_ERROR(rd.duration(h["read-timeout"], "export.http.read-timeout", &hc.read_timeout_ns));
+    if (h["idle-timeout"])
+      BS_RETURN_IF_ERROR(rd.duration(h["idle-timeout"], "export.http.idle-timeout", &hc.idle_timeout_ns));
   }
   if (const YAML::Node ports = n["ports"]) {
     if (!ports.IsMap()) return rd.error(ports, "export.ports", "must be a mapping of port name to settings");

@@ -1,6 +1,5 @@
 #include "src/export/metrics.h"
 
-#include <crypt.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,7 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "burstscope/status.h"
-#include "prometheus/exposer.h"
+#include "src/export/web_config.h"
 
 namespace burstscope {
 
@@ -103,15 +102,6 @@ class Families {
   std::map<std::string, size_t> index_;
 };
 
-// Equal strings, in a time that depends only on the expected one's length.
-bool constantTimeEqual(const std::string& got, const std::string& expected) {
-  unsigned diff = got.size() != expected.size() ? 1 : 0;
-  for (size_t i = 0; i < expected.size(); ++i) {
-    diff |= static_cast<unsigned char>(i < got.size() ? got[i] : 0) ^ static_cast<unsigned char>(expected[i]);
-  }
-  return diff == 0;
-}
-
 std::string hostName() {
   char buf[256] = {};
   if (gethostname(buf, sizeof(buf) - 1) != 0) return "unknown";
@@ -144,13 +134,23 @@ absl::Status validateExportConfig(const ExportConfig& c) {
   if (c.basic_auth_user.empty() != c.basic_auth_hash.empty()) {
     return absl::InvalidArgumentError("export.basic-auth: needs both username and password-hash");
   }
-  if (!c.basic_auth_hash.empty()) {
-    const std::string& h = c.basic_auth_hash;
-    if (h.rfind("$2b$", 0) != 0 && h.rfind("$2y$", 0) != 0 && h.rfind("$y$", 0) != 0 && h.rfind("$6$", 0) != 0) {
-      return absl::InvalidArgumentError(
-          "export.basic-auth.password-hash: not a bcrypt ($2b$), yescrypt ($y$) or sha512crypt ($6$) hash; "
-          "make one with `burstscope hash-password`");
-    }
+  if (!c.basic_auth_hash.empty() && !acceptedPasswordHash(c.basic_auth_hash)) {
+    return absl::InvalidArgumentError(absl::StrCat("export.basic-auth.password-hash: ", kPasswordHashHelp));
+  }
+  if (!c.web_config_file.empty()) {
+    absl::StatusOr<WebConfig> web = loadWebConfig(c.web_config_file);
+    if (!web.ok()) return web.status();
+  }
+  const HttpServerConfig& h = c.http;
+  if (h.threads < 1 || h.threads > 64) return absl::InvalidArgumentError("export.http.threads: must be in 1..64");
+  if (h.max_connections < 1 || h.max_connections > 100000) {
+    return absl::InvalidArgumentError("export.http.max-connections: must be in 1..100000");
+  }
+  if (h.read_timeout_ns < 100'000'000 || h.read_timeout_ns > 3'600'000'000'000) {
+    return absl::InvalidArgumentError("export.http.read-timeout: must be in 100ms..1h");
+  }
+  if (h.idle_timeout_ns < 1'000'000'000 || h.idle_timeout_ns > 3'600'000'000'000) {
+    return absl::InvalidArgumentError("export.http.idle-timeout: must be in 1s..1h");
   }
   return absl::OkStatus();
 }
@@ -552,61 +552,6 @@ std::vector<MetricFamily> LiveMetrics::Collect() const {
     if (v.training) trainingFamilies(f, L, p.info, v.job_bytes, *v.training);
   }
   return f.take();
-}
-
-struct MetricsServer::Impl {
-  std::unique_ptr<prometheus::Exposer> exposer;
-};
-
-MetricsServer::~MetricsServer() = default;
-
-absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::start(const ExportConfig& config,
-                                                                    const std::shared_ptr<LiveMetrics>& metrics) {
-  std::unique_ptr<MetricsServer> s(new MetricsServer());
-  s->impl_ = std::make_unique<Impl>();
-  try {
-    // civetweb: no directory listing, no document root, so that /metrics is the only path served.
-    s->impl_->exposer = std::make_unique<prometheus::Exposer>(
-        std::vector<std::string>{"listening_ports", config.listen, "num_threads", "2"});
-  } catch (const std::exception& e) {
-    return absl::UnavailableError(absl::StrCat("cannot serve metrics on ", config.listen, ": ", e.what(),
-                                               " (address in use or not local? set export.listen / --listen)"));
-  }
-  s->impl_->exposer->RegisterCollectable(metrics);
-  if (!config.basic_auth_user.empty()) {
-    const std::string user = config.basic_auth_user, hash = config.basic_auth_hash;
-    s->impl_->exposer->RegisterAuth(
-        [user, hash](const std::string& u, const std::string& p) {
-          // Both checks always run, so that the time taken does not say which one failed.
-          const bool user_ok = constantTimeEqual(u, user);
-          const bool pass_ok = checkPassword(p, hash);
-          return user_ok && pass_ok;
-        },
-        "burstscope");
-  }
-  const std::vector<int> ports = s->impl_->exposer->GetListeningPorts();
-  s->port_ = ports.empty() ? 0 : ports.front();
-  const std::string host = config.listen.substr(0, config.listen.rfind(':'));
-  s->url_ = absl::StrCat("http://", host, ":", s->port_, "/metrics");
-  return s;
-}
-
-absl::StatusOr<std::string> hashPassword(const std::string& password) {
-  char salt[CRYPT_GENSALT_OUTPUT_SIZE];
-  if (crypt_gensalt_rn("$2b$", 10, nullptr, 0, salt, sizeof(salt)) == nullptr) {
-    return errnoStatus(errno, "crypt_gensalt (bcrypt)");
-  }
-  auto data = std::make_unique<crypt_data>();
-  const char* h = crypt_r(password.c_str(), salt, data.get());
-  if (h == nullptr || h[0] == '*') return absl::InternalError("crypt_r failed to hash the password");
-  return std::string(h);
-}
-
-bool checkPassword(const std::string& password, const std::string& hash) {
-  auto data = std::make_unique<crypt_data>();
-  const char* h = crypt_r(password.c_str(), hash.c_str(), data.get());
-  if (h == nullptr || h[0] == '*') return false;
-  return constantTimeEqual(h, hash);
 }
 
 }  // namespace burstscope

@@ -32,6 +32,14 @@ struct ExportPortConfig {
   Labels labels;                              // e.g. mirrored_port, training_job (override the sensor's)
 };
 
+// The metrics endpoint's HTTP server (src/export/http_server.h; docs/operations.md, "The metrics endpoint").
+struct HttpServerConfig {
+  int threads = 4;                           // event loops; a slow or idle client costs a socket, never a thread
+  int64_t read_timeout_ns = 10'000'000'000;  // a request's header must be complete this long after it began
+  int64_t idle_timeout_ns = 60'000'000'000;  // a keep-alive connection waits this long for its next request
+  size_t max_connections = 512;              // beyond it, requests are answered 503 (and from 5/4 of it, refused)
+};
+
 struct ExportConfig {
   // host:port of /metrics. Loopback unless the operator names another address; "" serves nothing.
   std::string listen = "127.0.0.1:19464";
@@ -43,6 +51,9 @@ struct ExportConfig {
   // clear-text password. `burstscope hash-password` makes one.
   std::string basic_auth_user;
   std::string basic_auth_hash;
+  // The exporter-toolkit's web configuration file (TLS, basic_auth_users, headers), re-read on SIGHUP.
+  std::string web_config_file;
+  HttpServerConfig http;
   std::map<std::string, ExportPortConfig> ports;  // by capture port name
 };
 
@@ -85,6 +96,8 @@ class LiveMetrics : public prometheus::Collectable {
   // At the close of each report interval; from one thread (the driver's control thread).
   void publish(size_t port, const PortSnapshot& s);
   std::vector<prometheus::MetricFamily> Collect() const override;
+  // The labels on every series (sensor, backend, the configured ones).
+  const std::vector<prometheus::ClientMetric::Label>& identity() const { return identity_; }
 
  private:
   struct StreamTotals {
@@ -116,27 +129,5 @@ class LiveMetrics : public prometheus::Collectable {
   mutable std::mutex mu_;
   std::vector<PortState> ports_;
 };
-
-// The HTTP side: prometheus-cpp's Exposer serving `metrics` at /metrics only, with basic auth if configured.
-class MetricsServer {
- public:
-  static absl::StatusOr<std::unique_ptr<MetricsServer>> start(const ExportConfig& config,
-                                                              const std::shared_ptr<LiveMetrics>& metrics);
-  ~MetricsServer();
-  int port() const { return port_; }
-  std::string url() const { return url_; }
-
- private:
-  MetricsServer() = default;
-  struct Impl;
-  std::unique_ptr<Impl> impl_;
-  int port_ = 0;
-  std::string url_;
-};
-
-// crypt(3) with a fresh bcrypt salt: what goes into export.basic-auth.password-hash.
-absl::StatusOr<std::string> hashPassword(const std::string& password);
-// Whether `password` matches `hash`, comparing in constant time.
-bool checkPassword(const std::string& password, const std::string& hash);
 
 }  // namespace burstscope

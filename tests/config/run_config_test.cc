@@ -196,6 +196,29 @@ export:
             std::string::npos);
 }
 
+TEST(RunConfigTest, TheMetricsEndpointsServerSettingsAndWebConfig) {
+  auto c = parseRunConfig(
+      "export:\n  http: {threads: 8, read-timeout: 5s, idle-timeout: 120s, max-connections: 64}\n"
+      "  web-config: " BURSTSCOPE_SOURCE_ROOT "/etc/web-config.yml\n",
+      "f.yaml");
+  ASSERT_TRUE(c.ok()) << c.status();
+  const HttpServerConfig& h = c->exporter.http;
+  EXPECT_EQ(h.threads, 8);
+  EXPECT_EQ(h.read_timeout_ns, 5'000'000'000);
+  EXPECT_EQ(h.idle_timeout_ns, 120'000'000'000);
+  EXPECT_EQ(h.max_connections, 64u);
+  EXPECT_EQ(c->exporter.web_config_file, BURSTSCOPE_SOURCE_ROOT "/etc/web-config.yml");
+  EXPECT_NE(errorOf("export:\n  http: {thread: 2}\n").find("f.yaml:2: export.http.thread: unknown key"),
+            std::string::npos);
+  EXPECT_NE(errorOf("export:\n  http: {threads: 0}\n").find("export.http.threads: 0 is not in 1..64"),
+            std::string::npos);
+  EXPECT_NE(errorOf("export:\n  http: {read-timeout: 1ms}\n").find("export.http.read-timeout: must be in"),
+            std::string::npos);
+  // The web configuration file is read while the run file is: its errors come at once, naming its key.
+  EXPECT_NE(errorOf("export:\n  web-config: /nonexistent/web.yml\n").find("web config /nonexistent/web.yml"),
+            std::string::npos);
+}
+
 TEST(RunConfigTest, TheShippedExampleParses) {
   auto c = loadRunConfig(BURSTSCOPE_SOURCE_ROOT "/etc/burstscope.yaml");
   ASSERT_TRUE(c.ok()) << c.status();

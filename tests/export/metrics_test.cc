@@ -1,5 +1,6 @@
 // The exporter: families built from real engine interval reports, counters that never go backwards, scrapes
 // that change nothing, configuration errors, and the HTTP side (only /metrics, basic auth) over a socket.
+#include "src/export/http_server.h"
 #include "src/export/metrics.h"
 
 #include <arpa/inet.h>

@@ -134,7 +134,9 @@ TEST(HttpServerTest, MethodsPathsHeadAndGzip) {
   EXPECT_EQ(statusOf(ok), 200);
   EXPECT_THAT(ok, HasSubstr("text/plain; version=0.0.4"));
   EXPECT_THAT(ok, HasSubstr("burstscope_http_requests_total{sensor=\"t\",code=\"200\"}"));
-  EXPECT_EQ(statusOf(request(s.port(), get("/"))), 404);
+  for (const char* path : {"/", "/metrics/../etc/passwd", "/favicon.ico", "/metrics/"}) {
+    EXPECT_EQ(statusOf(request(s.port(), get(path))), 404) << path;
+  }
   const std::string del = request(s.port(), "DELETE /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
   EXPECT_EQ(statusOf(del), 405);
   EXPECT_THAT(del, HasSubstr("Allow: GET, HEAD"));
@@ -160,8 +162,34 @@ TEST(HttpServerTest, MethodsPathsHeadAndGzip) {
   // Every answered request is counted by its code.
   EXPECT_TRUE(waitFor([&] {
     return metric(s.port(), "burstscope_http_requests_total{sensor=\"t\",code=\"405\"}") == 1 &&
-           metric(s.port(), "burstscope_http_requests_total{sensor=\"t\",code=\"404\"}") == 1;
+           metric(s.port(), "burstscope_http_requests_total{sensor=\"t\",code=\"404\"}") == 4;
   }));
+}
+
+TEST(HttpServerTest, BasicAuthFromTheRunFileAdmitsOnlyTheRightCredentials) {
+  ExportConfig xc;
+  xc.basic_auth_user = "prometheus";
+  xc.basic_auth_hash = *hashPassword("s3cret");
+  Server s{xc};
+  ASSERT_GT(s.port(), 0);
+  const std::string denied = request(s.port(), get("/metrics"));
+  EXPECT_EQ(statusOf(denied), 401);
+  EXPECT_THAT(denied, HasSubstr("WWW-Authenticate: Basic realm=\"burstscope\""));
+  EXPECT_EQ(statusOf(request(s.port(), get("/metrics", basic("prometheus:wrong")))), 401);
+  EXPECT_EQ(statusOf(request(s.port(), get("/metrics", basic("someone:s3cret")))), 401);
+  EXPECT_EQ(statusOf(request(s.port(), get("/metrics", basic("prometheus:s3cret")))), 200);
+  EXPECT_EQ(statusOf(request(s.port(), get("/metrics", basic("prometheus:s3cret")))), 200);  // from the cache
+  EXPECT_EQ(statusOf(request(s.port(), get("/metrics", basic("prometheus:wrong")))), 401);   // also cached
+}
+
+TEST(HttpServerTest, APortInUseIsAClearError) {
+  Server first{ExportConfig{}};
+  ASSERT_GT(first.port(), 0);
+  ExportConfig xc;
+  xc.listen = "127.0.0.1:" + std::to_string(first.port());
+  auto second = MetricsServer::start(xc, first.metrics);
+  ASSERT_FALSE(second.ok());
+  EXPECT_THAT(std::string(second.status().message()), HasSubstr("cannot serve metrics on 127.0.0.1:"));
 }
 
 TEST(HttpServerTest, BeyondMaxConnectionsAnswers503AndBeyondTheHardBoundCloses) {

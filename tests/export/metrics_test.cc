@@ -1,7 +1,7 @@
 // The exporter: families built from real engine interval reports, counters that never go backwards, scrapes
 // that change nothing, configuration errors, and the HTTP side (only /metrics, basic auth) over a socket.
-#include "src/export/http_server.h"
 #include "src/export/metrics.h"
+#include "src/export/http_server.h"  // hashPassword, checkPassword
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -341,80 +341,6 @@ TEST(PasswordTest, HashesCheckAndRejectTheWrongPassword) {
   EXPECT_FALSE(checkPassword("correct hors", *h));
   EXPECT_FALSE(checkPassword("", *h));
   EXPECT_NE(*hashPassword("correct horse"), *h);  // salted
-}
-
-// One HTTP/1.0 request over a plain socket; returns the status code.
-int httpGet(int port, const std::string& path, const std::string& auth = "", std::string* body = nullptr) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
-    close(fd);
-    return -1;
-  }
-  std::string req = "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n";
-  if (!auth.empty()) req += "Authorization: Basic " + absl::Base64Escape(auth) + "\r\n";
-  req += "\r\n";
-  if (write(fd, req.data(), req.size()) != static_cast<ssize_t>(req.size())) {
-    close(fd);
-    return -1;
-  }
-  std::string resp;
-  char buf[4096];
-  ssize_t n;
-  while ((n = read(fd, buf, sizeof(buf))) > 0) resp.append(buf, static_cast<size_t>(n));
-  close(fd);
-  if (body) *body = resp.substr(std::min(resp.size(), resp.find("\r\n\r\n") + 4));
-  return resp.size() > 12 ? std::stoi(resp.substr(9, 3)) : -1;
-}
-
-// A server for `fx`'s metrics on a free loopback port (the test fails if it cannot start).
-std::unique_ptr<MetricsServer> serveOnAnyPort(const Fixture& fx, ExportConfig xc = {}) {
-  xc.listen = "127.0.0.1:0";
-  auto server = MetricsServer::start(xc, fx.metrics);
-  EXPECT_TRUE(server.ok()) << server.status();
-  return server.ok() ? std::move(*server) : nullptr;
-}
-
-TEST(MetricsServerTest, ServesOnlyMetricsOnLoopback) {
-  Fixture fx;
-  auto server = serveOnAnyPort(fx);
-  ASSERT_NE(server, nullptr);
-  const int port = server->port();
-  ASSERT_GT(port, 0);
-  std::string body;
-  EXPECT_EQ(httpGet(port, "/metrics", "", &body), 200);
-  EXPECT_THAT(body, testing::HasSubstr("burstscope_bytes_total{"));
-  EXPECT_EQ(httpGet(port, "/", ""), 404);
-  EXPECT_EQ(httpGet(port, "/metrics/../etc/passwd", ""), 404);
-  EXPECT_EQ(httpGet(port, "/favicon.ico", ""), 404);
-}
-
-TEST(MetricsServerTest, BasicAuthAdmitsOnlyTheRightCredentials) {
-  Fixture fx;
-  ExportConfig xc;
-  xc.basic_auth_user = "prometheus";
-  xc.basic_auth_hash = *hashPassword("s3cret");
-  auto server = serveOnAnyPort(fx, xc);
-  ASSERT_NE(server, nullptr);
-  const int port = server->port();
-  EXPECT_EQ(httpGet(port, "/metrics"), 401);
-  EXPECT_EQ(httpGet(port, "/metrics", "prometheus:wrong"), 401);
-  EXPECT_EQ(httpGet(port, "/metrics", "someone:s3cret"), 401);
-  EXPECT_EQ(httpGet(port, "/metrics", "prometheus:s3cret"), 200);
-}
-
-TEST(MetricsServerTest, APortInUseIsAClearError) {
-  Fixture fx;
-  auto first = serveOnAnyPort(fx);
-  ASSERT_NE(first, nullptr);
-  ExportConfig xc;
-  xc.listen = "127.0.0.1:" + std::to_string(first->port());
-  auto second = MetricsServer::start(xc, fx.metrics);
-  ASSERT_FALSE(second.ok());
-  EXPECT_THAT(std::string(second.status().message()), testing::HasSubstr("cannot serve metrics on 127.0.0.1:"));
 }
 
 }  // namespace

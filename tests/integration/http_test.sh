@@ -14,43 +14,14 @@ set -u
 BS=$(realpath "$1") WRAP=$(realpath "$2") ROOT=$(cd "$3" && pwd)
 LOAD="$ROOT/tests/integration/http_load.py"
 TMP=$(mktemp -d)
-PIDS=()
-cleanup() {
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
-  wait 2>/dev/null
-  rm -rf "$TMP"
-}
-trap cleanup EXIT
+CHECK_SHOW_PASS=1
+# shellcheck source=tests/integration/tap.sh
+. "$(dirname "$0")/tap.sh"
 
 for tool in openssl python3; do
   command -v "$tool" >/dev/null || { echo "Bail out! $tool is missing (scripts/setup.sh installs it)"; exit 1; }
 done
 
-n=0 failed=0
-check() {  # check "description" command...
-  local what=$1
-  shift
-  n=$((n + 1))
-  if "$@" >"$TMP/check.out" 2>&1; then
-    echo "ok $n - $what"
-    sed 's/^/# /' "$TMP/check.out" | head -10
-  else
-    echo "not ok $n - $what"
-    sed 's/^/# /' "$TMP/check.out" | head -40
-    failed=$((failed + 1))
-  fi
-}
-wait_for() {  # wait_for SECONDS command...: polls until the command succeeds
-  local deadline=$((SECONDS + $1))
-  shift
-  until "$@" >/dev/null 2>&1; do
-    if [ $SECONDS -ge $deadline ]; then
-      "$@"
-      return 1
-    fi
-    sleep 0.2
-  done
-}
 scrape() { python3 -c 'import sys, urllib.request; sys.stdout.write(urllib.request.urlopen(sys.argv[1], timeout=5).read().decode())' "$1"; }
 metric() {  # metric NAME-WITH-LABELS: its value on a plain scrape
   scrape "http://127.0.0.1:$PORT/metrics" | awk -v m="$1" 'index($0, m) == 1 { print $2; found = 1 } END { exit !found }'

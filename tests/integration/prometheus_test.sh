@@ -16,39 +16,11 @@
 set -u
 BS=$1 WRAP=$2 ROOT=$(cd "$3" && pwd)
 TMP=$(mktemp -d)
-PIDS=()
-cleanup() {
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
-  wait 2>/dev/null
-  rm -rf "$TMP"
-}
-trap cleanup EXIT
 
-n=0 failed=0
-check() {  # check "description" command...
-  local what=$1
-  shift
-  n=$((n + 1))
-  if "$@" >"$TMP/check.out" 2>&1; then
-    echo "ok $n - $what"
-  else
-    echo "not ok $n - $what"
-    sed 's/^/# /' "$TMP/check.out" | head -40
-    failed=$((failed + 1))
-  fi
-}
+WAIT_INTERVAL=0.5  # each try is a PromQL query
+# shellcheck source=tests/integration/tap.sh
+. "$(dirname "$0")/tap.sh"
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-wait_for() {  # wait_for SECONDS command...: polls until the command succeeds; the last try's output shows
-  local deadline=$((SECONDS + $1))
-  shift
-  until "$@" >/dev/null 2>&1; do
-    if [ $SECONDS -ge $deadline ]; then
-      "$@"
-      return 1
-    fi
-    sleep 0.5
-  done
-}
 
 start_sensor() {  # start_sensor NAME EXTRA-ARGS...; sets SENSOR_PID
   local name=$1

@@ -24,6 +24,8 @@ import sys
 TRUNC_ETH, TRUNC_VLAN = "truncated_ethernet", "truncated_vlan"
 TRUNC_IP4, TRUNC_IP6, TRUNC_EXT = "truncated_ipv4", "truncated_ipv6", "truncated_ipv6_ext_header"
 TRUNC_L4, TRUNC_GRE, TRUNC_ERSPAN, TRUNC_VXLAN = "truncated_l4", "truncated_gre", "truncated_erspan", "truncated_vxlan"
+TRUNC_TCP, TRUNC_BTH, TRUNC_ROCE_EXT = "truncated_tcp_header", "truncated_bth", "truncated_roce_extension"
+TRUNC_MACC = "truncated_mac_control"
 
 MAC_DST, MAC_SRC = bytes.fromhex("020000000001"), bytes.fromhex("020000000002")
 
@@ -63,9 +65,23 @@ def ext(next_header, units=0):
     return bytes([next_header, units]) + bytes(6 + units * 8)
 
 
-def tcp(sport=40000, dport=5201, payload=b"p" * 24):
-    hdr = struct.pack(">HHIIBBHHH", sport, dport, 1, 0, 0x50, 0x18, 65535, 0, 0)
-    return [(hdr[:4], TRUNC_L4), (hdr[4:] + payload, None)]
+def tcp(sport=40000, dport=5201, payload=b"p" * 24, doff=5):
+    hdr = struct.pack(">HHIIBBHHH", sport, dport, 1, 0, doff << 4, 0x18, 65535, 0, 0)
+    return [(hdr[:4], TRUNC_L4), (hdr[4:], TRUNC_TCP), (payload, None)]
+
+
+def roce(opcode=0x0A, ext=b"", payload=b"r" * 32, qp=0x12, psn=100, tver=0, sport=49152):
+    """RoCEv2: UDP to 4791, the InfiniBand base transport header, the extension headers `ext`, payload, ICRC."""
+    bth = struct.pack(">BBHII", opcode, tver, 0xFFFF, qp & 0xFFFFFF, psn & 0xFFFFFF)
+    rest = payload + bytes(4)
+    hdr = struct.pack(">HHHH", sport, 4791, 8 + len(bth) + len(ext) + len(rest), 0)
+    return [(hdr[:4], TRUNC_L4), (hdr[4:], TRUNC_BTH), (bth, TRUNC_BTH)] + ([(ext, TRUNC_ROCE_EXT)] if ext else []) + \
+        [(rest, None)]
+
+
+def mac_control(opcode, params):
+    """MAC control (EtherType 0x8808): the opcode, its parameters, padding to the 60-byte minimum."""
+    return [(struct.pack(">H", opcode), TRUNC_MACC), (params, TRUNC_MACC), (bytes(44 - len(params)), None)]
 
 
 def udp(sport=40000, dport=5353, payload=b"u" * 24):
@@ -124,6 +140,12 @@ ENCAPSULATIONS = {
                                              key=77, seq=5, checksum=True)),
     "gre6-teb": eth(0x86DD, ipv6(gre(0x6558, plain_tcp4()), 47)),
     "vxlan-ipv6": eth(0x0800, ipv4(17, vxlan(eth(0x86DD, ipv6(tcp(), 6))))),
+    "eth-ipv4-rocev2-write-first": eth(0x0800, ipv4(17, roce(0x06, ext=bytes(16)))),
+    "eth-ipv6-rocev2-nak": eth(0x86DD, ipv6(roce(0x11, ext=struct.pack(">I", 0x60 << 24 | 7), payload=b""), 17)),
+    "erspan3-rocev2-cnp": erspan_outer(gre(0x22EB, erspan3(eth(0x0800, ipv4(17, roce(0x81, ext=bytes(16),
+                                                                                      payload=b"")))), seq=3)),
+    "eth-pfc": eth(0x8808, mac_control(0x0101, struct.pack(">H8H", 0x0081, 100, 0, 0, 0, 0, 0, 0, 65535))),
+    "eth-pause": eth(0x8808, mac_control(0x0001, struct.pack(">H", 0xFFFF))),
 }
 
 
@@ -153,6 +175,11 @@ def special_frames():
 
     ip_tcp = ipv4(6, tcp())
     yield whole("ok-arp", eth(0x0806, [(bytes(28), None)]), "none")
+    yield whole("tcp-data-offset-4", eth(0x0800, ipv4(6, tcp(doff=4))), "bad_tcp_header_length")
+    yield whole("tcp-data-offset-15-past-ip", eth(0x0800, ipv4(6, tcp(doff=15))), "bad_tcp_header_length")
+    yield whole("bth-version-1", eth(0x0800, ipv4(17, roce(tver=1))), "bad_bth_version")
+    yield whole("rocev2-atomic-ack", eth(0x0800, ipv4(17, roce(0x12, ext=bytes(12), payload=b""))), "none")
+    yield whole("mac-control-other-opcode", eth(0x8808, mac_control(0x0002, b"")), "none")
     yield whole("ok-8-vlan-tags", eth(0x0800, ip_tcp, tags=[(0x8100, i + 1) for i in range(8)]), "none")
     yield whole("vlan-20-tags", eth(0x0800, ip_tcp, tags=[(0x8100, i + 1) for i in range(20)]),
                 "too_many_vlan_tags")

@@ -42,6 +42,12 @@ enum class DecodeError : uint8_t {
   kTruncatedLinkHeader,   // a host capture's link header (Linux cooked, BSD loopback) is cut off
   kUnknownIpVersion,      // a raw-IP frame whose version is neither 4 nor 6
   kUnsupportedLinkType,   // a pcapng interface of a link type burstscope does not measure
+  kTruncatedTcpHeader,    // fewer than 20 bytes of TCP header captured (ports may still be known)
+  kBadTcpHeaderLength,    // data offset below 5, or the header runs past the IP payload
+  kTruncatedBth,          // RoCEv2 (UDP 4791) whose InfiniBand base transport header is cut off
+  kBadBthVersion,         // BTH transport header version other than 0
+  kTruncatedRoceExtension,  // the RETH, AETH, ImmDt or other extension header its opcode says follows is cut off
+  kTruncatedMacControl,     // MAC control (EtherType 0x8808) PAUSE or PFC frame cut off
   kCount
 };
 inline constexpr int kDecodeErrorCount = static_cast<int>(DecodeError::kCount);
@@ -97,6 +103,7 @@ bool parsePrefix(std::string_view text, IpPrefix* out);
 struct DecoderConfig {
   std::vector<IpPrefix> local_nets;  // empty: direction only from ERSPAN III
   uint16_t vxlan_port = 4789;
+  uint16_t roce_port = 4791;  // RoCEv2's UDP destination port (IANA)
   // Outermost VLAN tags that the mirror itself added (RSPAN VLAN, a QinQ service tag): their 4 bytes each
   // are not part of the measured frame. 0 measures the frame exactly as it arrived.
   int mirror_vlan_tags = 0;
@@ -130,6 +137,9 @@ class Decoder {
   DecodeError decodeIpv6(Cursor& c, PacketRecord* out, int depth);
   DecodeError decodeIpv6Chain(Cursor& c, uint8_t next, PacketRecord* out, int depth);  // extension headers, L4
   DecodeError decodeL4(Cursor& c, uint8_t proto, PacketRecord* out, int depth);
+  DecodeError decodeTcp(Cursor& c, PacketRecord* out);
+  DecodeError decodeRoce(Cursor& c, PacketRecord* out);
+  DecodeError decodeMacControl(Cursor& c, PacketRecord* out);
   DecodeError decodeGre(Cursor& c, PacketRecord* out, int depth);
   DecodeError decodeInnerEthernet(Cursor& c, PacketRecord* out, int depth);
   void noteSequence(uint32_t session, uint32_t seq);

@@ -17,6 +17,10 @@ enum class Direction : uint8_t { kUnknown = 0, kIngress = 1, kEgress = 2 };
 inline constexpr int kDirectionCount = 3;
 const char* directionName(Direction d);
 
+// What a flow key holds. A RoCEv2 queue pair is keyed by (source IP, destination IP, destination QP): the UDP
+// source port is per-QP entropy, so the 5-tuple would split or merge queue pairs at random (docs/evidence.md).
+enum class FlowKind : uint8_t { kFiveTuple = 0, kRoceQp = 1 };
+
 // An IP 5-tuple. IPv4 addresses occupy the first 4 bytes of `src`/`dst`; `family` is 0 for non-IP frames
 // (then only the port stream counts them), 4 or 6. Ports are 0 when the frame carries none (non-TCP/UDP,
 // non-first fragments, truncated L4).
@@ -27,7 +31,11 @@ struct FlowKey {
   uint16_t dst_port = 0;
   uint8_t proto = 0;
   uint8_t family = 0;
-  uint16_t reserved = 0;  // keeps the struct free of padding, so byte-wise hashing and equality agree
+  uint8_t kind = 0;      // FlowKind: how the key was formed (a RoCEv2 queue pair is not a 5-tuple)
+  uint8_t reserved = 0;  // keeps the struct free of padding, so byte-wise hashing and equality agree
+
+  // A RoCEv2 flow's destination queue pair (24 bits), kept in the port fields.
+  uint32_t qp() const { return uint32_t{src_port} << 16 | dst_port; }
 
   // Word-wise: the defaulted comparison calls memcmp per array, which dominated the flow-table lookup.
   bool operator==(const FlowKey& o) const {
@@ -54,7 +62,8 @@ struct FlowKey {
 static_assert(sizeof(FlowKey) == 40, "FlowKey must have no padding");
 
 std::string addressToString(const FlowKey& k, bool source);
-std::string flowToString(const FlowKey& k);  // "10.0.0.1:4000 > 10.0.0.2:5000 tcp"
+std::string flowToString(const FlowKey& k);  // "10.0.0.1:4000 > 10.0.0.2:5000 tcp", "... qp 0x0000c1 rocev2"
+const char* flowKindName(const FlowKey& k);  // "tcp", "udp", "sctp", "rocev2", "other": stable (JSON)
 std::string pairToString(const FlowKey& k);  // "10.0.0.1 > 10.0.0.2"
 
 // Flags on a record.
@@ -67,6 +76,12 @@ enum RecordFlags : uint8_t {
   kRecordTick = 1 << 7,
 };
 
+// What the decoder read of a packet's transport, for the congestion evidence (docs/evidence.md).
+enum class L4Kind : uint8_t { kNone = 0, kTcp = 1, kRoce = 2, kMacControl = 3 };
+enum MacControlOp : uint8_t { kMacPause = 1, kMacPfc = 2 };
+inline constexpr uint8_t kTcpFin = 0x01, kTcpSyn = 0x02, kTcpRst = 0x04, kTcpPsh = 0x08, kTcpAck = 0x10,
+                         kTcpEce = 0x40, kTcpCwr = 0x80;
+
 // One measured packet. `wire_len` is the measured frame's length on the wire in bytes (Ethernet header
 // included, FCS excluded); for an encapsulated mirror frame that is the inner frame's length.
 struct PacketRecord {
@@ -76,7 +91,32 @@ struct PacketRecord {
   uint8_t flags = 0;
   uint16_t vlan = 0;  // innermost VLAN id of the measured frame, 0 if untagged
   FlowKey key;
+  // Transport facts (docs/evidence.md), zero when there are none:
+  //   l4   L4Kind in bits 0-1, the IP ECN field in bits 2-3 (any IP packet);
+  //   op   TCP: flags | RoCEv2: BTH opcode | MAC control: MacControlOp;
+  //   len  TCP: payload bytes | RoCEv2: IB payload bytes | PAUSE: quanta;
+  //   seq  TCP: sequence number | RoCEv2: PSN in bits 0-23, AETH syndrome in bits 24-31 | PFC: class-enable vector;
+  //   ack  TCP: acknowledgement number (0 without the ACK flag).
+  // A PFC frame's 8 quanta (native order) are in key.src, unused by a non-IP record (pfcQuanta()).
+  uint8_t l4 = 0;
+  uint8_t op = 0;
+  uint16_t len = 0;
+  uint32_t seq = 0;
+  uint32_t ack = 0;
+  uint32_t reserved = 0;  // no padding: records are copied and compared byte-wise in tests
+
+  L4Kind l4Kind() const { return static_cast<L4Kind>(l4 & 3); }
+  uint8_t ecn() const { return (l4 >> 2) & 3; }
+  uint32_t psn() const { return seq & 0xFFFFFF; }
+  uint8_t syndrome() const { return static_cast<uint8_t>(seq >> 24); }
+  uint16_t pfcQuanta(int priority) const {
+    uint16_t q;
+    std::memcpy(&q, key.src.data() + 2 * priority, 2);
+    return q;
+  }
 };
-static_assert(sizeof(PacketRecord) == 56);
+// 72 bytes: TCP's sequence analysis needs both the sequence and the acknowledgement number of every segment
+// (docs/evidence.md), which did not fit the 8 bytes a 64-byte record leaves after the flow key.
+static_assert(sizeof(PacketRecord) == 72);
 
 }  // namespace burstscope

@@ -20,7 +20,8 @@
 
 namespace burstscope {
 
-struct TrainingDelta;  // burstscope/training.h: the training aggregator's bins of an interval
+struct TrainingDelta;   // burstscope/training.h: the training aggregator's bins of an interval
+struct EvidenceReport;  // burstscope/evidence.h: congestion evidence (ECN, TCP, RoCEv2, PFC) and congesting bursts
 
 struct EngineConfig {
   // Window lengths τ in nanoseconds; each must be a multiple of base_bin_ns.
@@ -161,6 +162,7 @@ struct IntervalReport {
   HeavyResult flows;
   // The training aggregator's flow bins of this interval, when one runs (burstscope/training.h).
   std::shared_ptr<const TrainingDelta> training;
+  std::shared_ptr<const EvidenceReport> evidence;  // cumulative, when the evidence aggregator runs
 };
 
 struct EngineResult {
@@ -170,6 +172,7 @@ struct EngineResult {
   HeavyResult flows;
   uint64_t non_ip_packets = 0;
   std::shared_ptr<const TrainingDelta> training;  // what no interval took (offline: the whole file)
+  std::shared_ptr<const EvidenceReport> evidence;
 };
 
 // The report interval an aggregator is closing.

@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/time/time.h"
+#include "burstscope/evidence.h"
 
 namespace burstscope {
 namespace {
@@ -134,8 +135,13 @@ Json heavyJson(const HeavyResult& h, uint64_t total_bytes, bool flows) {
            {"src", addressToString(x.key, true)},
            {"dst", addressToString(x.key, false)}};
     if (flows) {
-      j["src_port"] = x.key.src_port;
-      j["dst_port"] = x.key.dst_port;
+      j["kind"] = flowKindName(x.key);
+      if (static_cast<FlowKind>(x.key.kind) == FlowKind::kRoceQp) {
+        j["qp"] = x.key.qp();
+      } else {
+        j["src_port"] = x.key.src_port;
+        j["dst_port"] = x.key.dst_port;
+      }
       j["proto"] = x.key.proto;
     }
     j["packets"] = x.packets;
@@ -155,6 +161,160 @@ Json heavyJson(const HeavyResult& h, uint64_t total_bytes, bool flows) {
               {"other_bytes", h.other_bytes},
               {"entries", h.entries},
               {"evictions", h.evictions}};
+}
+
+std::string utcTime(int64_t ns);  // below, with the inputs
+
+Json countsJson(const EvidenceCounts& c) {
+  return Json{{"ip_packets", c.ip_packets},
+              {"ect", c.ect},
+              {"ce", c.ce},
+              {"tcp_ece", c.tcp_ece},
+              {"tcp_cwr", c.tcp_cwr},
+              {"tcp_data_segments", c.tcp_data_segments},
+              {"tcp_retransmissions", c.tcp_retransmissions},
+              {"tcp_out_of_order", c.tcp_out_of_order},
+              {"tcp_untracked_segments", c.tcp_untracked_segments},
+              {"roce_packets", c.roce_packets},
+              {"cnp", c.cnp},
+              {"naks", Json{{"psn_sequence_error", c.nak_psn_sequence_error}, {"rnr", c.nak_rnr}, {"other", c.nak_other}}},
+              {"roce_resent", c.roce_resent},
+              {"roce_messages", c.roce_messages},
+              {"roce_message_bytes", c.roce_message_bytes},
+              {"pause_frames", c.pause_frames}};
+}
+
+Json signalsJson(const SignalCounts& s) {
+  Json j = Json::object();
+  for (int i = 0; i < kSignalCount; ++i) j[signalName(i)] = s.n[i];
+  return j;
+}
+
+std::string pausePriorityName(int p) { return p == 8 ? "all" : absl::StrCat(p); }
+
+Json evidenceJson(const EvidenceReport& e) {
+  Json j{{"after_ns", e.after_ns}, {"totals", countsJson(e.totals)}};
+  Json dirs = Json::object();
+  for (const auto& [d, c] : e.directions) dirs[directionName(d)] = countsJson(c);
+  j["directions"] = dirs;
+  Json pairs = Json::array();
+  for (const KeyedEvidence& k : e.pairs) {
+    Json p = countsJson(k.counts);
+    p["key"] = pairToString(k.key);
+    p["src"] = addressToString(k.key, true);
+    p["dst"] = addressToString(k.key, false);
+    pairs.push_back(std::move(p));
+  }
+  j["pairs"] = pairs;
+  Json flows = Json::array();
+  for (const KeyedEvidence& k : e.flows) {
+    Json f = countsJson(k.counts);
+    f["key"] = flowToString(k.key);
+    f["kind"] = flowKindName(k.key);
+    if (static_cast<FlowKind>(k.key.kind) == FlowKind::kRoceQp) f["qp"] = k.key.qp();
+    flows.push_back(std::move(f));
+  }
+  j["flows"] = flows;
+  Json cnp = Json::array();
+  for (const CnpTarget& t : e.cnp_targets) {
+    cnp.push_back({{"host", addressToString(t.key, false)}, {"qp", t.key.qp()}, {"cnp", t.cnp}});
+  }
+  j["cnp_targets"] = cnp;
+  Json pfc = Json::array();
+  for (int p = 0; p < kPausePriorities; ++p) {
+    const PauseCounts& c = e.pause[p];
+    if (c.frames == 0) continue;
+    pfc.push_back({{"priority", pausePriorityName(p)},
+                   {"frames", c.frames},
+                   {"quanta", c.quanta},
+                   {"paused_ns", c.paused_ns},
+                   {"paused_fraction", e.span_ns > 0 ? static_cast<double>(c.paused_ns) / static_cast<double>(e.span_ns) : 0.0}});
+  }
+  j["pfc"] = pfc;
+  Json events = Json::array();
+  for (const AnnotatedBurst& b : e.bursts) {
+    events.push_back({{"start_ns", b.burst.start_ns},
+                      {"end_ns", b.burst.end_ns},
+                      {"bytes", b.burst.bytes},
+                      {"evidence", signalsJson(b.evidence)}});
+  }
+  j["microbursts"] = Json{{"count", e.microbursts},
+                          {"congesting", e.congesting},
+                          {"congesting_sizes_bytes", histogramJson(e.congesting_sizes_bytes)},
+                          {"events", events}};
+  Json bins = Json::array();
+  for (const EvidenceBin& b : e.bins) {
+    Json x = signalsJson(b.evidence);
+    x["start_ns"] = b.start_ns;
+    bins.push_back(std::move(x));
+  }
+  j["bins"] = bins;
+  j["not_listed"] = e.listed_dropped;
+  return j;
+}
+
+// "812 CE, 31 CNP, 1 NAK, ...": the events that are there, or "none".
+std::string eventsText(const SignalCounts& s) {
+  static const char* const kShort[kSignalCount] = {"CE", "CNP", "NAK", "resent", "TCP retx", "pause"};
+  std::string out;
+  for (int i = 0; i < kSignalCount; ++i) {
+    if (s.n[i]) absl::StrAppend(&out, out.empty() ? "" : ", ", s.n[i], " ", kShort[i]);
+  }
+  return out.empty() ? "none" : out;
+}
+
+std::string evidenceText(const EvidenceReport& e, const EngineConfig& cfg) {
+  const EvidenceCounts& t = e.totals;
+  std::string out = "\nCongestion evidence (docs/evidence.md)\n";
+  absl::StrAppend(&out, absl::StrFormat("  ECN        %d of %d IP packets ECN-capable, %d CE; TCP ECE %d, CWR %d\n", t.ect + t.ce,
+                                        t.ip_packets, t.ce, t.tcp_ece, t.tcp_cwr));
+  absl::StrAppend(&out, absl::StrFormat("  TCP        %d data segments, %d retransmitted (%.3f%%), %d out of order%s\n",
+                                        t.tcp_data_segments, t.tcp_retransmissions,
+                                        t.tcp_data_segments ? 100.0 * static_cast<double>(t.tcp_retransmissions) /
+                                                                  static_cast<double>(t.tcp_data_segments)
+                                                            : 0.0,
+                                        t.tcp_out_of_order,
+                                        t.tcp_untracked_segments
+                                            ? absl::StrCat(", ", t.tcp_untracked_segments, " not tracked (table full)")
+                                            : std::string()));
+  if (t.roce_packets) {
+    absl::StrAppend(&out, absl::StrFormat("  RoCEv2     %d packets, %d CNP, NAK %d PSN sequence / %d RNR / %d other, %d resent "
+                                          "(go-back-N), %d messages of %s mean\n",
+                                          t.roce_packets, t.cnp, t.nak_psn_sequence_error, t.nak_rnr, t.nak_other,
+                                          t.roce_resent, t.roce_messages,
+                                          humanBytes(t.roce_messages ? static_cast<double>(t.roce_message_bytes) /
+                                                                           static_cast<double>(t.roce_messages)
+                                                                     : 0.0)));
+    for (const CnpTarget& c : e.cnp_targets) {
+      absl::StrAppend(&out, absl::StrFormat("    CNPs toward %s qp 0x%06x: %d\n", addressToString(c.key, false), c.key.qp(), c.cnp));
+    }
+  }
+  for (int p = 0; p < kPausePriorities; ++p) {
+    const PauseCounts& c = e.pause[p];
+    if (c.frames == 0) continue;
+    absl::StrAppend(&out, absl::StrFormat("  %-10s %d frames, %d quanta, paused %s (%.2f%% of the time)\n",
+                                          p == 8 ? std::string("PAUSE") : absl::StrCat("PFC prio ", p), c.frames,
+                                          c.quanta, humanSeconds(static_cast<double>(c.paused_ns) * 1e-9),
+                                          e.span_ns > 0 ? 100.0 * static_cast<double>(c.paused_ns) / static_cast<double>(e.span_ns) : 0.0));
+  }
+  absl::StrAppend(&out, absl::StrFormat("  Microbursts with evidence inside or within %s after: %d of %d\n",
+                                        humanSeconds(static_cast<double>(e.after_ns) * 1e-9), e.congesting, e.microbursts));
+  const size_t shown = std::min<size_t>(e.bursts.size(), 10);
+  for (size_t i = 0; i < shown; ++i) {
+    const AnnotatedBurst& b = e.bursts[i];
+    absl::StrAppend(&out, absl::StrFormat("    %s  %s, %s: %s\n", utcTime(b.burst.start_ns),
+                                          humanSeconds(static_cast<double>(b.burst.end_ns - b.burst.start_ns) * 1e-9),
+                                          humanBytes(static_cast<double>(b.burst.bytes)), eventsText(b.evidence)));
+  }
+  if (e.bursts.size() > shown) absl::StrAppend(&out, "    ... ", e.bursts.size() - shown, " more in the JSON\n");
+  for (const KeyedEvidence& k : e.pairs) {
+    if (k.counts.events() == 0) continue;
+    absl::StrAppend(&out, absl::StrFormat("    pair %-34s %d CE, %d TCP retx, %d CNP, %d NAK, %d resent\n", pairToString(k.key),
+                                          k.counts.ce, k.counts.tcp_retransmissions, k.counts.cnp, k.counts.naks(),
+                                          k.counts.roce_resent));
+  }
+  (void)cfg;
+  return out;
 }
 
 Json decodeJson(const DecodeStats& d) {
@@ -279,6 +439,7 @@ Json reportJson(const PortResult& r, const SourceStats& source, const ReportCont
   j["pairs"] = heavyJson(r.engine.pairs, port.bytes, false);
   j["flows"] = heavyJson(r.engine.flows, port.bytes, true);
   if (r.training) j["training"] = trainingJson(*r.training, r.engine_config);
+  if (r.engine.evidence) j["evidence"] = evidenceJson(*r.engine.evidence);
   j["non_ip_packets"] = r.engine.non_ip_packets;
   j["decode"] = decodeJson(r.decode);
   j["timestamps"] = Json{{"reordered", r.reordered},
@@ -511,6 +672,7 @@ std::string reportText(const PortResult& r, const SourceStats& source, const Rep
   appendHeavy(out, "Top host pairs", r.engine.pairs, port.bytes, false);
   appendHeavy(out, "Top flows", r.engine.flows, port.bytes, true);
   if (r.training) absl::StrAppend(&out, trainingText(*r.training, cfg));
+  if (r.engine.evidence) absl::StrAppend(&out, evidenceText(*r.engine.evidence, cfg));
   absl::StrAppend(&out, "\nDecoding: ", r.decode.errors[0], " complete, ", r.decode.errorTotal(), " malformed, ",
                   r.decode.non_ip, " non-IP, ", r.decode.encapsulated, " mirror-encapsulated\n");
   for (int i = 1; i < kDecodeErrorCount; ++i) {
@@ -592,7 +754,17 @@ std::string intervalSummary(const std::string& port, const PortSnapshot& snap, c
   if (!s.backlog_bytes.empty()) {
     absl::StrAppend(&line, "  Bmax@", humanRate(c.rates_bps.front()), " ", humanBytes(s.backlog_bytes.front()));
   }
-  absl::StrAppend(&line, "  microbursts ", r.microbursts_total, "  drops ring ", snap.ledger.ring_drops);
+  absl::StrAppend(&line, "  microbursts ", r.microbursts_total);
+  if (r.evidence) {
+    const EvidenceReport& e = *r.evidence;
+    absl::StrAppend(&line, " (congesting ", e.interval_congesting, "/", e.interval_microbursts, ")");
+    if (e.interval.events() > 0 || e.interval.tcp_out_of_order > 0) {
+      const EvidenceCounts& c = e.interval;
+      absl::StrAppend(&line, "  evidence CE ", c.ce, " retx ", c.tcp_retransmissions, " CNP ", c.cnp, " NAK ", c.naks(),
+                      " resent ", c.roce_resent, " pause ", c.pause_frames);
+    }
+  }
+  absl::StrAppend(&line, "  drops ring ", snap.ledger.ring_drops);
   if (!snap.device.drop_stages.empty()) absl::StrAppend(&line, " before RX ", snap.device.dropStagesTotal());
   // The busiest jobs: "job-10.77.1.1 ring/4 T 202ms"; the full picture is in the JSON and the metrics.
   if (snap.training) {

@@ -14,6 +14,7 @@ constexpr uint16_t kEthQinQOld = 0x9100;
 constexpr uint16_t kGreErspan2 = 0x88BE;  // type I without the S bit, type II with it
 constexpr uint16_t kGreErspan3 = 0x22EB;
 constexpr uint16_t kGreTeb = 0x6558;
+constexpr uint16_t kEthMacControl = 0x8808;
 constexpr uint8_t kProtoTcp = 6;
 constexpr uint8_t kProtoUdp = 17;
 constexpr uint8_t kProtoGre = 47;
@@ -33,6 +34,7 @@ struct Decoder::Cursor {
   size_t caplen;
   size_t off;
   uint32_t outer_wire_len;
+  size_t ip_end = 0;  // where the IP payload ends by the IP header's length (may lie past the capture)
   bool have(size_t n) const { return off <= caplen && caplen - off >= n; }
   const uint8_t* at() const { return data + off; }
 };
@@ -150,6 +152,18 @@ const char* decodeErrorName(DecodeError e) {
       return "truncated_link_header";
     case DecodeError::kUnknownIpVersion:
       return "unknown_ip_version";
+    case DecodeError::kTruncatedTcpHeader:
+      return "truncated_tcp_header";
+    case DecodeError::kBadTcpHeaderLength:
+      return "bad_tcp_header_length";
+    case DecodeError::kTruncatedBth:
+      return "truncated_bth";
+    case DecodeError::kBadBthVersion:
+      return "bad_bth_version";
+    case DecodeError::kTruncatedRoceExtension:
+      return "truncated_roce_extension";
+    case DecodeError::kTruncatedMacControl:
+      return "truncated_mac_control";
     case DecodeError::kUnsupportedLinkType:
       return "unsupported_link_type";
     case DecodeError::kCount:
@@ -194,6 +208,9 @@ DecodeError Decoder::decode(std::span<const uint8_t> data, uint32_t wire_len, Pa
   out->flags = 0;
   out->vlan = 0;
   out->key = FlowKey{};
+  out->l4 = out->op = 0;
+  out->len = 0;
+  out->seq = out->ack = 0;
   Cursor c{data.data(), data.size(), 0, wire_len};
   DecodeError e = link == LinkType::kEthernet ? decodeEthernet(c, out, 0) : decodeHostLink(c, link, out);
   if (caplen_error != DecodeError::kNone) e = caplen_error;
@@ -313,6 +330,8 @@ DecodeError Decoder::decodeEthertype(Cursor& c, uint16_t type, PacketRecord* out
       return decodeIpv4(c, out, depth);
     case kEthIpv6:
       return decodeIpv6(c, out, depth);
+    case kEthMacControl:
+      return decodeMacControl(c, out);
     default:
       return DecodeError::kNone;  // non-IP: measured on the port stream only
   }
@@ -329,6 +348,8 @@ DecodeError Decoder::decodeIpv4(Cursor& c, PacketRecord* out, int depth) {
   std::memcpy(k.src.data(), h + 12, 4);
   std::memcpy(k.dst.data(), h + 16, 4);
   k.proto = h[9];
+  out->l4 = static_cast<uint8_t>((h[1] & 3) << 2);
+  c.ip_end = c.off + be16(h + 2);
   if (!c.have(ihl)) return DecodeError::kTruncatedIpv4;  // options run past the capture
   uint16_t frag = be16(h + 6);
   bool more_fragments = frag & 0x2000;
@@ -354,6 +375,8 @@ DecodeError Decoder::decodeIpv6(Cursor& c, PacketRecord* out, int depth) {
   // Payload length 0 is a jumbogram's (its length is in a hop-by-hop option); otherwise it must fit the
   // frame's wire length, as for IPv4 above.
   const size_t payload = be16(h + 4);
+  out->l4 = static_cast<uint8_t>(((h[1] >> 4) & 3) << 2);
+  c.ip_end = payload != 0 ? c.off + 40 + payload : c.outer_wire_len;
   const bool too_long = payload != 0 && c.off + 40 + payload > c.outer_wire_len;
   DecodeError e = decodeIpv6Chain(c, h[6], out, depth);
   return e == DecodeError::kNone && too_long ? DecodeError::kIpv6LengthExceedsFrame : e;
@@ -406,12 +429,97 @@ DecodeError Decoder::decodeL4(Cursor& c, uint8_t proto, PacketRecord* out, int d
   if (!c.have(4)) return DecodeError::kTruncatedL4;
   out->key.src_port = be16(c.at());
   out->key.dst_port = be16(c.at() + 2);
+  if (out->flags & kRecordFragment) return DecodeError::kNone;  // a first fragment: its transport is incomplete
+  if (proto == kProtoTcp) return decodeTcp(c, out);
+  if (proto == kProtoUdp && out->key.dst_port == config_.roce_port) return decodeRoce(c, out);
   if (proto != kProtoUdp || out->key.dst_port != config_.vxlan_port) return DecodeError::kNone;
   // VXLAN: 8-byte UDP header, 8-byte VXLAN header (flags, 24 reserved bits, VNI, 8 reserved bits).
   if (!c.have(16)) return DecodeError::kTruncatedVxlan;
   if (!(c.at()[8] & 0x08)) return DecodeError::kVxlanFlagsInvalid;
   c.off += 16;
   return decodeInnerEthernet(c, out, depth);
+}
+
+// TCP's flags, payload length and sequence (or, for a segment without data, SYN or FIN, acknowledgement)
+// number: what the retransmission analysis needs (docs/evidence.md).
+DecodeError Decoder::decodeTcp(Cursor& c, PacketRecord* out) {
+  if (!c.have(20)) return DecodeError::kTruncatedTcpHeader;
+  const uint8_t* h = c.at();
+  const size_t header = static_cast<size_t>(h[12] >> 4) * 4;
+  if (header < 20 || c.off + header > c.ip_end) return DecodeError::kBadTcpHeaderLength;
+  const size_t payload = std::min<size_t>(c.ip_end - c.off - header, UINT16_MAX);
+  out->l4 = static_cast<uint8_t>((out->l4 & ~3u) | static_cast<uint8_t>(L4Kind::kTcp));
+  out->op = h[13];
+  out->len = static_cast<uint16_t>(payload);
+  out->seq = be32(h + 4);
+  out->ack = (h[13] & kTcpAck) ? be32(h + 8) : 0;
+  return DecodeError::kNone;
+}
+
+// RoCEv2: the InfiniBand base transport header after the UDP header, and the extension headers its opcode
+// brings (IBTA vol. 1, 9.2-9.5). The flow becomes the queue pair (docs/evidence.md).
+DecodeError Decoder::decodeRoce(Cursor& c, PacketRecord* out) {
+  if (!c.have(8 + 12)) return DecodeError::kTruncatedBth;
+  const uint8_t* u = c.at();
+  const uint8_t* bth = u + 8;
+  if ((bth[1] & 0x0F) != 0) return DecodeError::kBadBthVersion;
+  const uint8_t opcode = bth[0];
+  const uint32_t qp = be32(bth + 4) & 0xFFFFFF;
+  FlowKey& k = out->key;
+  k.kind = static_cast<uint8_t>(FlowKind::kRoceQp);
+  k.src_port = static_cast<uint16_t>(qp >> 16);
+  k.dst_port = static_cast<uint16_t>(qp & 0xFFFF);
+  out->l4 = static_cast<uint8_t>((out->l4 & ~3u) | static_cast<uint8_t>(L4Kind::kRoce));
+  out->op = opcode;
+  out->seq = be32(bth + 8) & 0xFFFFFF;
+  // Extension headers by opcode: RC (0x00-0x1F) and UC (0x20-0x3F) share the low five bits' meaning.
+  size_t ext = 0;
+  bool aeth = false;
+  if (opcode == 0x81) {
+    ext = 16;  // CNP: 16 reserved bytes
+  } else if (opcode < 0x40) {
+    const uint8_t op = opcode & 0x1F;
+    const bool rc = opcode < 0x20;
+    if (op == 0x06 || op == 0x0A || op == 0x0B || (rc && op == 0x0C)) ext += 16;            // RETH
+    if (op == 0x03 || op == 0x05 || op == 0x09 || op == 0x0B) ext += 4;                     // ImmDt
+    if (rc && (op == 0x16 || op == 0x17)) ext += 4;                                         // IETH
+    if (rc && (op == 0x0D || op == 0x0F || op == 0x10 || op == 0x11 || op == 0x12)) aeth = true;
+    if (rc && (op == 0x13 || op == 0x14)) ext += 28;                                        // AtomicETH
+    if (rc && op == 0x12) ext += 8;                                                         // AtomicAckETH
+  }
+  if (aeth) {
+    if (!c.have(8 + 12 + 4)) return DecodeError::kTruncatedRoceExtension;
+    out->seq |= uint32_t{bth[12]} << 24;  // the AETH syndrome
+    ext += 4;
+  }
+  if (!c.have(8 + 12 + ext)) return DecodeError::kTruncatedRoceExtension;
+  // IB payload: the UDP payload less BTH, extension headers, pad bytes and the 4-byte invariant CRC.
+  const size_t udp_len = be16(u + 4);
+  const size_t overhead = 8 + 12 + ext + ((bth[1] >> 4) & 3) + 4;
+  out->len = static_cast<uint16_t>(udp_len > overhead ? udp_len - overhead : 0);
+  return DecodeError::kNone;
+}
+
+// MAC control (IEEE 802.3 annex 31B): 802.3x PAUSE and 802.1Qbb priority-based flow control.
+DecodeError Decoder::decodeMacControl(Cursor& c, PacketRecord* out) {
+  if (!c.have(2)) return DecodeError::kTruncatedMacControl;
+  const uint16_t opcode = be16(c.at());
+  if (opcode == 0x0001) {
+    if (!c.have(4)) return DecodeError::kTruncatedMacControl;
+    out->l4 = static_cast<uint8_t>(L4Kind::kMacControl);
+    out->op = kMacPause;
+    out->len = be16(c.at() + 2);
+  } else if (opcode == 0x0101) {
+    if (!c.have(4 + 16)) return DecodeError::kTruncatedMacControl;
+    out->l4 = static_cast<uint8_t>(L4Kind::kMacControl);
+    out->op = kMacPfc;
+    out->seq = be16(c.at() + 2) & 0xFF;  // class-enable vector
+    for (int p = 0; p < 8; ++p) {
+      const uint16_t q = be16(c.at() + 4 + 2 * p);
+      std::memcpy(out->key.src.data() + 2 * p, &q, 2);
+    }
+  }
+  return DecodeError::kNone;
 }
 
 DecodeError Decoder::decodeGre(Cursor& c, PacketRecord* out, int depth) {
@@ -466,6 +574,9 @@ DecodeError Decoder::decodeInnerEthernet(Cursor& c, PacketRecord* out, int depth
   out->flags |= kRecordEncapsulated;
   out->vlan = 0;
   out->key = FlowKey{};
+  out->l4 = out->op = 0;  // the outer header's ECN and transport are the mirror's, not the measured frame's
+  out->len = 0;
+  out->seq = out->ack = 0;
   return decodeEthernet(c, out, depth + 1);
 }
 

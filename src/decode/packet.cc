@@ -48,9 +48,26 @@ std::string endpoint(const FlowKey& k, bool source) {
 }  // namespace
 
 std::string flowToString(const FlowKey& k) {
+  if (static_cast<FlowKind>(k.kind) == FlowKind::kRoceQp) {
+    return absl::StrCat(pairToString(k), " qp 0x", absl::Hex(k.qp(), absl::kZeroPad6), " rocev2");
+  }
   const char* name = protoName(k.proto);
   return absl::StrCat(endpoint(k, true), " > ", endpoint(k, false), " ",
                       name ? std::string(name) : absl::StrCat("proto", k.proto));
+}
+
+const char* flowKindName(const FlowKey& k) {
+  if (static_cast<FlowKind>(k.kind) == FlowKind::kRoceQp) return "rocev2";
+  switch (k.proto) {
+    case 6:
+      return "tcp";
+    case 17:
+      return "udp";
+    case 132:
+      return "sctp";
+    default:
+      return "other";
+  }
 }
 
 std::string pairToString(const FlowKey& k) {

@@ -59,8 +59,8 @@ class Mailbox {
 // One port's worker: merges its queues, runs the engine, and hands each closed interval to the mailbox.
 class PortWorker {
  public:
-  PortWorker(size_t index, const CapturePort& port, const EngineConfig& ec, const TrainingConfig& tc, int64_t horizon,
-             Mailbox& mailbox)
+  PortWorker(size_t index, const CapturePort& port, const EngineConfig& ec, const TrainingConfig& tc,
+             const EvidenceConfig& evc, int64_t horizon, Mailbox& mailbox)
       : index_(index),
         port_(port),
         engine_config_(ec),
@@ -69,6 +69,11 @@ class PortWorker {
         horizon_ns_(horizon),
         watermark_(port.rings.size(), INT64_MIN) {
     if (tc.enabled) engine_.addAggregator(makeTrainingAggregator(tc, ec.report_interval_ns > 0));
+    if (evc.enabled) {
+      auto evidence = std::make_unique<EvidenceAggregator>(evc, ec, ec.report_interval_ns > 0);
+      engine_.subscribe(evidence.get());  // it annotates the port stream's microbursts
+      engine_.addAggregator(std::move(evidence));
+    }
     engine_.setIntervalSink([this, &mailbox](const IntervalReport& r) {
       // What the engine has measured up to this close (the port stream counts every record), not what the
       // batch being added holds: the snapshot's ledger agrees with its intervals.
@@ -208,12 +213,13 @@ absl::StatusOr<RunResult> runCapture(CaptureSource& source, const PipelineConfig
   TrainingConfig tc = config.training;
   if (config.engine.report_interval_ns == 0) tc.window_ns = 0;  // a file: the whole input is the window
   if (tc.enabled) BS_RETURN_IF_ERROR(validateTrainingConfig(tc));
+  if (config.evidence.enabled) BS_RETURN_IF_ERROR(validateEvidenceConfig(config.evidence, config.engine.base_bin_ns));
   for (size_t i = 0; i < ports.size(); ++i) {
     const EngineConfig ec = portEngineConfig(config.engine, ports[i].link_bps);
     if (absl::Status s = validateConfig(ec); !s.ok()) {
       return absl::InvalidArgumentError(absl::StrCat("port ", ports[i].name, ": ", s.message()));
     }
-    workers.push_back(std::make_unique<PortWorker>(i, ports[i], ec, tc, config.reorder_horizon_ns, mailbox));
+    workers.push_back(std::make_unique<PortWorker>(i, ports[i], ec, tc, config.evidence, config.reorder_horizon_ns, mailbox));
     if (tc.enabled) {
       analyzers.push_back(std::make_unique<TrainingAnalyzer>(tc, ec.link_capacity_bps, ec.scales_ns, ec.rates_bps));
     }

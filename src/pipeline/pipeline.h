@@ -19,6 +19,7 @@
 #include "absl/status/statusor.h"
 #include "burstscope/capture.h"
 #include "burstscope/decode.h"
+#include "burstscope/evidence.h"
 #include "burstscope/training.h"
 #include "burstscope/window.h"
 
@@ -32,6 +33,8 @@ struct PipelineConfig {
   // Jobs, periods, topology, co-bursts (docs/training.md): an aggregator on each worker, an analyzer per
   // port on the control thread. Without report intervals (a file) the window is the whole input.
   TrainingConfig training;
+  // ECN, TCP retransmissions, RoCEv2 CNPs/NAKs/resends, PFC pauses; congesting microbursts (docs/evidence.md).
+  EvidenceConfig evidence;
 };
 
 // Every frame that reached the pipeline, counted once: received == analysed + ring_drops.

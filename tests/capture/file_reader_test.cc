@@ -168,7 +168,7 @@ std::vector<uint8_t> tcpFrame(uint8_t src, uint8_t dst, uint16_t ip_id, uint32_t
   b.eth(0x0800).ipv4(ip4(10, 0, 0, src), ip4(10, 0, 0, dst), 6, static_cast<uint16_t>(20 + payload));
   b.bytes[18] = static_cast<uint8_t>(ip_id >> 8);
   b.bytes[19] = static_cast<uint8_t>(ip_id);
-  b.ports(40000, 29500).u32(seq).zeros(12).payload(payload);
+  b.tcp(40000, 29500, seq).payload(payload);
   return b.bytes;
 }
 

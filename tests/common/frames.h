@@ -54,6 +54,12 @@ class FrameBuilder {
     u16(sport).u16(dport);
     return udp_len ? u16(udp_len).u16(0) : u32(0);
   }
+  // A 20-byte TCP header (data offset 5).
+  FrameBuilder& tcp(uint16_t sport, uint16_t dport, uint32_t seq = 0, uint32_t ack = 0, uint8_t flags = 0x10) {
+    mark("l4");
+    u16(sport).u16(dport).u32(seq).u32(ack);
+    return u8(0x50).u8(flags).u16(65535).u32(0);
+  }
   FrameBuilder& gre(uint16_t flags, uint16_t proto, uint32_t seq = 0) {
     mark("gre");
     u16(flags).u16(proto);

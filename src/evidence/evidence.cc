@@ -1,0 +1,516 @@
+// The congestion-evidence aggregator (docs/evidence.md). Per packet it does little: a few counters per
+// direction, a look-up of the TCP connection or RoCEv2 queue pair (the last one is cached: a training burst is
+// a train of one connection's segments), and the current base bin's six signal counts. Host pairs and flows
+// are charged only for events, which are rare; microbursts are annotated once the bins after them are in.
+#include "burstscope/evidence.h"
+
+#include <algorithm>
+#include <cstring>
+#include <deque>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+
+namespace burstscope {
+namespace {
+
+constexpr EvidenceCounts kZero{};
+using Field = uint64_t EvidenceCounts::*;
+constexpr Field kFields[] = {&EvidenceCounts::ip_packets,
+                             &EvidenceCounts::ect,
+                             &EvidenceCounts::ce,
+                             &EvidenceCounts::tcp_ece,
+                             &EvidenceCounts::tcp_cwr,
+                             &EvidenceCounts::tcp_data_segments,
+                             &EvidenceCounts::tcp_retransmissions,
+                             &EvidenceCounts::tcp_out_of_order,
+                             &EvidenceCounts::tcp_untracked_segments,
+                             &EvidenceCounts::roce_packets,
+                             &EvidenceCounts::cnp,
+                             &EvidenceCounts::nak_psn_sequence_error,
+                             &EvidenceCounts::nak_rnr,
+                             &EvidenceCounts::nak_other,
+                             &EvidenceCounts::roce_resent,
+                             &EvidenceCounts::roce_messages,
+                             &EvidenceCounts::roce_message_bytes,
+                             &EvidenceCounts::pause_frames};
+
+EvidenceCounts minus(const EvidenceCounts& a, const EvidenceCounts& b) {
+  EvidenceCounts d;
+  for (Field f : kFields) d.*f = a.*f - b.*f;
+  return d;
+}
+
+// TCP sequence arithmetic (RFC 1982 on 32 bits), as Wireshark's LT_SEQ and friends.
+bool seqLt(uint32_t a, uint32_t b) { return static_cast<int32_t>(a - b) < 0; }
+bool seqLe(uint32_t a, uint32_t b) { return static_cast<int32_t>(a - b) <= 0; }
+bool seqGt(uint32_t a, uint32_t b) { return static_cast<int32_t>(a - b) > 0; }
+
+constexpr int64_t kOutOfOrderNs = 3'000'000;    // Wireshark's threshold when it has no handshake RTT
+constexpr int64_t kFastRetransmitNs = 20'000'000;  // Wireshark: within 20 ms of the last duplicate ACK
+constexpr int64_t kIdleForgetNs = 60'000'000'000;  // state of a connection or QP idle this long may go
+
+// One direction of a TCP connection: what Wireshark's tcp_analyze_seq_info keeps that we can.
+struct TcpDir {
+  uint32_t nextseq = 0;
+  uint32_t lastack = 0;
+  int64_t nextseq_ns = 0;
+  int64_t lastack_ns = 0;
+  uint32_t dupacks = 0;
+  bool has_nextseq = false;
+  bool has_lastack = false;
+};
+struct TcpConn {
+  TcpDir dir[2];
+  int64_t last_ns = 0;
+  int64_t syn_ns = 0;        // the most recent SYN (without ACK)
+  int64_t first_rtt_ns = 0;  // from it to the next segment with ACK and no SYN: the out-of-order threshold
+};
+struct QpState {
+  uint32_t highest = 0;
+  int64_t last_ns = 0;
+  bool has = false;
+};
+
+// A connection's key independent of direction, and which direction this packet goes.
+FlowKey canonical(const FlowKey& k, int* d) {
+  int c = std::memcmp(k.src.data(), k.dst.data(), 16);
+  if (c == 0) c = k.src_port < k.dst_port ? -1 : (k.src_port > k.dst_port ? 1 : 0);
+  if (c <= 0) {
+    *d = 0;
+    return k;
+  }
+  *d = 1;
+  FlowKey r = k;
+  r.src = k.dst;
+  r.dst = k.src;
+  r.src_port = k.dst_port;
+  r.dst_port = k.src_port;
+  return r;
+}
+
+enum class TcpVerdict { kNone, kRetransmission, kOutOfOrder };
+
+// Wireshark's tcp_analyze_sequence_number (4.0), the parts that decide retransmission and out-of-order, in
+// its order (docs/evidence.md says what is left out).
+TcpVerdict analyseTcp(TcpConn& conn, int d, const PacketRecord& r) {
+  TcpDir& fwd = conn.dir[d];
+  TcpDir& rev = conn.dir[1 - d];
+  const uint8_t flags = r.op;
+  const uint32_t seglen = r.len;
+  const uint32_t seq = r.seq;
+  const uint32_t ack = r.ack;
+  const int64_t t = r.ts_ns;
+  // The first RTT: from the most recent SYN to the next segment with ACK and without SYN.
+  if ((flags & (kTcpSyn | kTcpAck)) == kTcpAck && conn.syn_ns != 0 && conn.first_rtt_ns == 0) {
+    conn.first_rtt_ns = std::max<int64_t>(t - conn.syn_ns, 1);
+  }
+  if ((flags & (kTcpSyn | kTcpAck)) == kTcpSyn) conn.syn_ns = t;
+  const bool plain = !(flags & (kTcpSyn | kTcpFin | kTcpRst));
+  const bool keepalive = fwd.has_nextseq && seglen <= 1 && plain && seq == fwd.nextseq - 1;
+  // Duplicate ACK: no data, the same sequence and acknowledgement as before (Wireshark also asks for the
+  // same window, which the record does not keep).
+  if (seglen == 0 && plain && fwd.has_nextseq && seq == fwd.nextseq && fwd.has_lastack && ack == fwd.lastack) {
+    ++fwd.dupacks;
+  }
+  if (!fwd.has_lastack || ack != fwd.lastack) fwd.dupacks = 0;
+
+  TcpVerdict v = TcpVerdict::kNone;
+  if ((seglen > 0 || (flags & (kTcpSyn | kTcpFin))) && !keepalive) {
+    bool not_advanced = fwd.has_nextseq && seqLt(seq, fwd.nextseq);
+    if (seglen > 1 && fwd.nextseq - 1 == seq) not_advanced = false;  // after a possible zero-window probe
+    const int64_t ooo_threshold = conn.first_rtt_ns != 0 ? conn.first_rtt_ns : kOutOfOrderNs;
+    const uint32_t end = seq + seglen + ((flags & (kTcpSyn | kTcpFin)) ? 1 : 0);
+    if (seglen > 0 && rev.has_lastack && rev.lastack != 0 && seqLe(seq + seglen, rev.lastack)) {
+      v = TcpVerdict::kRetransmission;  // spurious: the other side had acknowledged it
+    } else if (not_advanced && rev.dupacks >= 2 && rev.lastack == seq && t - rev.lastack_ns < kFastRetransmitNs) {
+      v = TcpVerdict::kRetransmission;  // fast retransmission
+    } else if (not_advanced && t - fwd.nextseq_ns < ooo_threshold && fwd.nextseq != end) {
+      v = TcpVerdict::kOutOfOrder;
+    } else if (not_advanced) {
+      v = TcpVerdict::kRetransmission;
+    }
+  }
+  const uint32_t next = seq + seglen + ((flags & (kTcpSyn | kTcpFin)) ? 1 : 0);
+  if (!fwd.has_nextseq || seqGt(next, fwd.nextseq)) {
+    fwd.nextseq = next;
+    fwd.nextseq_ns = t;
+    fwd.has_nextseq = true;
+  }
+  fwd.lastack = ack;
+  fwd.lastack_ns = t;
+  fwd.has_lastack = true;
+  return v;
+}
+
+bool carriesAeth(uint8_t op) { return op == 0x0D || op == 0x0F || op == 0x10 || op == 0x11 || op == 0x12; }
+bool startsMessage(uint8_t op) {
+  if (op >= 0x40) return false;
+  const uint8_t low = op & 0x1F;
+  return low == 0x00 || low == 0x04 || low == 0x05 || low == 0x06 || low == 0x0A || low == 0x0B ||
+         (op == 0x0C);
+}
+bool carriesMessageData(uint8_t op) { return op < 0x40 && (op & 0x1F) <= 0x0B && (op & 0x1F) != 0x0C; }
+
+template <typename V>
+V* boundedFind(absl::flat_hash_map<FlowKey, V>& m, const FlowKey& k, size_t cap) {
+  auto it = m.find(k);
+  if (it != m.end()) return &it->second;
+  if (m.size() >= cap) return nullptr;
+  return &m[k];
+}
+
+}  // namespace
+
+const char* signalName(int s) {
+  static const char* const kNames[kSignalCount] = {"ce",          "cnp", "naks", "roce_resent", "tcp_retransmissions",
+                                                   "pause_frames"};
+  return s >= 0 && s < kSignalCount ? kNames[s] : "unknown";
+}
+
+void EvidenceCounts::merge(const EvidenceCounts& o) {
+  for (Field f : kFields) this->*f += o.*f;
+}
+
+absl::Status validateEvidenceConfig(const EvidenceConfig& c, int64_t base_bin_ns) {
+  if (c.after_ns < 0) return absl::InvalidArgumentError("evidence.after: must not be negative");
+  if (c.retain_ns < base_bin_ns) {
+    return absl::InvalidArgumentError(absl::StrCat("evidence.retain: at least one base bin (", base_bin_ns, " ns)"));
+  }
+  return absl::OkStatus();
+}
+
+struct EvidenceAggregator::Impl {
+  Impl(const EvidenceConfig& c, const EngineConfig& e, bool iv)
+      : cfg(c), bin_ns(e.base_bin_ns), capacity_bps(e.link_capacity_bps), flow_cap(e.flow_table_capacity),
+        pair_cap(e.pair_table_capacity), intervals(iv) {
+    sizes = Histogram({1e3, 4e3, 16e3, 64e3, 256e3, 1e6, 4e6, 16e6, 64e6, 256e6});  // as the burst sizes
+    pause_from.fill(0);
+    pause_until.fill(INT64_MIN);
+  }
+
+  EvidenceConfig cfg;
+  int64_t bin_ns;
+  double capacity_bps;
+  size_t flow_cap;
+  size_t pair_cap;
+  bool intervals;
+
+  std::array<EvidenceCounts, kDirectionCount> dirs{};
+  std::array<bool, kDirectionCount> dir_seen{};
+  EvidenceCounts at_last_close;
+  absl::flat_hash_map<FlowKey, EvidenceCounts> pairs, flows;  // events only
+  absl::flat_hash_map<FlowKey, TcpConn> tcp;
+  absl::flat_hash_map<FlowKey, QpState> qps;
+  absl::flat_hash_map<FlowKey, uint64_t> cnp_targets;
+  FlowKey last_tcp_key;
+  TcpConn* last_tcp = nullptr;  // cache; reset whenever the map may move
+  FlowKey last_qp_key;
+  QpState* last_qp = nullptr;
+
+  std::array<PauseCounts, kPausePriorities> pause{};
+  std::array<int64_t, kPausePriorities> pause_from{};   // paused time is accounted up to here
+  std::array<int64_t, kPausePriorities> pause_until{};  // the priority is paused until here
+
+  int64_t bin_start = INT64_MIN;
+  SignalCounts bin;
+  std::deque<EvidenceBin> recent;  // bins with events, for annotating microbursts
+  std::vector<EvidenceBin> listed;
+  std::deque<Microburst> pending;
+  uint64_t microbursts = 0, congesting = 0;
+  uint64_t microbursts_at_close = 0, congesting_at_close = 0;
+  Histogram sizes;
+  std::vector<AnnotatedBurst> bursts;
+  uint64_t listed_dropped = 0;
+  int64_t first_ns = INT64_MIN, last_ns = 0;
+
+  void charge(const FlowKey& k, Field f, SignalCounts& ev, int s) {
+    ev.n[s]++;
+    if (EvidenceCounts* p = boundedFind(pairs, k.pairKey(), pair_cap)) ++(p->*f);
+    if (EvidenceCounts* p = boundedFind(flows, k, flow_cap)) ++(p->*f);
+  }
+
+  void accruePause(int p, int64_t t) {
+    if (pause_until[p] > pause_from[p] && t > pause_from[p]) pause[p].paused_ns += std::min(pause_until[p], t) - pause_from[p];
+    pause_from[p] = std::max(pause_from[p], t);
+  }
+  void pauseFrame(int p, int64_t t, uint16_t quanta) {
+    accruePause(p, t);
+    ++pause[p].frames;
+    pause[p].quanta += quanta;
+    // One quantum is 512 bit times at the link's speed.
+    pause_until[p] = t + static_cast<int64_t>(static_cast<double>(quanta) * 512e9 / capacity_bps);
+    pause_from[p] = t;
+  }
+
+  void flushBin() {
+    if (bin.total() == 0) return;
+    recent.push_back({bin_start, bin});
+    if (!intervals) {
+      if (listed.size() < cfg.max_listed) {
+        listed.push_back({bin_start, bin});
+      } else {
+        ++listed_dropped;
+      }
+    }
+    bin = SignalCounts{};
+  }
+
+  // Annotates every pending microburst whose bins are all complete: those that end (plus `after`) before
+  // `complete_ns`.
+  void annotate(int64_t complete_ns) {
+    while (!pending.empty() && pending.front().end_ns + cfg.after_ns < complete_ns) {
+      const Microburst m = pending.front();
+      pending.pop_front();
+      SignalCounts ev;
+      const int64_t lo = m.start_ns - bin_ns;  // bins starting after this overlap [start, ...]
+      const int64_t hi = m.end_ns + cfg.after_ns;
+      auto it = std::upper_bound(recent.begin(), recent.end(), lo,
+                                 [](int64_t v, const EvidenceBin& b) { return v < b.start_ns; });
+      for (; it != recent.end() && it->start_ns <= hi; ++it) ev.add(it->evidence);
+      ++microbursts;
+      if (ev.total() == 0) continue;
+      ++congesting;
+      sizes.observe(static_cast<double>(m.bytes));
+      if (bursts.size() < cfg.max_listed) {
+        bursts.push_back({m, ev});
+      } else {
+        ++listed_dropped;
+      }
+    }
+    // Bins that no pending or future microburst can reach any more.
+    const int64_t keep_from =
+        pending.empty() ? complete_ns - cfg.retain_ns : std::min(pending.front().start_ns - bin_ns, complete_ns - cfg.retain_ns);
+    while (!recent.empty() && recent.front().start_ns < keep_from) recent.pop_front();
+  }
+
+  void add(const PacketRecord& r) {
+    if (first_ns == INT64_MIN) first_ns = r.ts_ns;
+    last_ns = r.ts_ns;
+    const int64_t b = r.ts_ns - ((r.ts_ns % bin_ns) + bin_ns) % bin_ns;
+    if (b != bin_start) {
+      flushBin();
+      bin_start = b;
+      if (!pending.empty()) annotate(b);
+    }
+    const int d = static_cast<int>(r.direction);
+    EvidenceCounts& c = dirs[d];
+    dir_seen[d] = true;
+    if (r.key.family != 0) {
+      ++c.ip_packets;
+      const uint8_t ecn = r.ecn();
+      if (ecn == 1 || ecn == 2) ++c.ect;
+      if (ecn == 3) {
+        ++c.ce;
+        charge(r.key, &EvidenceCounts::ce, bin, kSignalCe);
+      }
+    }
+    switch (r.l4Kind()) {
+      case L4Kind::kNone:
+        break;
+      case L4Kind::kTcp:
+        tcpPacket(r, c);
+        break;
+      case L4Kind::kRoce:
+        rocePacket(r, c);
+        break;
+      case L4Kind::kMacControl:
+        ++c.pause_frames;
+        ++bin.n[kSignalPause];
+        if (r.op == kMacPause) {
+          pauseFrame(8, r.ts_ns, r.len);
+        } else {
+          for (int p = 0; p < 8; ++p) {
+            if (r.seq & (1u << p)) pauseFrame(p, r.ts_ns, r.pfcQuanta(p));
+          }
+        }
+        break;
+    }
+  }
+
+  void tcpPacket(const PacketRecord& r, EvidenceCounts& c) {
+    if (r.op & kTcpEce) {
+      ++c.tcp_ece;
+      if (EvidenceCounts* p = boundedFind(flows, r.key, flow_cap)) ++p->tcp_ece;
+    }
+    if (r.op & kTcpCwr) ++c.tcp_cwr;
+    if (r.len > 0) ++c.tcp_data_segments;
+    int d;
+    const FlowKey k = canonical(r.key, &d);
+    if (last_tcp == nullptr || !(k == last_tcp_key)) {
+      auto it = tcp.find(k);
+      if (it == tcp.end()) {
+        if (tcp.size() >= flow_cap) {
+          if (r.len > 0) ++c.tcp_untracked_segments;
+          return;
+        }
+        it = tcp.emplace(k, TcpConn{}).first;
+      }
+      last_tcp = &it->second;
+      last_tcp_key = k;
+    }
+    TcpConn& conn = *last_tcp;
+    conn.last_ns = r.ts_ns;
+    switch (analyseTcp(conn, d, r)) {
+      case TcpVerdict::kNone:
+        break;
+      case TcpVerdict::kRetransmission:
+        ++c.tcp_retransmissions;
+        charge(r.key, &EvidenceCounts::tcp_retransmissions, bin, kSignalTcpRetransmission);
+        break;
+      case TcpVerdict::kOutOfOrder:
+        ++c.tcp_out_of_order;
+        if (EvidenceCounts* p = boundedFind(flows, r.key, flow_cap)) ++p->tcp_out_of_order;
+        break;
+    }
+  }
+
+  void rocePacket(const PacketRecord& r, EvidenceCounts& c) {
+    ++c.roce_packets;
+    const uint8_t op = r.op;
+    if (op == 0x81) {
+      ++c.cnp;
+      charge(r.key, &EvidenceCounts::cnp, bin, kSignalCnp);
+      FlowKey target;
+      target.dst = r.key.dst;
+      target.family = r.key.family;
+      target.kind = r.key.kind;
+      target.src_port = r.key.src_port;
+      target.dst_port = r.key.dst_port;
+      if (uint64_t* n = boundedFind(cnp_targets, target, pair_cap)) ++*n;
+      return;
+    }
+    if (carriesAeth(op)) {
+      const uint8_t s = r.syndrome();
+      const int type = (s >> 5) & 3;
+      if (type == 3) {
+        charge(r.key, (s & 0x1F) == 0 ? &EvidenceCounts::nak_psn_sequence_error : &EvidenceCounts::nak_other, bin,
+               kSignalNak);
+        ++((s & 0x1F) == 0 ? c.nak_psn_sequence_error : c.nak_other);
+      } else if (type == 1) {
+        charge(r.key, &EvidenceCounts::nak_rnr, bin, kSignalNak);
+        ++c.nak_rnr;
+      }
+      if (op == 0x11 || op == 0x12) return;  // acknowledgements carry the responder's PSN, not a new packet
+    }
+    if (last_qp == nullptr || !(r.key == last_qp_key)) {
+      auto it = qps.find(r.key);
+      if (it == qps.end()) {
+        if (qps.size() >= flow_cap) return;
+        it = qps.emplace(r.key, QpState{}).first;
+      }
+      last_qp = &it->second;
+      last_qp_key = r.key;
+    }
+    QpState& q = *last_qp;
+    q.last_ns = r.ts_ns;
+    const uint32_t psn = r.psn();
+    if (q.has && ((q.highest - psn) & 0xFFFFFF) < 0x800000) {
+      ++c.roce_resent;
+      charge(r.key, &EvidenceCounts::roce_resent, bin, kSignalRoceResent);
+      return;
+    }
+    q.highest = psn;
+    q.has = true;
+    if (startsMessage(op)) ++c.roce_messages;
+    if (carriesMessageData(op)) c.roce_message_bytes += r.len;
+  }
+
+  // Drops the state of connections and queue pairs idle for a minute once the tables are half full.
+  void forgetIdle(int64_t now) {
+    last_tcp = nullptr;
+    last_qp = nullptr;
+    if (tcp.size() > flow_cap / 2) absl::erase_if(tcp, [&](const auto& kv) { return kv.second.last_ns < now - kIdleForgetNs; });
+    if (qps.size() > flow_cap / 2) absl::erase_if(qps, [&](const auto& kv) { return kv.second.last_ns < now - kIdleForgetNs; });
+  }
+
+  EvidenceCounts totals() const {
+    EvidenceCounts t;
+    for (const EvidenceCounts& d : dirs) t.merge(d);
+    return t;
+  }
+
+  std::shared_ptr<EvidenceReport> report(const HeavyResult& top_pairs, const HeavyResult& top_flows, int64_t span) const {
+    auto r = std::make_shared<EvidenceReport>();
+    r->after_ns = cfg.after_ns;
+    r->span_ns = span;
+    r->totals = totals();
+    for (int d = 0; d < kDirectionCount; ++d) {
+      if (dir_seen[d]) r->directions.emplace_back(static_cast<Direction>(d), dirs[d]);
+    }
+    auto keyed = [](const absl::flat_hash_map<FlowKey, EvidenceCounts>& m, const HeavyResult& h) {
+      std::vector<KeyedEvidence> v;
+      for (const HeavyHitter& x : h.top) {
+        auto it = m.find(x.key);
+        v.push_back({x.key, it == m.end() ? kZero : it->second});
+      }
+      return v;
+    };
+    r->pairs = keyed(pairs, top_pairs);
+    r->flows = keyed(flows, top_flows);
+    for (const auto& [k, n] : cnp_targets) r->cnp_targets.push_back({k, n});
+    std::sort(r->cnp_targets.begin(), r->cnp_targets.end(), [](const CnpTarget& a, const CnpTarget& b) {
+      return a.cnp != b.cnp ? a.cnp > b.cnp : std::memcmp(&a.key, &b.key, sizeof(FlowKey)) < 0;
+    });
+    if (r->cnp_targets.size() > 10) r->cnp_targets.resize(10);
+    r->pause = pause;
+    r->microbursts = microbursts;
+    r->congesting = congesting;
+    r->congesting_sizes_bytes = sizes;
+    r->listed_dropped = listed_dropped;
+    return r;
+  }
+};
+
+EvidenceAggregator::EvidenceAggregator(const EvidenceConfig& c, const EngineConfig& engine, bool intervals)
+    : impl_(std::make_unique<Impl>(c, engine, intervals)) {}
+EvidenceAggregator::~EvidenceAggregator() = default;
+
+void EvidenceAggregator::add(std::span<const PacketRecord> records) {
+  for (const PacketRecord& r : records) impl_->add(r);
+}
+
+void EvidenceAggregator::onMicroburst(const Microburst& m) { impl_->pending.push_back(m); }
+
+void EvidenceAggregator::closeInterval(const IntervalContext& c, IntervalReport* out) {
+  Impl& m = *impl_;
+  if (m.bin_start != INT64_MIN && m.bin_start < c.end_ns) {
+    m.flushBin();  // every record before the interval's end is in: its bins are complete
+    m.bin_start = INT64_MIN;
+  }
+  m.annotate(c.end_ns);
+  for (int p = 0; p < kPausePriorities; ++p) m.accruePause(p, c.end_ns);
+  m.forgetIdle(c.end_ns);
+  auto r = m.report(out->pairs, out->flows, c.end_ns - c.start_ns);
+  r->interval = minus(r->totals, m.at_last_close);
+  r->interval_microbursts = m.microbursts - m.microbursts_at_close;
+  r->interval_congesting = m.congesting - m.congesting_at_close;
+  r->bursts = std::move(m.bursts);
+  m.bursts.clear();
+  m.at_last_close = r->totals;
+  m.microbursts_at_close = m.microbursts;
+  m.congesting_at_close = m.congesting;
+  out->evidence = std::move(r);
+}
+
+void EvidenceAggregator::finish() {
+  Impl& m = *impl_;
+  m.flushBin();
+  m.annotate(INT64_MAX);
+  if (!m.intervals) {
+    for (int p = 0; p < kPausePriorities; ++p) m.accruePause(p, m.last_ns);
+  }
+}
+
+void EvidenceAggregator::result(EngineResult* out) const {
+  const Impl& m = *impl_;
+  const int64_t span = m.first_ns == INT64_MIN ? 0 : m.last_ns - m.first_ns;
+  auto r = m.report(out->pairs, out->flows, span);
+  if (!m.intervals) {
+    r->bursts = m.bursts;
+    r->bins = m.listed;
+  }
+  out->evidence = std::move(r);
+}
+
+}  // namespace burstscope

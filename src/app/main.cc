@@ -167,6 +167,7 @@ struct AnalyzeOptions {
   std::vector<std::string> files;
   bool json = false;
   std::string dedup_window;  // empty: off
+  std::string evidence_after;  // empty: the default
   MetricFlags metrics{EngineConfig{}};
 };
 
@@ -190,6 +191,11 @@ int runAnalyze(const AnalyzeOptions& o) {
                   2);
     }
     read.dedup_window_ns = *ns;
+  }
+  if (!o.evidence_after.empty()) {
+    auto ns = parseDurationNs(o.evidence_after);
+    if (!ns.ok()) return fail(absl::InvalidArgumentError(absl::StrCat("--evidence-after: ", ns.status().message())), 2);
+    pc.evidence.after_ns = *ns;
   }
   // Every file stays open while they are merged: hundreds of rotated files need more descriptors than the
   // usual soft limit of 1024 allows; take the hard limit.
@@ -476,6 +482,9 @@ int mainImpl(int argc, char** argv) {
   analyze->add_option("--dedup-window", ao.dedup_window,
                       "leave out a packet seen again within this time (e.g. 1ms): captures of both ends of a link "
                       "(off by default; the key is in docs/analyze.md)");
+  analyze->add_option("--evidence-after", ao.evidence_after,
+                      "congestion evidence this long after a microburst still makes it congesting (default 1ms; "
+                      "docs/evidence.md)");
   ao.metrics.add(analyze, /*live=*/false);
 
   RunOptions ro;

@@ -300,6 +300,15 @@ absl::Status readMetrics(const Reader& rd, const YAML::Node& n, RunConfig* c) {
   return absl::OkStatus();
 }
 
+// evidence: ECN, TCP retransmissions, RoCEv2, PFC; congesting microbursts (docs/evidence.md).
+absl::Status readEvidence(const Reader& rd, const YAML::Node& n, RunConfig* c) {
+  BS_RETURN_IF_ERROR(rd.checkKeys(n, "evidence", {"enabled", "after"}));
+  EvidenceConfig& e = c->live.pipeline.evidence;
+  if (n["enabled"]) BS_RETURN_IF_ERROR(rd.boolean(n["enabled"], "evidence.enabled", &e.enabled));
+  if (n["after"]) BS_RETURN_IF_ERROR(rd.duration(n["after"], "evidence.after", &e.after_ns));
+  return absl::OkStatus();
+}
+
 // training: jobs, periods, topology, co-bursts (docs/training.md).
 absl::Status readTraining(const Reader& rd, const YAML::Node& n, RunConfig* c) {
   BS_RETURN_IF_ERROR(
@@ -545,7 +554,8 @@ absl::StatusOr<RunConfig> parseRunConfig(const std::string& yaml, const std::str
   }
   if (root.IsNull()) return c;  // an empty file: all defaults
   BS_RETURN_IF_ERROR(rd.checkKeys(
-      root, "", {"capture", "dpdk", "af-xdp", "metrics", "decoder", "report", "ring-size", "export", "training"}));
+      root, "", {"capture", "dpdk", "af-xdp", "metrics", "decoder", "report", "ring-size", "export", "training",
+                    "evidence"}));
   if (root["capture"]) BS_RETURN_IF_ERROR(readChoice(rd, root["capture"], "capture", captureWords(), &c.capture));
   if (root["dpdk"]) BS_RETURN_IF_ERROR(readDpdk(rd, root["dpdk"], &c));
   if (root["af-xdp"]) BS_RETURN_IF_ERROR(readAfXdp(rd, root["af-xdp"], &c));
@@ -554,6 +564,7 @@ absl::StatusOr<RunConfig> parseRunConfig(const std::string& yaml, const std::str
   if (root["report"]) BS_RETURN_IF_ERROR(readReport(rd, root["report"], &c));
   if (root["export"]) BS_RETURN_IF_ERROR(readExport(rd, root["export"], &c));
   if (root["training"]) BS_RETURN_IF_ERROR(readTraining(rd, root["training"], &c));
+  if (root["evidence"]) BS_RETURN_IF_ERROR(readEvidence(rd, root["evidence"], &c));
   // The fan-in alert's receiver buffer defaults to the switch port's.
   TrainingConfig& t = c.live.pipeline.training;
   if (t.receiver_buffer_bytes == 0 && c.exporter.switch_buffer_bytes)

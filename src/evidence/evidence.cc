@@ -152,8 +152,39 @@ bool startsMessage(uint8_t op) {
 }
 bool carriesMessageData(uint8_t op) { return op < 0x40 && (op & 0x1F) <= 0x0B && (op & 0x1F) != 0x0C; }
 
-template <typename V>
-V* boundedFind(absl::flat_hash_map<FlowKey, V>& m, const FlowKey& k, size_t cap) {
+// A multiply-mix of the key's five words: the packet path's tables are looked up per packet, and absl's
+// generic byte hash of 40 bytes cost more than the rest of a packet's evidence.
+struct KeyHash {
+  size_t operator()(const FlowKey& k) const {
+    uint64_t w[5];
+    std::memcpy(w, &k, sizeof(w));
+    uint64_t h = w[0] * 0x9E3779B97F4A7C15ull;
+    h = (h ^ w[1]) * 0xC2B2AE3D27D4EB4Full;
+    h = (h ^ w[2]) * 0x165667B19E3779F9ull;
+    h = (h ^ w[3]) * 0x9E3779B97F4A7C15ull;
+    h = (h ^ w[4]) * 0xC2B2AE3D27D4EB4Full;
+    return static_cast<size_t>(h ^ (h >> 29));
+  }
+};
+
+// `b` is `a` seen from the other end.
+bool isReverse(const FlowKey& a, const FlowKey& b) {
+  return a.src_port == b.dst_port && a.dst_port == b.src_port && a.proto == b.proto && a.family == b.family &&
+         a.kind == b.kind && std::memcmp(a.src.data(), b.dst.data(), 16) == 0 &&
+         std::memcmp(a.dst.data(), b.src.data(), 16) == 0;
+}
+
+// The same slot for both directions of a connection.
+size_t symmetricSlot(const FlowKey& k, size_t mask) {
+  uint64_t s, d;
+  std::memcpy(&s, k.src.data(), 8);
+  std::memcpy(&d, k.dst.data(), 8);
+  const uint64_t h = ((s ^ d) + (uint64_t{k.src_port} ^ k.dst_port)) * 0x9E3779B97F4A7C15ull;
+  return static_cast<size_t>(h >> 40) & mask;
+}
+
+template <typename V, typename H>
+V* boundedFind(absl::flat_hash_map<FlowKey, V, H>& m, const FlowKey& k, size_t cap) {
   auto it = m.find(k);
   if (it != m.end()) return &it->second;
   if (m.size() >= cap) return nullptr;
@@ -185,6 +216,7 @@ struct EvidenceAggregator::Impl {
       : cfg(c), bin_ns(e.base_bin_ns), capacity_bps(e.link_capacity_bps), flow_cap(e.flow_table_capacity),
         pair_cap(e.pair_table_capacity), intervals(iv) {
     sizes = Histogram({1e3, 4e3, 16e3, 64e3, 256e3, 1e6, 4e6, 16e6, 64e6, 256e6});  // as the burst sizes
+    tcp.reserve(flow_cap);
     pause_from.fill(0);
     pause_until.fill(INT64_MIN);
   }
@@ -199,12 +231,18 @@ struct EvidenceAggregator::Impl {
   std::array<EvidenceCounts, kDirectionCount> dirs{};
   std::array<bool, kDirectionCount> dir_seen{};
   EvidenceCounts at_last_close;
-  absl::flat_hash_map<FlowKey, EvidenceCounts> pairs, flows;  // events only
-  absl::flat_hash_map<FlowKey, TcpConn> tcp;
-  absl::flat_hash_map<FlowKey, QpState> qps;
-  absl::flat_hash_map<FlowKey, uint64_t> cnp_targets;
-  FlowKey last_tcp_key;
-  TcpConn* last_tcp = nullptr;  // cache; reset whenever the map may move
+  absl::flat_hash_map<FlowKey, EvidenceCounts, KeyHash> pairs, flows;  // events only
+  // Reserved to capacity, so that entries never move: the slot cache below holds pointers into it.
+  absl::flat_hash_map<FlowKey, TcpConn, KeyHash> tcp;
+  absl::flat_hash_map<FlowKey, QpState, KeyHash> qps;
+  absl::flat_hash_map<FlowKey, uint64_t, KeyHash> cnp_targets;
+  // Recent connections, direct-mapped by a hash both directions share: a hit costs a key comparison.
+  struct TcpSlot {
+    FlowKey key;  // as direction 0 sees it
+    TcpConn* conn = nullptr;
+  };
+  static constexpr size_t kTcpSlots = 256;
+  std::array<TcpSlot, kTcpSlots> tcp_slots{};
   FlowKey last_qp_key;
   QpState* last_qp = nullptr;
 
@@ -213,6 +251,7 @@ struct EvidenceAggregator::Impl {
   std::array<int64_t, kPausePriorities> pause_until{};  // the priority is paused until here
 
   int64_t bin_start = INT64_MIN;
+  int64_t bin_end = INT64_MIN;
   SignalCounts bin;
   std::deque<EvidenceBin> recent;  // bins with events, for annotating microbursts
   std::vector<EvidenceBin> listed;
@@ -287,10 +326,11 @@ struct EvidenceAggregator::Impl {
   void add(const PacketRecord& r) {
     if (first_ns == INT64_MIN) first_ns = r.ts_ns;
     last_ns = r.ts_ns;
-    const int64_t b = r.ts_ns - ((r.ts_ns % bin_ns) + bin_ns) % bin_ns;
-    if (b != bin_start) {
+    if (r.ts_ns >= bin_end || r.ts_ns < bin_start) {
+      const int64_t b = r.ts_ns - ((r.ts_ns % bin_ns) + bin_ns) % bin_ns;
       flushBin();
       bin_start = b;
+      bin_end = b + bin_ns;
       if (!pending.empty()) annotate(b);
     }
     const int d = static_cast<int>(r.direction);
@@ -335,9 +375,14 @@ struct EvidenceAggregator::Impl {
     }
     if (r.op & kTcpCwr) ++c.tcp_cwr;
     if (r.len > 0) ++c.tcp_data_segments;
+    TcpSlot& slot = tcp_slots[symmetricSlot(r.key, kTcpSlots - 1)];
     int d;
-    const FlowKey k = canonical(r.key, &d);
-    if (last_tcp == nullptr || !(k == last_tcp_key)) {
+    if (slot.conn != nullptr && slot.key == r.key) {
+      d = 0;
+    } else if (slot.conn != nullptr && isReverse(slot.key, r.key)) {
+      d = 1;
+    } else {
+      const FlowKey k = canonical(r.key, &d);
       auto it = tcp.find(k);
       if (it == tcp.end()) {
         if (tcp.size() >= flow_cap) {
@@ -346,10 +391,10 @@ struct EvidenceAggregator::Impl {
         }
         it = tcp.emplace(k, TcpConn{}).first;
       }
-      last_tcp = &it->second;
-      last_tcp_key = k;
+      slot.key = k;
+      slot.conn = &it->second;
     }
-    TcpConn& conn = *last_tcp;
+    TcpConn& conn = *slot.conn;
     conn.last_ns = r.ts_ns;
     switch (analyseTcp(conn, d, r)) {
       case TcpVerdict::kNone:
@@ -418,7 +463,7 @@ struct EvidenceAggregator::Impl {
 
   // Drops the state of connections and queue pairs idle for a minute once the tables are half full.
   void forgetIdle(int64_t now) {
-    last_tcp = nullptr;
+    tcp_slots.fill(TcpSlot{});
     last_qp = nullptr;
     if (tcp.size() > flow_cap / 2) absl::erase_if(tcp, [&](const auto& kv) { return kv.second.last_ns < now - kIdleForgetNs; });
     if (qps.size() > flow_cap / 2) absl::erase_if(qps, [&](const auto& kv) { return kv.second.last_ns < now - kIdleForgetNs; });
@@ -438,7 +483,7 @@ struct EvidenceAggregator::Impl {
     for (int d = 0; d < kDirectionCount; ++d) {
       if (dir_seen[d]) r->directions.emplace_back(static_cast<Direction>(d), dirs[d]);
     }
-    auto keyed = [](const absl::flat_hash_map<FlowKey, EvidenceCounts>& m, const HeavyResult& h) {
+    auto keyed = [](const absl::flat_hash_map<FlowKey, EvidenceCounts, KeyHash>& m, const HeavyResult& h) {
       std::vector<KeyedEvidence> v;
       for (const HeavyHitter& x : h.top) {
         auto it = m.find(x.key);

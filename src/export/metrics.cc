@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "absl/strings/ascii.h"
+#include "burstscope/evidence.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -358,6 +359,67 @@ void trainingFamilies(Families& f, const LabelVec& L, const ExportPortInfo& info
 }
 }  // namespace
 
+namespace {
+
+// Congestion evidence (docs/evidence.md): counters since the start, per direction ("all": the port), PFC per
+// priority ("all": 802.3x PAUSE), congesting microbursts of the port stream.
+void addEvidence(Families& f, const LabelVec& L, const EvidenceReport& e) {
+  std::vector<std::pair<std::string, const EvidenceCounts*>> dirs = {{"all", &e.totals}};
+  for (const auto& [d, c] : e.directions) dirs.emplace_back(directionName(d), &c);
+  for (const auto& [dir, c] : dirs) {
+    const LabelVec D = with(L, {{"direction", dir}});
+    auto n = [](uint64_t v) { return static_cast<double>(v); };
+    const char* ecn = "IP packets by ECN codepoint: ect (ECT(0) or ECT(1)) and ce (congestion experienced)";
+    f.counter("burstscope_ecn_packets_total", ecn, with(D, {{"codepoint", "ect"}}), n(c->ect));
+    f.counter("burstscope_ecn_packets_total", ecn, with(D, {{"codepoint", "ce"}}), n(c->ce));
+    const char* flag = "TCP segments with the ECN-echo (ece) or congestion-window-reduced (cwr) flag";
+    f.counter("burstscope_tcp_flag_packets_total", flag, with(D, {{"flag", "ece"}}), n(c->tcp_ece));
+    f.counter("burstscope_tcp_flag_packets_total", flag, with(D, {{"flag", "cwr"}}), n(c->tcp_cwr));
+    f.counter("burstscope_tcp_data_segments_total", "TCP segments with payload", D, n(c->tcp_data_segments));
+    f.counter("burstscope_tcp_retransmissions_total",
+              "TCP segments sent again (Wireshark's tcp.analysis.retransmission: plain, fast and spurious)", D,
+              n(c->tcp_retransmissions));
+    f.counter("burstscope_tcp_out_of_order_total", "TCP segments filling a hole late (tcp.analysis.out_of_order)", D,
+              n(c->tcp_out_of_order));
+    f.counter("burstscope_tcp_untracked_segments_total",
+              "TCP data segments of connections beyond the state table, not classified", D,
+              n(c->tcp_untracked_segments));
+    f.counter("burstscope_roce_packets_total", "RoCEv2 packets (UDP 4791)", D, n(c->roce_packets));
+    f.counter("burstscope_roce_cnp_total", "RoCEv2 congestion notification packets (BTH opcode 0x81)", D, n(c->cnp));
+    const char* nak = "RoCEv2 NAKs by AETH syndrome: psn_sequence_error, rnr (receiver not ready), other";
+    f.counter("burstscope_roce_naks_total", nak, with(D, {{"syndrome", "psn_sequence_error"}}),
+              n(c->nak_psn_sequence_error));
+    f.counter("burstscope_roce_naks_total", nak, with(D, {{"syndrome", "rnr"}}), n(c->nak_rnr));
+    f.counter("burstscope_roce_naks_total", nak, with(D, {{"syndrome", "other"}}), n(c->nak_other));
+    f.counter("burstscope_roce_resent_packets_total",
+              "RoCEv2 packets whose PSN was not after the highest seen on their queue pair (go-back-N)", D,
+              n(c->roce_resent));
+    f.counter("burstscope_roce_messages_total", "RoCEv2 messages begun (SEND/WRITE first or only, READ request)", D,
+              n(c->roce_messages));
+    f.counter("burstscope_roce_message_bytes_total", "payload bytes of RoCEv2 SEND and WRITE packets not resent", D,
+              n(c->roce_message_bytes));
+  }
+  for (int p = 0; p < kPausePriorities; ++p) {
+    const PauseCounts& c = e.pause[p];
+    if (c.frames == 0) continue;
+    const LabelVec P = with(L, {{"priority", p == 8 ? std::string("all") : absl::StrCat(p)}});
+    f.counter("burstscope_pfc_frames_total", "PFC frames naming the priority (all: 802.3x PAUSE frames)", P,
+              static_cast<double>(c.frames));
+    f.counter("burstscope_pfc_pause_quanta_total", "pause quanta asked for the priority (512 bit times each)", P,
+              static_cast<double>(c.quanta));
+    f.counter("burstscope_pfc_paused_seconds_total",
+              "time the priority stood paused at the link's speed (its rate is the paused fraction)", P,
+              static_cast<double>(c.paused_ns) * 1e-9);
+  }
+  f.counter("burstscope_congesting_microbursts_total",
+            "port-stream microbursts with congestion evidence inside or within evidence.after after them", L,
+            static_cast<double>(e.congesting));
+  f.histogram("burstscope_congesting_microburst_size_bytes", "bytes carried by each congesting microburst", L,
+              e.congesting_sizes_bytes);
+}
+
+}  // namespace
+
 std::vector<MetricFamily> LiveMetrics::Collect() const {
   std::vector<std::shared_ptr<const PortView>> views;
   {
@@ -456,6 +518,8 @@ std::vector<MetricFamily> LiveMetrics::Collect() const {
                     *st->microburst_volumes_bytes);
       }
     }
+
+    if (r.evidence) addEvidence(f, L, *r.evidence);
 
     // Accounting (docs/SPEC.md "Accounting"): received = analysed + dropped at the ring; the NIC's own drops before.
     f.counter("burstscope_capture_received_packets_total", "frames taken from the capture device", L,

@@ -1,0 +1,55 @@
+#include <benchmark/benchmark.h>
+
+#include "bench/bench_common.h"
+#include "burstscope/decode.h"
+#include "burstscope/evidence.h"
+#include "burstscope/window.h"
+
+namespace burstscope {
+namespace {
+
+// Decode + engine, as a port's worker and RX core share them: the real trace's frames decoded into batches of
+// 256 records and fed to the engine with live defaults, with (1) and without (0) the congestion-evidence
+// aggregator. The difference is the evidence's per-packet cost (issue 21 asks for at most 10%).
+void BM_Evidence_DecodeEngine(benchmark::State& state) {
+  static const bench::RawFrames frames = bench::loadBundledTrace();
+  EngineConfig cfg;
+  cfg.report_interval_ns = 1'000'000'000;
+  Engine engine(cfg);
+  if (state.range(0)) {
+    auto e = std::make_unique<EvidenceAggregator>(EvidenceConfig{}, cfg, true);
+    engine.subscribe(e.get());
+    engine.addAggregator(std::move(e));
+  }
+  Decoder d;
+  std::vector<PacketRecord> batch(256);
+  int64_t shift = 0;
+  int64_t last = 0;
+  uint32_t seq_shift = 0;  // each pass of the trace continues its connections: no pass repeats a sequence range
+  size_t i = 0;
+  for (auto _ : state) {
+    for (PacketRecord& r : batch) {
+      d.decode(frames.data[i], frames.wire_len[i], &r);
+      r.ts_ns = frames.ts[i] + shift;
+      if (r.l4Kind() == L4Kind::kTcp) {
+        r.seq += seq_shift;
+        r.ack += r.ack ? seq_shift : 0;
+      }
+      last = r.ts_ns;
+      if (++i == frames.data.size()) {
+        i = 0;
+        shift = last - frames.ts[0] + 1'000'000;
+        seq_shift += 1u << 28;
+      }
+    }
+    engine.add(batch);
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * 256);
+  state.SetLabel(state.range(0) ? "decode + engine + evidence" : "decode + engine");
+}
+BENCHMARK(BM_Evidence_DecodeEngine)->ArgName("evidence")->Arg(0)->Arg(1);
+
+}  // namespace
+}  // namespace burstscope
+
+BENCHMARK_MAIN();

@@ -1,0 +1,371 @@
+// Congestion evidence against truth written here: TCP segments whose classification follows from Wireshark's
+// rules (docs/evidence.md), RoCEv2 queue pairs with a go-back-N, NAKs and CNPs, PFC pauses with known paused
+// time, and microbursts with and without evidence after them, through the real engine and decoder.
+#include "burstscope/evidence.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <vector>
+
+#include "burstscope/decode.h"
+#include "burstscope/window.h"
+#include "tests/common/frames.h"
+
+namespace burstscope {
+namespace {
+
+constexpr int64_t kT0 = 1'795'294'232'000'000'000;
+constexpr int64_t kUs = 1000;
+constexpr int64_t kMs = 1'000'000;
+
+FlowKey tcpKey(bool forward) {
+  FlowKey k;
+  k.family = 4;
+  k.proto = 6;
+  k.src = {10, 0, 0, static_cast<uint8_t>(forward ? 1 : 2)};
+  k.dst = {10, 0, 0, static_cast<uint8_t>(forward ? 2 : 1)};
+  k.src_port = forward ? 40000 : 5201;
+  k.dst_port = forward ? 5201 : 40000;
+  return k;
+}
+
+PacketRecord segment(int64_t t, bool forward, uint32_t seq, uint16_t len, uint32_t ack, uint8_t flags = kTcpAck) {
+  PacketRecord r;
+  r.ts_ns = t;
+  r.wire_len = 54u + len;
+  r.key = tcpKey(forward);
+  r.l4 = static_cast<uint8_t>(L4Kind::kTcp);
+  r.op = flags;
+  r.len = len;
+  r.seq = seq;
+  r.ack = ack;
+  return r;
+}
+
+struct Outcome {
+  EngineResult result;
+  const EvidenceReport& e() const { return *result.evidence; }
+};
+
+Outcome runEngine(const std::vector<PacketRecord>& records, EvidenceConfig ec = {}, EngineConfig cfg = {}) {
+  Engine engine(cfg);
+  auto agg = std::make_unique<EvidenceAggregator>(ec, cfg, false);
+  engine.subscribe(agg.get());
+  engine.addAggregator(std::move(agg));
+  engine.add(records);
+  engine.finish();
+  Outcome r;
+  r.result = engine.result();
+  return r;
+}
+
+TEST(TcpEvidence, InOrderTransferHasNoRetransmissions) {
+  std::vector<PacketRecord> v;
+  uint32_t seq = 1000;
+  for (int i = 0; i < 50; ++i) {
+    v.push_back(segment(kT0 + i * 10 * kUs, true, seq, 1448, 1));
+    seq += 1448;
+    v.push_back(segment(kT0 + i * 10 * kUs + 5 * kUs, false, 1, 0, seq));
+  }
+  Outcome r = runEngine(v);
+  EXPECT_EQ(r.e().totals.tcp_data_segments, 50u);
+  EXPECT_EQ(r.e().totals.tcp_retransmissions, 0u);
+  EXPECT_EQ(r.e().totals.tcp_out_of_order, 0u);
+}
+
+TEST(TcpEvidence, ASegmentSentAgainLaterIsARetransmissionAndAHoleFilledSoonIsOutOfOrder) {
+  std::vector<PacketRecord> v;
+  // 1000..2448 and 3896.. arrive; 2448 (the hole) arrives 100 us later: out of order (3 ms threshold).
+  v.push_back(segment(kT0, true, 1000, 1448, 1));
+  v.push_back(segment(kT0 + 10 * kUs, true, 3896, 1448, 1));
+  v.push_back(segment(kT0 + 110 * kUs, true, 2448, 1448, 1));
+  // 10 ms later 1000 again, without duplicate ACKs: a retransmission (too late for out-of-order).
+  v.push_back(segment(kT0 + 10 * kMs, true, 1000, 1448, 1));
+  Outcome r = runEngine(v);
+  EXPECT_EQ(r.e().totals.tcp_out_of_order, 1u);
+  EXPECT_EQ(r.e().totals.tcp_retransmissions, 1u);
+}
+
+TEST(TcpEvidence, ThreeDuplicateAcksMakeTheNextSegmentAtTheirNumberAFastRetransmission) {
+  std::vector<PacketRecord> v;
+  v.push_back(segment(kT0, true, 1000, 1000, 1));
+  v.push_back(segment(kT0 + 1 * kUs, true, 2000, 1000, 1));  // lost past the mirror
+  v.push_back(segment(kT0 + 2 * kUs, true, 3000, 1000, 1));
+  v.push_back(segment(kT0 + 3 * kUs, true, 4000, 1000, 1));
+  v.push_back(segment(kT0 + 10 * kUs, false, 1, 0, 2000));  // ACK, then duplicates of it
+  v.push_back(segment(kT0 + 11 * kUs, false, 1, 0, 2000));
+  v.push_back(segment(kT0 + 12 * kUs, false, 1, 0, 2000));
+  v.push_back(segment(kT0 + 13 * kUs, false, 1, 0, 2000));
+  // Within the out-of-order window, but fast retransmission comes first in Wireshark's order.
+  v.push_back(segment(kT0 + 20 * kUs, true, 2000, 1000, 1));
+  Outcome r = runEngine(v);
+  EXPECT_EQ(r.e().totals.tcp_retransmissions, 1u);
+  EXPECT_EQ(r.e().totals.tcp_out_of_order, 0u);
+}
+
+TEST(TcpEvidence, DataTheOtherSideHadAcknowledgedIsASpuriousRetransmissionEvenWithinTheWindow) {
+  std::vector<PacketRecord> v;
+  v.push_back(segment(kT0, true, 1000, 1000, 1));
+  v.push_back(segment(kT0 + 1 * kUs, true, 2000, 1000, 1));
+  v.push_back(segment(kT0 + 5 * kUs, false, 1, 100, 3000));  // data the other way carries the ACK
+  v.push_back(segment(kT0 + 9 * kUs, true, 1000, 1000, 1));
+  Outcome r = runEngine(v);
+  EXPECT_EQ(r.e().totals.tcp_retransmissions, 1u);
+  EXPECT_EQ(r.e().totals.tcp_out_of_order, 0u);
+}
+
+TEST(TcpEvidence, AKeepAliveIsNotARetransmission) {
+  std::vector<PacketRecord> v;
+  v.push_back(segment(kT0, true, 1000, 1000, 1));
+  v.push_back(segment(kT0 + 5 * 1000 * kMs, true, 1999, 1, 1));
+  Outcome r = runEngine(v);
+  EXPECT_EQ(r.e().totals.tcp_retransmissions, 0u);
+}
+
+TEST(TcpEvidence, TheHandshakeRttIsTheOutOfOrderThreshold) {
+  std::vector<PacketRecord> v;
+  v.push_back(segment(kT0, true, 999, 0, 0, kTcpSyn));
+  v.push_back(segment(kT0 + 20 * kUs, false, 0, 0, 1000, kTcpSyn | kTcpAck));
+  v.push_back(segment(kT0 + 50 * kUs, true, 1000, 0, 1));  // first RTT 50 us
+  v.push_back(segment(kT0 + 60 * kUs, true, 1000, 1000, 1));
+  v.push_back(segment(kT0 + 61 * kUs, true, 3000, 1000, 1));
+  v.push_back(segment(kT0 + 300 * kUs, true, 2000, 1000, 1));  // 239 us after: beyond 50 us, a retransmission
+  Outcome r = runEngine(v);
+  EXPECT_EQ(r.e().totals.tcp_retransmissions, 1u);
+  EXPECT_EQ(r.e().totals.tcp_out_of_order, 0u);
+}
+
+PacketRecord roce(int64_t t, uint8_t opcode, uint32_t qp, uint32_t psn, uint16_t len, uint8_t syndrome = 0,
+                  int src = 1, int dst = 2) {
+  PacketRecord r;
+  r.ts_ns = t;
+  r.wire_len = 78u + len;
+  r.key.family = 4;
+  r.key.proto = 17;
+  r.key.src = {10, 0, 0, static_cast<uint8_t>(src)};
+  r.key.dst = {10, 0, 0, static_cast<uint8_t>(dst)};
+  r.key.kind = static_cast<uint8_t>(FlowKind::kRoceQp);
+  r.key.src_port = static_cast<uint16_t>(qp >> 16);
+  r.key.dst_port = static_cast<uint16_t>(qp & 0xFFFF);
+  r.l4 = static_cast<uint8_t>(L4Kind::kRoce) | (2 << 2);  // ECT(0)
+  r.op = opcode;
+  r.len = len;
+  r.seq = (psn & 0xFFFFFF) | uint32_t{syndrome} << 24;
+  return r;
+}
+
+TEST(RoceEvidence, GoBackNNaksCnpsAndMessages) {
+  std::vector<PacketRecord> v;
+  int64_t t = kT0;
+  // A 4-packet WRITE (first, middle, middle, last) from PSN 0xFFFFFE: wraps at 2^24.
+  const uint8_t ops[] = {0x06, 0x07, 0x07, 0x08};
+  for (int i = 0; i < 4; ++i) v.push_back(roce(t += kUs, ops[i], 0x0000c1, 0xFFFFFE + i, 1024));
+  // The receiver NAKs PSN 0 (sequence error), the sender goes back: PSNs 0 and 1 again.
+  v.push_back(roce(t += kUs, 0x11, 0x0000a7, 0, 0, 0x60, 2, 1));
+  v.push_back(roce(t += kUs, 0x07, 0x0000c1, 0, 1024));
+  v.push_back(roce(t += kUs, 0x08, 0x0000c1, 1, 1024));
+  // A CNP toward the sender's QP, an RNR NAK, an ACK, another NAK code, a one-packet SEND.
+  v.push_back(roce(t += kUs, 0x81, 0x0000a7, 0, 0, 0, 2, 1));
+  v.push_back(roce(t += kUs, 0x11, 0x0000a7, 2, 0, 0x20 | 3, 2, 1));
+  v.push_back(roce(t += kUs, 0x11, 0x0000a7, 3, 0, 0x1F, 2, 1));
+  v.push_back(roce(t += kUs, 0x11, 0x0000a7, 4, 0, 0x60 | 2, 2, 1));
+  v.push_back(roce(t += kUs, 0x04, 0x0000c1, 2, 300));
+  Outcome r = runEngine(v);
+  const EvidenceCounts& c = r.e().totals;
+  EXPECT_EQ(c.roce_packets, v.size());
+  EXPECT_EQ(c.roce_resent, 2u);
+  EXPECT_EQ(c.nak_psn_sequence_error, 1u);
+  EXPECT_EQ(c.nak_rnr, 1u);
+  EXPECT_EQ(c.nak_other, 1u);
+  EXPECT_EQ(c.cnp, 1u);
+  EXPECT_EQ(c.roce_messages, 2u);                // the WRITE and the SEND
+  EXPECT_EQ(c.roce_message_bytes, 4u * 1024 + 300);  // resent packets not counted twice
+  EXPECT_EQ(c.ect, v.size());
+  ASSERT_EQ(r.e().cnp_targets.size(), 1u);
+  EXPECT_EQ(r.e().cnp_targets[0].key.qp(), 0x0000a7u);
+  EXPECT_EQ(addressToString(r.e().cnp_targets[0].key, false), "10.0.0.1");
+  EXPECT_EQ(r.e().cnp_targets[0].cnp, 1u);
+}
+
+PacketRecord pfc(int64_t t, uint8_t enable, std::initializer_list<uint16_t> quanta) {
+  PacketRecord r;
+  r.ts_ns = t;
+  r.wire_len = 60;
+  r.l4 = static_cast<uint8_t>(L4Kind::kMacControl);
+  r.op = kMacPfc;
+  r.seq = enable;
+  int p = 0;
+  for (uint16_t q : quanta) {
+    std::memcpy(r.key.src.data() + 2 * p, &q, 2);
+    ++p;
+  }
+  return r;
+}
+
+TEST(PauseEvidence, PausedTimeFollowsQuantaAtLinkSpeedAndResumes) {
+  EngineConfig cfg;
+  cfg.link_capacity_bps = 100e9;  // a quantum is 512 bit times: 5.12 ns
+  std::vector<PacketRecord> v;
+  v.push_back(pfc(kT0, 0x08, {0, 0, 0, 10000}));                  // prio 3 paused 51.2 us
+  v.push_back(pfc(kT0 + 20 * kUs, 0x08, {0, 0, 0, 10000}));       // refreshed: until 71.2 us
+  v.push_back(pfc(kT0 + 30 * kUs, 0x09, {65535, 0, 0, 0}));       // prio 3 resumes at 30 us; prio 0 paused
+  PacketRecord pause;
+  pause.ts_ns = kT0 + 40 * kUs;
+  pause.wire_len = 60;
+  pause.l4 = static_cast<uint8_t>(L4Kind::kMacControl);
+  pause.op = kMacPause;
+  pause.len = 100;  // 512 ns
+  v.push_back(pause);
+  v.push_back(segment(kT0 + 1 * kMs, true, 1, 100, 1));  // the trace runs on to 1 ms
+  Outcome r = runEngine(v, {}, cfg);
+  const auto& p = r.e().pause;
+  EXPECT_EQ(p[3].frames, 3u);
+  EXPECT_EQ(p[3].quanta, 20000u);
+  EXPECT_EQ(p[3].paused_ns, 30 * kUs);
+  EXPECT_EQ(p[0].frames, 1u);
+  EXPECT_EQ(p[0].paused_ns, static_cast<int64_t>(65535 * 5.12));
+  EXPECT_EQ(p[8].frames, 1u);
+  EXPECT_EQ(p[8].paused_ns, 512);
+  EXPECT_EQ(r.e().totals.pause_frames, 4u);
+}
+
+// A burst at 10 Gb/s of 60 x 1500 B in 72 us (a microburst at 50% of capacity), with a CE packet at `ce_at`.
+std::vector<PacketRecord> burstWithCe(int64_t ce_at) {
+  std::vector<PacketRecord> v;
+  for (int i = 0; i < 60; ++i) {
+    PacketRecord r = segment(kT0 + i * 1200, true, 1000 + 1446u * static_cast<uint32_t>(i), 1446, 1);
+    r.wire_len = 1500;
+    v.push_back(r);
+  }
+  PacketRecord ce = segment(kT0 + ce_at, false, 1, 0, 2000);
+  ce.l4 |= 3 << 2;
+  v.push_back(ce);
+  v.push_back(segment(kT0 + 50 * kMs, false, 1, 0, 3000));
+  return v;
+}
+
+TEST(CongestingBursts, EvidenceInsideOrWithinAfterMakesABurstCongesting) {
+  EngineConfig cfg;
+  cfg.link_capacity_bps = 10e9;
+  Outcome near = runEngine(burstWithCe(600 * kUs), {}, cfg);  // 0.55 ms after the burst: within 1 ms
+  ASSERT_EQ(near.result.port.microbursts->count, 1u);
+  EXPECT_EQ(near.e().microbursts, 1u);
+  EXPECT_EQ(near.e().congesting, 1u);
+  ASSERT_EQ(near.e().bursts.size(), 1u);
+  EXPECT_EQ(near.e().bursts[0].evidence.n[kSignalCe], 1u);
+  EXPECT_EQ(near.e().congesting_sizes_bytes.count, 1u);
+  ASSERT_EQ(near.e().bins.size(), 1u);
+  EXPECT_EQ(near.e().bins[0].start_ns, kT0 + 600 * kUs);
+
+  Outcome far = runEngine(burstWithCe(5 * kMs), {}, cfg);  // 4.9 ms after: not this burst's
+  EXPECT_EQ(far.e().microbursts, 1u);
+  EXPECT_EQ(far.e().congesting, 0u);
+  EvidenceConfig wide;
+  wide.after_ns = 10 * kMs;
+  EXPECT_EQ(runEngine(burstWithCe(5 * kMs), wide, cfg).e().congesting, 1u);
+}
+
+TEST(CongestingBursts, LiveIntervalsCountWhatTheWholeRunCounts) {
+  EngineConfig cfg;
+  cfg.link_capacity_bps = 10e9;
+  cfg.report_interval_ns = 1'000'000'000;
+  cfg.baseline_ns = 10'000'000'000;
+  std::vector<PacketRecord> v;
+  for (int k = 0; k < 5; ++k) {
+    for (PacketRecord r : burstWithCe(k % 2 ? 600 * kUs : 5 * kMs)) {
+      r.ts_ns += k * 300 * kMs;
+      r.seq += static_cast<uint32_t>(k) * 100000;
+      r.ack += static_cast<uint32_t>(k) * 100000;
+      v.push_back(r);
+    }
+  }
+  Engine engine(cfg);
+  auto agg = std::make_unique<EvidenceAggregator>(EvidenceConfig{}, cfg, true);
+  engine.subscribe(agg.get());
+  engine.addAggregator(std::move(agg));
+  uint64_t congesting = 0, bursts = 0;
+  std::shared_ptr<const EvidenceReport> last;
+  engine.setIntervalSink([&](const IntervalReport& r) {
+    ASSERT_TRUE(r.evidence);
+    congesting += r.evidence->interval_congesting;
+    bursts += r.evidence->interval_microbursts;
+    last = r.evidence;
+  });
+  engine.add(v);
+  engine.finish();
+  EXPECT_EQ(bursts, 5u);
+  EXPECT_EQ(congesting, 2u);
+  EXPECT_EQ(last->congesting, 2u);
+  EXPECT_EQ(last->totals.ce, 5u);
+}
+
+TEST(DecodeEvidence, TcpRoceAndPfcFieldsComeOffTheWire) {
+  using testing::FrameBuilder;
+  using testing::ip4;
+  Decoder d;
+  PacketRecord r;
+  FrameBuilder t;
+  t.eth(0x0800).ipv4(ip4(10, 0, 0, 1), ip4(10, 0, 0, 2), 6, 20 + 100).tcp(1, 2, 0xDEADBEEF, 77, 0x18 | 0x40).payload(100);
+  t.bytes[15] = 0x03;  // TOS: ECN CE
+  ASSERT_EQ(d.decode(t.bytes, static_cast<uint32_t>(t.bytes.size()), &r), DecodeError::kNone);
+  EXPECT_EQ(r.l4Kind(), L4Kind::kTcp);
+  EXPECT_EQ(r.ecn(), 3);
+  EXPECT_EQ(r.op, 0x58);
+  EXPECT_EQ(r.len, 100);
+  EXPECT_EQ(r.seq, 0xDEADBEEFu);
+  EXPECT_EQ(r.ack, 77u);
+
+  FrameBuilder v6;  // RoCEv2 over IPv6: an RDMA WRITE first with RETH, payload 256, pad 0, ICRC
+  v6.eth(0x86DD).ipv6(1, 2, 17, 8 + 12 + 16 + 256 + 4).ports(50000, 4791, 8 + 12 + 16 + 256 + 4);
+  v6.u8(0x06).u8(0).u16(0xFFFF).u32(0x00ABCDEF).u32(0x80000123).zeros(16).payload(256 + 4);
+  v6.bytes[15] = 0x10;  // traffic class 0x01: ECT(1)
+  ASSERT_EQ(d.decode(v6.bytes, static_cast<uint32_t>(v6.bytes.size()), &r), DecodeError::kNone);
+  EXPECT_EQ(r.l4Kind(), L4Kind::kRoce);
+  EXPECT_EQ(r.ecn(), 1);
+  EXPECT_EQ(r.op, 0x06);
+  EXPECT_EQ(r.key.qp(), 0xABCDEFu);
+  EXPECT_EQ(static_cast<FlowKind>(r.key.kind), FlowKind::kRoceQp);
+  EXPECT_EQ(r.psn(), 0x123u);
+  EXPECT_EQ(r.len, 256);
+  EXPECT_EQ(flowToString(r.key), "fd00::1 > fd00::2 qp 0xabcdef rocev2");
+  // The same with the UDP source port changed is the same flow: the QP, not the 5-tuple.
+  PacketRecord again;
+  v6.bytes[54] = 0x11;
+  ASSERT_EQ(d.decode(v6.bytes, static_cast<uint32_t>(v6.bytes.size()), &again), DecodeError::kNone);
+  EXPECT_EQ(again.key, r.key);
+
+  FrameBuilder nak;  // an ACK opcode with a NAK syndrome
+  nak.eth(0x0800).ipv4(ip4(10, 0, 0, 2), ip4(10, 0, 0, 1), 17, 8 + 12 + 4 + 4).ports(1, 4791, 8 + 12 + 4 + 4);
+  nak.u8(0x11).u8(0).u16(0xFFFF).u32(0x000007).u32(0x000042).u32(0x60000005).zeros(4);
+  ASSERT_EQ(d.decode(nak.bytes, static_cast<uint32_t>(nak.bytes.size()), &r), DecodeError::kNone);
+  EXPECT_EQ(r.syndrome(), 0x60);
+  EXPECT_EQ(r.psn(), 0x42u);
+  EXPECT_EQ(r.len, 0);
+  nak.bytes.resize(nak.bytes.size() - 6);  // the AETH cut off
+  EXPECT_EQ(d.decode(nak.bytes, 80, &r), DecodeError::kTruncatedRoceExtension);
+
+  FrameBuilder f;  // PFC: priorities 0 and 7
+  f.eth(0x8808).u16(0x0101).u16(0x0081).u16(300).zeros(12).u16(65535).zeros(26);
+  ASSERT_EQ(d.decode(f.bytes, static_cast<uint32_t>(f.bytes.size()), &r), DecodeError::kNone);
+  EXPECT_EQ(r.l4Kind(), L4Kind::kMacControl);
+  EXPECT_EQ(r.op, kMacPfc);
+  EXPECT_EQ(r.seq, 0x81u);
+  EXPECT_EQ(r.pfcQuanta(0), 300);
+  EXPECT_EQ(r.pfcQuanta(7), 65535);
+  EXPECT_EQ(r.key.family, 0);
+
+  // An ERSPAN-wrapped frame's ECN and transport are the inner frame's, not the outer header's.
+  FrameBuilder outer;
+  outer.eth(0x0800).ipv4(ip4(192, 168, 0, 1), ip4(192, 168, 0, 2), 47, 0).gre(0x1000, 0x88BE, 1).erspan2(3);
+  outer.bytes[15] = 0x03;  // outer CE
+  const size_t inner_at = outer.bytes.size();
+  outer.bytes.insert(outer.bytes.end(), t.bytes.begin(), t.bytes.end());
+  outer.bytes[inner_at + 15] = 0x02;  // inner ECT(0)
+  ASSERT_EQ(d.decode(outer.bytes, static_cast<uint32_t>(outer.bytes.size()), &r), DecodeError::kNone);
+  EXPECT_EQ(r.ecn(), 2);
+  EXPECT_EQ(r.seq, 0xDEADBEEFu);
+}
+
+}  // namespace
+}  // namespace burstscope

@@ -216,7 +216,6 @@ struct EvidenceAggregator::Impl {
       : cfg(c), bin_ns(e.base_bin_ns), capacity_bps(e.link_capacity_bps), flow_cap(e.flow_table_capacity),
         pair_cap(e.pair_table_capacity), intervals(iv) {
     sizes = Histogram({1e3, 4e3, 16e3, 64e3, 256e3, 1e6, 4e6, 16e6, 64e6, 256e6});  // as the burst sizes
-    tcp.reserve(flow_cap);
     pause_from.fill(0);
     pause_until.fill(INT64_MIN);
   }
@@ -232,7 +231,9 @@ struct EvidenceAggregator::Impl {
   std::array<bool, kDirectionCount> dir_seen{};
   EvidenceCounts at_last_close;
   absl::flat_hash_map<FlowKey, EvidenceCounts, KeyHash> pairs, flows;  // events only
-  // Reserved to capacity, so that entries never move: the slot cache below holds pointers into it.
+  // Grows as connections come (reserving the capacity up front cost its memory at once, and transparent huge
+  // pages made the resident size creep); the slot cache below holds pointers into it and is cleared whenever
+  // it grows.
   absl::flat_hash_map<FlowKey, TcpConn, KeyHash> tcp;
   absl::flat_hash_map<FlowKey, QpState, KeyHash> qps;
   absl::flat_hash_map<FlowKey, uint64_t, KeyHash> cnp_targets;
@@ -389,7 +390,9 @@ struct EvidenceAggregator::Impl {
           if (r.len > 0) ++c.tcp_untracked_segments;
           return;
         }
+        const size_t buckets = tcp.bucket_count();
         it = tcp.emplace(k, TcpConn{}).first;
+        if (tcp.bucket_count() != buckets) tcp_slots.fill(TcpSlot{});  // entries moved
       }
       slot.key = k;
       slot.conn = &it->second;

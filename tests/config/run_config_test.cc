@@ -97,6 +97,17 @@ TEST(RunConfigTest, EmptyFileGivesDefaults) {
   EXPECT_EQ(c->dpdk.timestamps, TimestampMode::kAuto);
 }
 
+TEST(RunConfigTest, EvidenceSection) {
+  auto c = parseRunConfig("evidence:\n  enabled: false\n  after: 250us\n", "e.yaml");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_FALSE(c->live.pipeline.evidence.enabled);
+  EXPECT_EQ(c->live.pipeline.evidence.after_ns, 250'000);
+  auto d = parseRunConfig("", "e.yaml");
+  ASSERT_TRUE(d.ok());
+  EXPECT_TRUE(d->live.pipeline.evidence.enabled);
+  EXPECT_EQ(d->live.pipeline.evidence.after_ns, 1'000'000);
+}
+
 std::string errorOf(const std::string& yaml) {
   auto c = parseRunConfig(yaml, "f.yaml");
   return c.ok() ? "(ok)" : std::string(c.status().message());
@@ -122,6 +133,8 @@ TEST(RunConfigTest, ErrorsNameTheKeyAndLine) {
   EXPECT_NE(errorOf("capture: pcap\n").find("f.yaml:1: capture: 'pcap' is not dpdk or af_xdp"), std::string::npos);
   EXPECT_NE(errorOf("dpdk: [1, 2\n").find("f.yaml:"), std::string::npos);  // not YAML at all
   EXPECT_NE(errorOf("dpdk:\n  burst: 0\n").find("dpdk.burst: 0 is not in 1..512"), std::string::npos);
+  EXPECT_NE(errorOf("evidence:\n  aftr: 1ms\n").find("f.yaml:2: evidence.aftr: unknown key"), std::string::npos);
+  EXPECT_NE(errorOf("evidence:\n  after: soon\n").find("evidence.after: 'soon' is not a duration"), std::string::npos);
 }
 
 // Every word a setting takes is accepted in the file (any case), from the one list the flags use too.

@@ -107,6 +107,9 @@ check "trace: long frames were cut to the snap length in the kernel" test "$(jso
 check "trace: per-flow bytes equal analyze's" test "$(json "$TMP/trace.json" \
   "sorted((f['key'], f['packets'], f['bytes']) for f in d['ports'][0]['flows']['top'])")" = \
   "$(json "$TMP/pad-analyze.json" "sorted((f['key'], f['packets'], f['bytes']) for f in d['flows']['top'])")"
+check "trace: TCP evidence equals analyze's (data segments; retransmitted + out-of-order, whose split depends on pace)" \
+  test "$(json "$TMP/trace.json" "(lambda t: (t['tcp_data_segments'], t['tcp_retransmissions'] + t['tcp_out_of_order']))(d['ports'][0]['evidence']['totals'])")" = \
+  "$(json "$TMP/pad-analyze.json" "(lambda t: (t['tcp_data_segments'], t['tcp_retransmissions'] + t['tcp_out_of_order']))(d['evidence']['totals'])")"
 check "trace: per-pair bytes equal analyze's" test "$(json "$TMP/trace.json" \
   "sorted((f['key'], f['bytes']) for f in d['ports'][0]['pairs']['top'])")" = \
   "$(json "$TMP/pad-analyze.json" "sorted((f['key'], f['bytes']) for f in d['pairs']['top'])")"

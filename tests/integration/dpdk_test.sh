@@ -53,6 +53,16 @@ bad = [k for k in keys if run.get(k) != ana.get(k)]
 print("differ:", bad)
 sys.exit(1 if bad else 0)
 EOF
+check "replay: congestion evidence equals analyze's (totals, directions, pairs, flows, congesting bursts)" \
+  python3 - "$TMP/replay.json" "$TMP/pad-analyze.json" <<'EOF'
+import json, sys
+run = json.load(open(sys.argv[1]))["ports"][0]["evidence"]
+ana = json.load(open(sys.argv[2]))["evidence"]
+bad = [k for k in ("after_ns", "totals", "directions", "pairs", "flows", "cnp_targets") if run.get(k) != ana.get(k)]
+bad += [k for k in ("count", "congesting") if run["microbursts"][k] != ana["microbursts"][k]]
+print("differ:", bad, "totals", ana["totals"])
+sys.exit(1 if bad or ana["totals"]["tcp_out_of_order"] == 0 else 0)
+EOF
 check "replay: ledger balanced, device ipackets = received" test "$(json "$TMP/replay.json" \
   "(lambda p: p['ledger']['balanced'] and p['device']['received'] == p['ledger']['received'] == p['packets'])(d['ports'][0])")" = True
 check "replay: timestamp source is the file's" test "$(json "$TMP/replay.json" "d['timestamps']['source']")" = pcap_file

@@ -105,6 +105,8 @@ struct EvidenceReport {
   std::vector<KeyedEvidence> pairs;  // the engine's top pairs, in its order (interval: report_top_k of them)
   std::vector<KeyedEvidence> flows;  // the engine's top flows, likewise
   std::vector<CnpTarget> cnp_targets;  // heaviest 10
+  // Every host pair with an event (at most 4096, most events first): what the training section sums per job.
+  std::vector<KeyedEvidence> event_pairs;
   std::array<PauseCounts, kPausePriorities> pause{};
   uint64_t microbursts = 0;  // port-stream microbursts annotated so far
   uint64_t congesting = 0;   // of them with evidence

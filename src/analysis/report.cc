@@ -253,6 +253,16 @@ Json evidenceJson(const EvidenceReport& e) {
   return j;
 }
 
+// The evidence between a job's hosts: its pairs' events summed.
+EvidenceCounts jobEvidence(const JobReport& job, const EvidenceReport& e) {
+  EvidenceCounts sum;
+  auto in = [&](const std::string& h) { return std::binary_search(job.hosts.begin(), job.hosts.end(), h); };
+  for (const KeyedEvidence& k : e.event_pairs) {
+    if (in(addressToString(k.key, true)) && in(addressToString(k.key, false))) sum.merge(k.counts);
+  }
+  return sum;
+}
+
 // "812 CE, 31 CNP, 1 NAK, ...": the events that are there, or "none".
 std::string eventsText(const SignalCounts& s) {
   static const char* const kShort[kSignalCount] = {"CE", "CNP", "NAK", "resent", "TCP retx", "pause"};
@@ -314,6 +324,16 @@ std::string evidenceText(const EvidenceReport& e, const EngineConfig& cfg) {
                                           k.counts.roce_resent));
   }
   (void)cfg;
+  return out;
+}
+
+std::string jobEvidenceText(const TrainingReport& t, const EvidenceReport& e) {
+  std::string out;
+  for (const JobReport& j : t.jobs) {
+    const EvidenceCounts c = jobEvidence(j, e);
+    absl::StrAppend(&out, absl::StrFormat("    job %-28s %d CE, %d TCP retx, %d CNP, %d NAK, %d resent\n", j.name, c.ce,
+                                          c.tcp_retransmissions, c.cnp, c.naks(), c.roce_resent));
+  }
   return out;
 }
 
@@ -439,7 +459,14 @@ Json reportJson(const PortResult& r, const SourceStats& source, const ReportCont
   j["pairs"] = heavyJson(r.engine.pairs, port.bytes, false);
   j["flows"] = heavyJson(r.engine.flows, port.bytes, true);
   if (r.training) j["training"] = trainingJson(*r.training, r.engine_config);
-  if (r.engine.evidence) j["evidence"] = evidenceJson(*r.engine.evidence);
+  if (r.engine.evidence) {
+    j["evidence"] = evidenceJson(*r.engine.evidence);
+    if (r.training && j["training"].contains("jobs")) {
+      for (size_t i = 0; i < r.training->jobs.size() && i < j["training"]["jobs"].size(); ++i) {
+        j["training"]["jobs"][i]["evidence"] = countsJson(jobEvidence(r.training->jobs[i], *r.engine.evidence));
+      }
+    }
+  }
   j["non_ip_packets"] = r.engine.non_ip_packets;
   j["decode"] = decodeJson(r.decode);
   j["timestamps"] = Json{{"reordered", r.reordered},
@@ -672,7 +699,10 @@ std::string reportText(const PortResult& r, const SourceStats& source, const Rep
   appendHeavy(out, "Top host pairs", r.engine.pairs, port.bytes, false);
   appendHeavy(out, "Top flows", r.engine.flows, port.bytes, true);
   if (r.training) absl::StrAppend(&out, trainingText(*r.training, cfg));
-  if (r.engine.evidence) absl::StrAppend(&out, evidenceText(*r.engine.evidence, cfg));
+  if (r.engine.evidence) {
+    absl::StrAppend(&out, evidenceText(*r.engine.evidence, cfg));
+    if (r.training) absl::StrAppend(&out, jobEvidenceText(*r.training, *r.engine.evidence));
+  }
   absl::StrAppend(&out, "\nDecoding: ", r.decode.errors[0], " complete, ", r.decode.errorTotal(), " malformed, ",
                   r.decode.non_ip, " non-IP, ", r.decode.encapsulated, " mirror-encapsulated\n");
   for (int i = 1; i < kDecodeErrorCount; ++i) {

@@ -501,6 +501,14 @@ struct EvidenceAggregator::Impl {
       return a.cnp != b.cnp ? a.cnp > b.cnp : std::memcmp(&a.key, &b.key, sizeof(FlowKey)) < 0;
     });
     if (r->cnp_targets.size() > 10) r->cnp_targets.resize(10);
+    for (const auto& [k, c] : pairs) {
+      if (c.events() > 0) r->event_pairs.push_back({k, c});
+    }
+    std::sort(r->event_pairs.begin(), r->event_pairs.end(), [](const KeyedEvidence& a, const KeyedEvidence& b) {
+      return a.counts.events() != b.counts.events() ? a.counts.events() > b.counts.events()
+                                                    : std::memcmp(&a.key, &b.key, sizeof(FlowKey)) < 0;
+    });
+    if (r->event_pairs.size() > 4096) r->event_pairs.resize(4096);
     r->pause = pause;
     r->microbursts = microbursts;
     r->congesting = congesting;

@@ -81,7 +81,8 @@ def overview():
     scale = query_var("scale", 'label_values(burstscope_envelope_bytes{sensor=~"$sensor"}, scale)', multi=False)
     b = Board("burstscope-overview", "burstscope / overview",
               "Bursts of ML-training traffic on mirrored links: rates, peak-to-mean per time scale, the envelope "
-              "curve, utilisation of aligned windows, microbursts and virtual backlog.", [scale])
+              "curve, utilisation of aligned windows, microbursts and virtual backlog, and the congestion evidence "
+              "(ECN, TCP retransmissions, RoCEv2 CNPs, NAKs and resends, PFC pauses) next to the bursts.", [scale])
     b.row("Rates")
     b.panel("timeseries", "Throughput per report interval", "Bps",
             [q(f'burstscope_interval_throughput_bytes_per_second{{{SEL}}}', "{{sensor}} {{port}} {{direction}}")],
@@ -124,6 +125,52 @@ def overview():
             [q(f'burstscope_virtual_backlog_max_bytes{{{SEL}, direction="all"}}', "{{sensor}} {{port}} @ {{rate_bps}} bit/s"),
              q(f'burstscope_switch_buffer_bytes{{{SEL}}}', "switch buffer {{sensor}} {{port}}")],
             description="Buffer a port draining at each rate would need for the last interval's traffic.")
+    # Congestion evidence (docs/evidence.md): the same width and time axis as the burst panels above, so a
+    # point in time reads straight down from the bursts to what they did to the queues.
+    b.row("Congestion evidence")
+    b.panel("timeseries", "Congesting vs all microbursts per second", "cps",
+            [q(f'sum by (sensor, port) (rate(burstscope_microbursts_total{{{SEL}, direction="all"}}[$__rate_interval]))',
+               "all {{sensor}} {{port}}"),
+             q(f'sum by (sensor, port) (rate(burstscope_congesting_microbursts_total{{{SEL}}}[$__rate_interval]))',
+               "congesting {{sensor}} {{port}}")],
+            description="Microbursts of the port, and those with congestion evidence (CE, CNP, NAK, go-back-N resend, "
+                        "TCP retransmission, pause) inside them or within evidence.after (1 ms) after them. "
+                        "BurstscopeCongestingMicrobursts fires above 1 congesting burst per second.")
+    b.panel("timeseries", "ECN: ECT and CE packets per second", "pps",
+            [q(f'sum by (sensor, port, codepoint) (rate(burstscope_ecn_packets_total{{{SEL}, direction="all"}}'
+               f'[$__rate_interval]))', "{{codepoint}} {{sensor}} {{port}}")],
+            description="IP packets with an ECN-capable codepoint (ect) and those a queue marked congestion experienced "
+                        "(ce). CE without ECT means the senders do not negotiate ECN.")
+    b.panel("timeseries", "TCP retransmission ratio", "percentunit",
+            [q(f'sum by (sensor, port, direction) (rate(burstscope_tcp_retransmissions_total{{{SEL}}}[$__rate_interval])) '
+               f'/ sum by (sensor, port, direction) (rate(burstscope_tcp_data_segments_total{{{SEL}}}[$__rate_interval]))',
+               "{{sensor}} {{port}} {{direction}}")],
+            description="Retransmitted TCP segments (Wireshark's rules) over segments with payload, per direction. "
+                        "BurstscopeHighTcpRetransmissionRatio fires above 1% over 5 minutes (at 100 segments/s or more).")
+    b.panel("timeseries", "RoCEv2 CNPs and NAKs by syndrome", "pps",
+            [q(f'sum by (sensor, port) (rate(burstscope_roce_cnp_total{{{SEL}, direction="all"}}[$__rate_interval]))',
+               "CNP {{sensor}} {{port}}"),
+             q(f'sum by (sensor, port, syndrome) (rate(burstscope_roce_naks_total{{{SEL}, direction="all"}}'
+               f'[$__rate_interval]))', "NAK {{syndrome}} {{sensor}} {{port}}")],
+            description="CNPs: DCQCN telling senders to slow down. NAKs: psn_sequence_error (a packet went missing; "
+                        "go-back-N follows), rnr (the receiver had no receive posted), other.")
+    b.panel("timeseries", "RoCEv2 resent packets (go-back-N)", "pps",
+            [q(f'sum by (sensor, port) (rate(burstscope_roce_resent_packets_total{{{SEL}, direction="all"}}'
+               f'[$__rate_interval]))', "resent {{sensor}} {{port}}"),
+             q(f'sum by (sensor, port) (rate(burstscope_roce_resent_packets_total{{{SEL}, direction="all"}}'
+               f'[$__rate_interval])) / sum by (sensor, port) (rate(burstscope_roce_packets_total{{{SEL}, '
+               f'direction="all"}}[$__rate_interval]))', "share {{sensor}} {{port}}")],
+            description="Packets whose PSN was not after the highest seen on their queue pair (left) and their share "
+                        "of the RoCEv2 packets (right). BurstscopeRoceGoBackNStorm fires above 0.1%.",
+            overrides=[{"matcher": {"id": "byFrameRefID", "options": "B"},
+                        "properties": [{"id": "unit", "value": "percentunit"},
+                                       {"id": "custom.axisPlacement", "value": "right"}]}])
+    b.panel("timeseries", "PFC paused fraction by priority", "percentunit",
+            [q(f'sum by (sensor, port, priority) (rate(burstscope_pfc_paused_seconds_total{{{SEL}}}[$__rate_interval]))',
+               "prio {{priority}} {{sensor}} {{port}}")],
+            description="Share of the time each priority stood paused at the link's speed (priority all: 802.3x "
+                        "PAUSE). No series until the port has seen a pause frame. BurstscopeHighPfcPauseFraction "
+                        "fires above 5% over 5 minutes.")
     b.row("Per training job (every sensor)")
     b.panel("timeseries", "Traffic per training job", "Bps",
             [q('training_job:burstscope_bytes:rate1m', "{{training_job}}")],

@@ -18,13 +18,15 @@ namespace burstscope {
 
 struct EvidenceConfig {
   bool enabled = true;
-  int64_t after_ns = 1'000'000;  // evidence this long after a microburst still belongs to it
+  // Evidence this long after a microburst still belongs to it. Negative (the default): the microburst scale τ,
+  // as SPEC defines a congesting burst ("during which, or within one τ after which").
+  int64_t after_ns = -1;
   // Bins kept for annotating microbursts: a microburst longer than this gets the evidence of its last part.
   int64_t retain_ns = 10'000'000'000;
   size_t max_listed = size_t{1} << 20;  // bins and congesting bursts listed (offline); all are counted
 };
 
-// "after: must be positive ..." naming the key.
+// "evidence.after: ..." naming the key.
 absl::Status validateEvidenceConfig(const EvidenceConfig& c, int64_t base_bin_ns);
 
 // The events that make a burst congesting, per base bin and per burst.
@@ -94,6 +96,7 @@ struct AnnotatedBurst {
 struct EvidenceBin {
   int64_t start_ns = 0;
   SignalCounts evidence;
+  uint64_t hosts = 0;  // host signature of the packets that carried it (all ones: a pause, which has no hosts)
 };
 
 // Cumulative since the start (an interval's report: up to the interval's end; offline: the whole input).

@@ -483,8 +483,8 @@ int mainImpl(int argc, char** argv) {
                       "leave out a packet seen again within this time (e.g. 1ms): captures of both ends of a link "
                       "(off by default; the key is in docs/analyze.md)");
   analyze->add_option("--evidence-after", ao.evidence_after,
-                      "congestion evidence this long after a microburst still makes it congesting (default 1ms; "
-                      "docs/evidence.md)");
+                      "congestion evidence this long after a microburst still makes it congesting (default: the "
+                      "microburst scale; docs/evidence.md)");
   ao.metrics.add(analyze, /*live=*/false);
 
   RunOptions ro;

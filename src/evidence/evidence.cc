@@ -5,6 +5,7 @@
 #include "burstscope/evidence.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <deque>
 
@@ -143,7 +144,12 @@ TcpVerdict analyseTcp(TcpConn& conn, int d, const PacketRecord& r) {
   return v;
 }
 
-bool carriesAeth(uint8_t op) { return op == 0x0D || op == 0x0F || op == 0x10 || op == 0x11 || op == 0x12; }
+// Packets that carry payload: SEND and RDMA WRITE (RC, UC) and RDMA READ responses (RC).
+bool carriesData(uint8_t op) {
+  if (op >= 0x40) return false;
+  const uint8_t low = op & 0x1F;
+  return low <= 0x0B || (op < 0x20 && low >= 0x0D && low <= 0x10);
+}
 bool startsMessage(uint8_t op) {
   if (op >= 0x40) return false;
   const uint8_t low = op & 0x1F;
@@ -167,11 +173,22 @@ struct KeyHash {
   }
 };
 
-// `b` is `a` seen from the other end.
-bool isReverse(const FlowKey& a, const FlowKey& b) {
-  return a.src_port == b.dst_port && a.dst_port == b.src_port && a.proto == b.proto && a.family == b.family &&
-         a.kind == b.kind && std::memcmp(a.src.data(), b.dst.data(), 16) == 0 &&
-         std::memcmp(a.dst.data(), b.src.data(), 16) == 0;
+// The key as five words, loaded in place (FlowKey's operator== copies both keys to the stack first).
+struct Words {
+  uint64_t w[5];
+  explicit Words(const FlowKey& k) { std::memcpy(w, &k, sizeof(w)); }
+};
+static_assert(sizeof(FlowKey) == 40 && offsetof(FlowKey, src_port) == 32 && offsetof(FlowKey, dst_port) == 34);
+
+bool sameKey(const Words& a, const Words& b) {
+  return ((a.w[0] ^ b.w[0]) | (a.w[1] ^ b.w[1]) | (a.w[2] ^ b.w[2]) | (a.w[3] ^ b.w[3]) | (a.w[4] ^ b.w[4])) == 0;
+}
+
+// `b` is `a` seen from the other end: addresses and ports swapped, the rest equal.
+bool isReverse(const Words& a, const Words& b) {
+  const uint64_t ports = a.w[4] & 0xFFFFFFFFull;
+  const uint64_t swapped = (a.w[4] & ~0xFFFFFFFFull) | (ports >> 16) | ((ports & 0xFFFF) << 16);
+  return ((a.w[0] ^ b.w[2]) | (a.w[1] ^ b.w[3]) | (a.w[2] ^ b.w[0]) | (a.w[3] ^ b.w[1]) | (swapped ^ b.w[4])) == 0;
 }
 
 // The same slot for both directions of a connection.
@@ -181,6 +198,15 @@ size_t symmetricSlot(const FlowKey& k, size_t mask) {
   std::memcpy(&d, k.dst.data(), 8);
   const uint64_t h = ((s ^ d) + (uint64_t{k.src_port} ^ k.dst_port)) * 0x9E3779B97F4A7C15ull;
   return static_cast<size_t>(h >> 40) & mask;
+}
+
+// A host's bit in a 64-bit signature: a burst's hosts are the OR of its packets' source and destination bits,
+// and evidence counts toward it when its packets' bits meet them (docs/evidence.md: exact up to collisions).
+uint64_t hostBit(const std::array<uint8_t, 16>& a) {
+  uint64_t w0, w1;
+  std::memcpy(&w0, a.data(), 8);
+  std::memcpy(&w1, a.data() + 8, 8);
+  return uint64_t{1} << (((w0 ^ (w1 * 0xC2B2AE3D27D4EB4Full)) * 0x9E3779B97F4A7C15ull) >> 58);
 }
 
 template <typename V, typename H>
@@ -204,7 +230,7 @@ void EvidenceCounts::merge(const EvidenceCounts& o) {
 }
 
 absl::Status validateEvidenceConfig(const EvidenceConfig& c, int64_t base_bin_ns) {
-  if (c.after_ns < 0) return absl::InvalidArgumentError("evidence.after: must not be negative");
+  if (c.after_ns < -1) return absl::InvalidArgumentError("evidence.after: must not be negative");
   if (c.retain_ns < base_bin_ns) {
     return absl::InvalidArgumentError(absl::StrCat("evidence.retain: at least one base bin (", base_bin_ns, " ns)"));
   }
@@ -213,7 +239,7 @@ absl::Status validateEvidenceConfig(const EvidenceConfig& c, int64_t base_bin_ns
 
 struct EvidenceAggregator::Impl {
   Impl(const EvidenceConfig& c, const EngineConfig& e, bool iv)
-      : cfg(c), bin_ns(e.base_bin_ns), capacity_bps(e.link_capacity_bps), flow_cap(e.flow_table_capacity),
+      : cfg(c), after_ns(c.after_ns >= 0 ? c.after_ns : e.microburst_tau_ns), bin_ns(e.base_bin_ns), capacity_bps(e.link_capacity_bps), flow_cap(e.flow_table_capacity),
         pair_cap(e.pair_table_capacity), intervals(iv) {
     sizes = Histogram({1e3, 4e3, 16e3, 64e3, 256e3, 1e6, 4e6, 16e6, 64e6, 256e6});  // as the burst sizes
     pause_from.fill(0);
@@ -221,6 +247,7 @@ struct EvidenceAggregator::Impl {
   }
 
   EvidenceConfig cfg;
+  int64_t after_ns;
   int64_t bin_ns;
   double capacity_bps;
   size_t flow_cap;
@@ -254,6 +281,11 @@ struct EvidenceAggregator::Impl {
   int64_t bin_start = INT64_MIN;
   int64_t bin_end = INT64_MIN;
   SignalCounts bin;
+  uint64_t bin_hosts = 0;        // every packet's hosts in the current bin
+  uint64_t bin_event_hosts = 0;  // the hosts of its evidence
+  // The last kHostBins bins' host signatures, by bin number (touched in full at start: no resident-size creep).
+  static constexpr size_t kHostBins = size_t{1} << 15;
+  std::vector<std::pair<int64_t, uint64_t>> host_ring = std::vector<std::pair<int64_t, uint64_t>>(kHostBins, {-1, 0});
   std::deque<EvidenceBin> recent;  // bins with events, for annotating microbursts
   std::vector<EvidenceBin> listed;
   std::deque<Microburst> pending;
@@ -266,6 +298,7 @@ struct EvidenceAggregator::Impl {
 
   void charge(const FlowKey& k, Field f, SignalCounts& ev, int s) {
     ev.n[s]++;
+    bin_event_hosts |= hostBit(k.src) | hostBit(k.dst);
     if (EvidenceCounts* p = boundedFind(pairs, k.pairKey(), pair_cap)) ++(p->*f);
     if (EvidenceCounts* p = boundedFind(flows, k, flow_cap)) ++(p->*f);
   }
@@ -284,11 +317,17 @@ struct EvidenceAggregator::Impl {
   }
 
   void flushBin() {
+    if (bin_start != INT64_MIN) {
+      const int64_t n = bin_start / bin_ns;
+      host_ring[static_cast<size_t>(n) & (kHostBins - 1)] = {n, bin_hosts};
+    }
+    bin_hosts = 0;
     if (bin.total() == 0) return;
-    recent.push_back({bin_start, bin});
+    recent.push_back({bin_start, bin, bin_event_hosts});
+    bin_event_hosts = 0;
     if (!intervals) {
       if (listed.size() < cfg.max_listed) {
-        listed.push_back({bin_start, bin});
+        listed.push_back(recent.back());
       } else {
         ++listed_dropped;
       }
@@ -299,15 +338,24 @@ struct EvidenceAggregator::Impl {
   // Annotates every pending microburst whose bins are all complete: those that end (plus `after`) before
   // `complete_ns`.
   void annotate(int64_t complete_ns) {
-    while (!pending.empty() && pending.front().end_ns + cfg.after_ns < complete_ns) {
+    while (!pending.empty() && pending.front().end_ns + after_ns < complete_ns) {
       const Microburst m = pending.front();
       pending.pop_front();
+      // The burst's hosts: every packet's in the bins it spans (the last kHostBins of them).
+      uint64_t hosts = 0;
+      const int64_t first = std::max(m.start_ns / bin_ns, m.end_ns / bin_ns - static_cast<int64_t>(kHostBins) + 1);
+      for (int64_t n = first; n <= m.end_ns / bin_ns; ++n) {
+        const auto& [bin_no, mask] = host_ring[static_cast<size_t>(n) & (kHostBins - 1)];
+        if (bin_no == n) hosts |= mask;
+      }
       SignalCounts ev;
       const int64_t lo = m.start_ns - bin_ns;  // bins starting after this overlap [start, ...]
-      const int64_t hi = m.end_ns + cfg.after_ns;
+      const int64_t hi = m.end_ns + after_ns;
       auto it = std::upper_bound(recent.begin(), recent.end(), lo,
                                  [](int64_t v, const EvidenceBin& b) { return v < b.start_ns; });
-      for (; it != recent.end() && it->start_ns <= hi; ++it) ev.add(it->evidence);
+      for (; it != recent.end() && it->start_ns <= hi; ++it) {
+        if (it->hosts & hosts) ev.add(it->evidence);  // evidence toward or from the burst's hosts
+      }
       ++microbursts;
       if (ev.total() == 0) continue;
       ++congesting;
@@ -338,6 +386,7 @@ struct EvidenceAggregator::Impl {
     EvidenceCounts& c = dirs[d];
     dir_seen[d] = true;
     if (r.key.family != 0) {
+      bin_hosts |= hostBit(r.key.src) | hostBit(r.key.dst);
       ++c.ip_packets;
       const uint8_t ecn = r.ecn();
       if (ecn == 1 || ecn == 2) ++c.ect;
@@ -358,6 +407,7 @@ struct EvidenceAggregator::Impl {
       case L4Kind::kMacControl:
         ++c.pause_frames;
         ++bin.n[kSignalPause];
+        bin_event_hosts = ~uint64_t{0};  // a pause stops the link: every host on it
         if (r.op == kMacPause) {
           pauseFrame(8, r.ts_ns, r.len);
         } else {
@@ -378,9 +428,11 @@ struct EvidenceAggregator::Impl {
     if (r.len > 0) ++c.tcp_data_segments;
     TcpSlot& slot = tcp_slots[symmetricSlot(r.key, kTcpSlots - 1)];
     int d;
-    if (slot.conn != nullptr && slot.key == r.key) {
+    const Words key(r.key);
+    const Words cached(slot.key);
+    if (slot.conn != nullptr && sameKey(cached, key)) {
       d = 0;
-    } else if (slot.conn != nullptr && isReverse(slot.key, r.key)) {
+    } else if (slot.conn != nullptr && isReverse(cached, key)) {
       d = 1;
     } else {
       const FlowKey k = canonical(r.key, &d);
@@ -428,7 +480,7 @@ struct EvidenceAggregator::Impl {
       if (uint64_t* n = boundedFind(cnp_targets, target, pair_cap)) ++*n;
       return;
     }
-    if (carriesAeth(op)) {
+    if (op == 0x11) {  // SPEC: a NAK is an ACKNOWLEDGE whose syndrome says so
       const uint8_t s = r.syndrome();
       const int type = (s >> 5) & 3;
       if (type == 3) {
@@ -439,8 +491,8 @@ struct EvidenceAggregator::Impl {
         charge(r.key, &EvidenceCounts::nak_rnr, bin, kSignalNak);
         ++c.nak_rnr;
       }
-      if (op == 0x11 || op == 0x12) return;  // acknowledgements carry the responder's PSN, not a new packet
     }
+    if (!carriesData(op)) return;  // SPEC: resent and message counts are about data packets
     if (last_qp == nullptr || !(r.key == last_qp_key)) {
       auto it = qps.find(r.key);
       if (it == qps.end()) {
@@ -480,7 +532,7 @@ struct EvidenceAggregator::Impl {
 
   std::shared_ptr<EvidenceReport> report(const HeavyResult& top_pairs, const HeavyResult& top_flows, int64_t span) const {
     auto r = std::make_shared<EvidenceReport>();
-    r->after_ns = cfg.after_ns;
+    r->after_ns = after_ns;
     r->span_ns = span;
     r->totals = totals();
     for (int d = 0; d < kDirectionCount; ++d) {

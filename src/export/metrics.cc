@@ -411,10 +411,12 @@ void addEvidence(Families& f, const LabelVec& L, const EvidenceReport& e) {
               "time the priority stood paused at the link's speed (its rate is the paused fraction)", P,
               static_cast<double>(c.paused_ns) * 1e-9);
   }
+  // direction="all" as the port stream's own microburst series, so that the two divide and compare directly.
+  const LabelVec A = with(L, {{"direction", "all"}});
   f.counter("burstscope_congesting_microbursts_total",
-            "port-stream microbursts with congestion evidence inside or within evidence.after after them", L,
-            static_cast<double>(e.congesting));
-  f.histogram("burstscope_congesting_microburst_size_bytes", "bytes carried by each congesting microburst", L,
+            "port-stream microbursts with congestion evidence toward or from their hosts inside or within tau after",
+            A, static_cast<double>(e.congesting));
+  f.histogram("burstscope_congesting_microburst_size_bytes", "bytes carried by each congesting microburst", A,
               e.congesting_sizes_bytes);
 }
 

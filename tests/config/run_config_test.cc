@@ -105,7 +105,7 @@ TEST(RunConfigTest, EvidenceSection) {
   auto d = parseRunConfig("", "e.yaml");
   ASSERT_TRUE(d.ok());
   EXPECT_TRUE(d->live.pipeline.evidence.enabled);
-  EXPECT_EQ(d->live.pipeline.evidence.after_ns, 1'000'000);
+  EXPECT_EQ(d->live.pipeline.evidence.after_ns, -1);  // the microburst scale τ
 }
 
 std::string errorOf(const std::string& yaml) {

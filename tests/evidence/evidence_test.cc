@@ -231,7 +231,7 @@ TEST(PauseEvidence, PausedTimeFollowsQuantaAtLinkSpeedAndResumes) {
 }
 
 // A burst at 10 Gb/s of 60 x 1500 B in 72 us (a microburst at 50% of capacity), with a CE packet at `ce_at`.
-std::vector<PacketRecord> burstWithCe(int64_t ce_at) {
+std::vector<PacketRecord> burstWithCe(int64_t ce_at, bool same_hosts = true) {
   std::vector<PacketRecord> v;
   for (int i = 0; i < 60; ++i) {
     PacketRecord r = segment(kT0 + i * 1200, true, 1000 + 1446u * static_cast<uint32_t>(i), 1446, 1);
@@ -240,15 +240,20 @@ std::vector<PacketRecord> burstWithCe(int64_t ce_at) {
   }
   PacketRecord ce = segment(kT0 + ce_at, false, 1, 0, 2000);
   ce.l4 |= 3 << 2;
+  if (!same_hosts) {  // a CE mark between two hosts the burst does not involve
+    ce.key.src[3] = 7;
+    ce.key.dst[3] = 8;
+  }
   v.push_back(ce);
   v.push_back(segment(kT0 + 50 * kMs, false, 1, 0, 3000));
   return v;
 }
 
-TEST(CongestingBursts, EvidenceInsideOrWithinAfterMakesABurstCongesting) {
+TEST(CongestingBursts, EvidenceWithinOneTauAfterTowardItsHostsMakesABurstCongesting) {
   EngineConfig cfg;
   cfg.link_capacity_bps = 10e9;
-  Outcome near = runEngine(burstWithCe(600 * kUs), {}, cfg);  // 0.55 ms after the burst: within 1 ms
+  // The burst ends at about 122 us (its last packet leaves the 100 us window); CE at 150 us is within τ.
+  Outcome near = runEngine(burstWithCe(150 * kUs), {}, cfg);
   ASSERT_EQ(near.result.port.microbursts->count, 1u);
   EXPECT_EQ(near.e().microbursts, 1u);
   EXPECT_EQ(near.e().congesting, 1u);
@@ -256,14 +261,24 @@ TEST(CongestingBursts, EvidenceInsideOrWithinAfterMakesABurstCongesting) {
   EXPECT_EQ(near.e().bursts[0].evidence.n[kSignalCe], 1u);
   EXPECT_EQ(near.e().congesting_sizes_bytes.count, 1u);
   ASSERT_EQ(near.e().bins.size(), 1u);
-  EXPECT_EQ(near.e().bins[0].start_ns, kT0 + 600 * kUs);
+  EXPECT_EQ(near.e().bins[0].start_ns, kT0 + 100 * kUs);
+  EXPECT_EQ(near.e().after_ns, cfg.microburst_tau_ns);
 
-  Outcome far = runEngine(burstWithCe(5 * kMs), {}, cfg);  // 4.9 ms after: not this burst's
+  // Bin precision: the burst's hosts are those of every packet in the bins it spans (0-200 us), so the
+  // foreign CE mark goes in the next bin, still within end + τ.
+  Outcome other = runEngine(burstWithCe(210 * kUs, /*same_hosts=*/false), {}, cfg);
+  EXPECT_EQ(runEngine(burstWithCe(210 * kUs), {}, cfg).e().congesting, 1u);
+  EXPECT_EQ(other.e().microbursts, 1u);
+  EXPECT_EQ(other.e().congesting, 0u);  // evidence, but not toward or from the burst's hosts
+  EXPECT_EQ(other.e().totals.ce, 1u);
+
+  Outcome far = runEngine(burstWithCe(600 * kUs), {}, cfg);  // ~0.5 ms after: beyond τ
   EXPECT_EQ(far.e().microbursts, 1u);
   EXPECT_EQ(far.e().congesting, 0u);
   EvidenceConfig wide;
-  wide.after_ns = 10 * kMs;
-  EXPECT_EQ(runEngine(burstWithCe(5 * kMs), wide, cfg).e().congesting, 1u);
+  wide.after_ns = 1 * kMs;
+  EXPECT_EQ(runEngine(burstWithCe(600 * kUs), wide, cfg).e().congesting, 1u);
+  EXPECT_EQ(runEngine(burstWithCe(5 * kMs), wide, cfg).e().congesting, 0u);
 }
 
 TEST(CongestingBursts, LiveIntervalsCountWhatTheWholeRunCounts) {
@@ -273,7 +288,7 @@ TEST(CongestingBursts, LiveIntervalsCountWhatTheWholeRunCounts) {
   cfg.baseline_ns = 10'000'000'000;
   std::vector<PacketRecord> v;
   for (int k = 0; k < 5; ++k) {
-    for (PacketRecord r : burstWithCe(k % 2 ? 600 * kUs : 5 * kMs)) {
+    for (PacketRecord r : burstWithCe(k % 2 ? 150 * kUs : 5 * kMs)) {
       r.ts_ns += k * 300 * kMs;
       r.seq += static_cast<uint32_t>(k) * 100000;
       r.ack += static_cast<uint32_t>(k) * 100000;

@@ -138,9 +138,15 @@ for g in yaml.safe_load(open(f"{root}/alerts/burstscope.rules.yml"))["groups"]:
 EOF
 # Rules that return data only in a failure the testbed cannot stage while the others run: no burstscope target
 # at all, a capture that stalls while its HTTP server keeps answering, a job whose steps slow down against
-# its own half-hour baseline (the replayed job keeps its period and the test lasts minutes), and a job that
-# stops sending (the replay loops). promtool covers them (alerts/tests).
+# its own half-hour baseline (the replayed job keeps its period and the test lasts minutes), a job that
+# stops sending (the replay loops), and congestion evidence the replayed TCP trace does not hold at the alerts'
+# rates (RoCEv2 CNPs and resends, PFC pauses; congesting bursts and TCP retransmissions are far below their
+# thresholds) - the PFC panel too, since pause series appear with the first pause frame. promtool covers them
+# (alerts/tests).
 ONLY_PROMTOOL="rule BurstscopeAbsent|rule BurstscopeNotReporting|rule BurstscopeJobStepSlowdown|rule BurstscopeJobSilent"
+ONLY_PROMTOOL+="|rule BurstscopeCongestingMicrobursts|rule BurstscopeHighCnpRate|rule BurstscopeRoceGoBackNStorm"
+ONLY_PROMTOOL+="|rule BurstscopeHighPfcPauseFraction|rule BurstscopeHighTcpRetransmissionRatio"
+ONLY_PROMTOOL+="|burstscope-overview.json: PFC paused fraction by priority"
 exprs=0 empty=0
 while IFS=$'\t' read -r where expr; do
   exprs=$((exprs + 1))

@@ -47,7 +47,7 @@ bool seqLt(uint32_t a, uint32_t b) { return static_cast<int32_t>(a - b) < 0; }
 bool seqLe(uint32_t a, uint32_t b) { return static_cast<int32_t>(a - b) <= 0; }
 bool seqGt(uint32_t a, uint32_t b) { return static_cast<int32_t>(a - b) > 0; }
 
-constexpr int64_t kOutOfOrderNs = 3'000'000;    // Wireshark's threshold when it has no handshake RTT
+constexpr int64_t kOutOfOrderNs = 3'000'000;       // Wireshark's threshold when it has no handshake RTT
 constexpr int64_t kFastRetransmitNs = 20'000'000;  // Wireshark: within 20 ms of the last duplicate ACK
 constexpr int64_t kIdleForgetNs = 60'000'000'000;  // state of a connection or QP idle this long may go
 
@@ -122,14 +122,15 @@ TcpVerdict analyseTcp(TcpConn& conn, int d, const PacketRecord& r) {
     if (seglen > 1 && fwd.nextseq - 1 == seq) not_advanced = false;  // after a possible zero-window probe
     const int64_t ooo_threshold = conn.first_rtt_ns != 0 ? conn.first_rtt_ns : kOutOfOrderNs;
     const uint32_t end = seq + seglen + ((flags & (kTcpSyn | kTcpFin)) ? 1 : 0);
-    if (seglen > 0 && rev.has_lastack && rev.lastack != 0 && seqLe(seq + seglen, rev.lastack)) {
-      v = TcpVerdict::kRetransmission;  // spurious: the other side had acknowledged it
-    } else if (not_advanced && rev.dupacks >= 2 && rev.lastack == seq && t - rev.lastack_ns < kFastRetransmitNs) {
-      v = TcpVerdict::kRetransmission;  // fast retransmission
-    } else if (not_advanced && t - fwd.nextseq_ns < ooo_threshold && fwd.nextseq != end) {
-      v = TcpVerdict::kOutOfOrder;
-    } else if (not_advanced) {
+    // In Wireshark's order: spurious (the other side had acknowledged it), fast (after duplicate ACKs for
+    // it), out of order (soon after the newest segment), else a plain retransmission.
+    const bool spurious = seglen > 0 && rev.has_lastack && rev.lastack != 0 && seqLe(seq + seglen, rev.lastack);
+    const bool fast = not_advanced && rev.dupacks >= 2 && rev.lastack == seq && t - rev.lastack_ns < kFastRetransmitNs;
+    const bool out_of_order = not_advanced && t - fwd.nextseq_ns < ooo_threshold && fwd.nextseq != end;
+    if (spurious || fast || (not_advanced && !out_of_order)) {
       v = TcpVerdict::kRetransmission;
+    } else if (out_of_order) {
+      v = TcpVerdict::kOutOfOrder;
     }
   }
   const uint32_t next = seq + seglen + ((flags & (kTcpSyn | kTcpFin)) ? 1 : 0);
@@ -153,8 +154,7 @@ bool carriesData(uint8_t op) {
 bool startsMessage(uint8_t op) {
   if (op >= 0x40) return false;
   const uint8_t low = op & 0x1F;
-  return low == 0x00 || low == 0x04 || low == 0x05 || low == 0x06 || low == 0x0A || low == 0x0B ||
-         (op == 0x0C);
+  return low == 0x00 || low == 0x04 || low == 0x05 || low == 0x06 || low == 0x0A || low == 0x0B || (op == 0x0C);
 }
 bool carriesMessageData(uint8_t op) { return op < 0x40 && (op & 0x1F) <= 0x0B && (op & 0x1F) != 0x0C; }
 
@@ -239,9 +239,13 @@ absl::Status validateEvidenceConfig(const EvidenceConfig& c, int64_t base_bin_ns
 
 struct EvidenceAggregator::Impl {
   Impl(const EvidenceConfig& c, const EngineConfig& e, bool iv)
-      : cfg(c), after_ns(c.after_ns >= 0 ? c.after_ns : e.microburst_tau_ns), bin_ns(e.base_bin_ns), capacity_bps(e.link_capacity_bps), flow_cap(e.flow_table_capacity),
-        pair_cap(e.pair_table_capacity), intervals(iv) {
-    sizes = Histogram({1e3, 4e3, 16e3, 64e3, 256e3, 1e6, 4e6, 16e6, 64e6, 256e6});  // as the burst sizes
+      : cfg(c),
+        after_ns(c.after_ns >= 0 ? c.after_ns : e.microburst_tau_ns),
+        bin_ns(e.base_bin_ns),
+        capacity_bps(e.link_capacity_bps),
+        flow_cap(e.flow_table_capacity),
+        pair_cap(e.pair_table_capacity),
+        intervals(iv) {
     pause_from.fill(0);
     pause_until.fill(INT64_MIN);
   }
@@ -291,7 +295,7 @@ struct EvidenceAggregator::Impl {
   std::deque<Microburst> pending;
   uint64_t microbursts = 0, congesting = 0;
   uint64_t microbursts_at_close = 0, congesting_at_close = 0;
-  Histogram sizes;
+  Histogram sizes{{1e3, 4e3, 16e3, 64e3, 256e3, 1e6, 4e6, 16e6, 64e6, 256e6}};  // as the microburst sizes
   std::vector<AnnotatedBurst> bursts;
   uint64_t listed_dropped = 0;
   int64_t first_ns = INT64_MIN, last_ns = 0;
@@ -304,7 +308,8 @@ struct EvidenceAggregator::Impl {
   }
 
   void accruePause(int p, int64_t t) {
-    if (pause_until[p] > pause_from[p] && t > pause_from[p]) pause[p].paused_ns += std::min(pause_until[p], t) - pause_from[p];
+    if (pause_until[p] > pause_from[p] && t > pause_from[p])
+      pause[p].paused_ns += std::min(pause_until[p], t) - pause_from[p];
     pause_from[p] = std::max(pause_from[p], t);
   }
   void pauseFrame(int p, int64_t t, uint16_t quanta) {
@@ -367,8 +372,9 @@ struct EvidenceAggregator::Impl {
       }
     }
     // Bins that no pending or future microburst can reach any more.
-    const int64_t keep_from =
-        pending.empty() ? complete_ns - cfg.retain_ns : std::min(pending.front().start_ns - bin_ns, complete_ns - cfg.retain_ns);
+    const int64_t keep_from = pending.empty()
+                                  ? complete_ns - cfg.retain_ns
+                                  : std::min(pending.front().start_ns - bin_ns, complete_ns - cfg.retain_ns);
     while (!recent.empty() && recent.front().start_ns < keep_from) recent.pop_front();
   }
 
@@ -492,7 +498,8 @@ struct EvidenceAggregator::Impl {
         ++c.nak_rnr;
       }
     }
-    if (!carriesData(op)) return;  // SPEC: resent and message counts are about data packets
+    if (op == 0x0C) ++c.roce_messages;  // an RDMA READ request starts a message that its responses carry
+    if (!carriesData(op)) return;       // SPEC: resent packets are data packets
     if (last_qp == nullptr || !(r.key == last_qp_key)) {
       auto it = qps.find(r.key);
       if (it == qps.end()) {
@@ -520,8 +527,10 @@ struct EvidenceAggregator::Impl {
   void forgetIdle(int64_t now) {
     tcp_slots.fill(TcpSlot{});
     last_qp = nullptr;
-    if (tcp.size() > flow_cap / 2) absl::erase_if(tcp, [&](const auto& kv) { return kv.second.last_ns < now - kIdleForgetNs; });
-    if (qps.size() > flow_cap / 2) absl::erase_if(qps, [&](const auto& kv) { return kv.second.last_ns < now - kIdleForgetNs; });
+    if (tcp.size() > flow_cap / 2)
+      absl::erase_if(tcp, [&](const auto& kv) { return kv.second.last_ns < now - kIdleForgetNs; });
+    if (qps.size() > flow_cap / 2)
+      absl::erase_if(qps, [&](const auto& kv) { return kv.second.last_ns < now - kIdleForgetNs; });
   }
 
   EvidenceCounts totals() const {
@@ -530,7 +539,8 @@ struct EvidenceAggregator::Impl {
     return t;
   }
 
-  std::shared_ptr<EvidenceReport> report(const HeavyResult& top_pairs, const HeavyResult& top_flows, int64_t span) const {
+  std::shared_ptr<EvidenceReport> report(const HeavyResult& top_pairs, const HeavyResult& top_flows,
+                                         int64_t span) const {
     auto r = std::make_shared<EvidenceReport>();
     r->after_ns = after_ns;
     r->span_ns = span;

@@ -58,16 +58,8 @@ std::string flowToString(const FlowKey& k) {
 
 const char* flowKindName(const FlowKey& k) {
   if (static_cast<FlowKind>(k.kind) == FlowKind::kRoceQp) return "rocev2";
-  switch (k.proto) {
-    case 6:
-      return "tcp";
-    case 17:
-      return "udp";
-    case 132:
-      return "sctp";
-    default:
-      return "other";
-  }
+  const bool transport = k.proto == 6 || k.proto == 17 || k.proto == 132;  // tcp, udp, sctp: ports in the key
+  return transport ? protoName(k.proto) : "other";
 }
 
 std::string pairToString(const FlowKey& k) {

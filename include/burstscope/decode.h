@@ -38,14 +38,14 @@ enum class DecodeError : uint8_t {
   kTruncatedVxlan,
   kVxlanFlagsInvalid,  // the I flag (VNI valid) is clear
   kTooManyEncapsulations,
-  kCaplenExceedsWireLen,  // capture said it holds more bytes than were on the wire
-  kTruncatedLinkHeader,   // a host capture's link header (Linux cooked, BSD loopback) is cut off
-  kUnknownIpVersion,      // a raw-IP frame whose version is neither 4 nor 6
-  kUnsupportedLinkType,   // a pcapng interface of a link type burstscope does not measure
-  kTruncatedTcpHeader,    // fewer than 20 bytes of TCP header captured (ports may still be known)
-  kBadTcpHeaderLength,    // data offset below 5, or the header runs past the IP payload
-  kTruncatedBth,          // RoCEv2 (UDP 4791) whose InfiniBand base transport header is cut off
-  kBadBthVersion,         // BTH transport header version other than 0
+  kCaplenExceedsWireLen,    // capture said it holds more bytes than were on the wire
+  kTruncatedLinkHeader,     // a host capture's link header (Linux cooked, BSD loopback) is cut off
+  kUnknownIpVersion,        // a raw-IP frame whose version is neither 4 nor 6
+  kUnsupportedLinkType,     // a pcapng interface of a link type burstscope does not measure
+  kTruncatedTcpHeader,      // fewer than 20 bytes of TCP header captured (ports may still be known)
+  kBadTcpHeaderLength,      // data offset below 5, or the header runs past the IP payload
+  kTruncatedBth,            // RoCEv2 (UDP 4791) whose InfiniBand base transport header is cut off
+  kBadBthVersion,           // BTH transport header version other than 0
   kTruncatedRoceExtension,  // the RETH, AETH, ImmDt or other extension header its opcode says follows is cut off
   kTruncatedMacControl,     // MAC control (EtherType 0x8808) PAUSE or PFC frame cut off
   kCount

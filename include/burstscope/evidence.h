@@ -30,8 +30,15 @@ struct EvidenceConfig {
 absl::Status validateEvidenceConfig(const EvidenceConfig& c, int64_t base_bin_ns);
 
 // The events that make a burst congesting, per base bin and per burst.
-enum EvidenceSignal : uint8_t { kSignalCe, kSignalCnp, kSignalNak, kSignalRoceResent, kSignalTcpRetransmission,
-                                kSignalPause, kSignalCount };
+enum EvidenceSignal : uint8_t {
+  kSignalCe,
+  kSignalCnp,
+  kSignalNak,
+  kSignalRoceResent,
+  kSignalTcpRetransmission,
+  kSignalPause,
+  kSignalCount
+};
 const char* signalName(int s);  // "ce", "cnp", "naks", "roce_resent", "tcp_retransmissions", "pause_frames"
 
 struct SignalCounts {
@@ -105,8 +112,8 @@ struct EvidenceReport {
   int64_t span_ns = 0;  // time the paused fractions are taken over
   EvidenceCounts totals;
   std::vector<std::pair<Direction, EvidenceCounts>> directions;  // only directions seen
-  std::vector<KeyedEvidence> pairs;  // the engine's top pairs, in its order (interval: report_top_k of them)
-  std::vector<KeyedEvidence> flows;  // the engine's top flows, likewise
+  std::vector<KeyedEvidence> pairs;    // the engine's top pairs, in its order (interval: report_top_k of them)
+  std::vector<KeyedEvidence> flows;    // the engine's top flows, likewise
   std::vector<CnpTarget> cnp_targets;  // heaviest 10
   // Every host pair with an event (at most 4096, most events first): what the training section sums per job.
   std::vector<KeyedEvidence> event_pairs;

@@ -79,8 +79,8 @@ enum RecordFlags : uint8_t {
 // What the decoder read of a packet's transport, for the congestion evidence (docs/evidence.md).
 enum class L4Kind : uint8_t { kNone = 0, kTcp = 1, kRoce = 2, kMacControl = 3 };
 enum MacControlOp : uint8_t { kMacPause = 1, kMacPfc = 2 };
-inline constexpr uint8_t kTcpFin = 0x01, kTcpSyn = 0x02, kTcpRst = 0x04, kTcpPsh = 0x08, kTcpAck = 0x10,
-                         kTcpEce = 0x40, kTcpCwr = 0x80;
+inline constexpr uint8_t kTcpFin = 0x01, kTcpSyn = 0x02, kTcpRst = 0x04, kTcpPsh = 0x08, kTcpAck = 0x10, kTcpEce = 0x40,
+                         kTcpCwr = 0x80;
 
 // One measured packet. `wire_len` is the measured frame's length on the wire in bytes (Ethernet header
 // included, FCS excluded); for an encapsulated mirror frame that is the inner frame's length.

@@ -166,22 +166,23 @@ Json heavyJson(const HeavyResult& h, uint64_t total_bytes, bool flows) {
 std::string utcTime(int64_t ns);  // below, with the inputs
 
 Json countsJson(const EvidenceCounts& c) {
-  return Json{{"ip_packets", c.ip_packets},
-              {"ect", c.ect},
-              {"ce", c.ce},
-              {"tcp_ece", c.tcp_ece},
-              {"tcp_cwr", c.tcp_cwr},
-              {"tcp_data_segments", c.tcp_data_segments},
-              {"tcp_retransmissions", c.tcp_retransmissions},
-              {"tcp_out_of_order", c.tcp_out_of_order},
-              {"tcp_untracked_segments", c.tcp_untracked_segments},
-              {"roce_packets", c.roce_packets},
-              {"cnp", c.cnp},
-              {"naks", Json{{"psn_sequence_error", c.nak_psn_sequence_error}, {"rnr", c.nak_rnr}, {"other", c.nak_other}}},
-              {"roce_resent", c.roce_resent},
-              {"roce_messages", c.roce_messages},
-              {"roce_message_bytes", c.roce_message_bytes},
-              {"pause_frames", c.pause_frames}};
+  return Json{
+      {"ip_packets", c.ip_packets},
+      {"ect", c.ect},
+      {"ce", c.ce},
+      {"tcp_ece", c.tcp_ece},
+      {"tcp_cwr", c.tcp_cwr},
+      {"tcp_data_segments", c.tcp_data_segments},
+      {"tcp_retransmissions", c.tcp_retransmissions},
+      {"tcp_out_of_order", c.tcp_out_of_order},
+      {"tcp_untracked_segments", c.tcp_untracked_segments},
+      {"roce_packets", c.roce_packets},
+      {"cnp", c.cnp},
+      {"naks", Json{{"psn_sequence_error", c.nak_psn_sequence_error}, {"rnr", c.nak_rnr}, {"other", c.nak_other}}},
+      {"roce_resent", c.roce_resent},
+      {"roce_messages", c.roce_messages},
+      {"roce_message_bytes", c.roce_message_bytes},
+      {"pause_frames", c.pause_frames}};
 }
 
 Json signalsJson(const SignalCounts& s) {
@@ -224,11 +225,12 @@ Json evidenceJson(const EvidenceReport& e) {
   for (int p = 0; p < kPausePriorities; ++p) {
     const PauseCounts& c = e.pause[p];
     if (c.frames == 0) continue;
-    pfc.push_back({{"priority", pausePriorityName(p)},
-                   {"frames", c.frames},
-                   {"quanta", c.quanta},
-                   {"paused_ns", c.paused_ns},
-                   {"paused_fraction", e.span_ns > 0 ? static_cast<double>(c.paused_ns) / static_cast<double>(e.span_ns) : 0.0}});
+    pfc.push_back(
+        {{"priority", pausePriorityName(p)},
+         {"frames", c.frames},
+         {"quanta", c.quanta},
+         {"paused_ns", c.paused_ns},
+         {"paused_fraction", e.span_ns > 0 ? static_cast<double>(c.paused_ns) / static_cast<double>(e.span_ns) : 0.0}});
   }
   j["pfc"] = pfc;
   Json events = Json::array();
@@ -276,8 +278,8 @@ std::string eventsText(const SignalCounts& s) {
 std::string evidenceText(const EvidenceReport& e, const EngineConfig& cfg) {
   const EvidenceCounts& t = e.totals;
   std::string out = "\nCongestion evidence (docs/evidence.md)\n";
-  absl::StrAppend(&out, absl::StrFormat("  ECN        %d of %d IP packets ECN-capable, %d CE; TCP ECE %d, CWR %d\n", t.ect + t.ce,
-                                        t.ip_packets, t.ce, t.tcp_ece, t.tcp_cwr));
+  absl::StrAppend(&out, absl::StrFormat("  ECN        %d of %d IP packets ECN-capable, %d CE; TCP ECE %d, CWR %d\n",
+                                        t.ect + t.ce, t.ip_packets, t.ce, t.tcp_ece, t.tcp_cwr));
   absl::StrAppend(&out, absl::StrFormat("  TCP        %d data segments, %d retransmitted (%.3f%%), %d out of order%s\n",
                                         t.tcp_data_segments, t.tcp_retransmissions,
                                         t.tcp_data_segments ? 100.0 * static_cast<double>(t.tcp_retransmissions) /
@@ -288,27 +290,32 @@ std::string evidenceText(const EvidenceReport& e, const EngineConfig& cfg) {
                                             ? absl::StrCat(", ", t.tcp_untracked_segments, " not tracked (table full)")
                                             : std::string()));
   if (t.roce_packets) {
-    absl::StrAppend(&out, absl::StrFormat("  RoCEv2     %d packets, %d CNP, NAK %d PSN sequence / %d RNR / %d other, %d resent "
-                                          "(go-back-N), %d messages of %s mean\n",
-                                          t.roce_packets, t.cnp, t.nak_psn_sequence_error, t.nak_rnr, t.nak_other,
-                                          t.roce_resent, t.roce_messages,
-                                          humanBytes(t.roce_messages ? static_cast<double>(t.roce_message_bytes) /
-                                                                           static_cast<double>(t.roce_messages)
-                                                                     : 0.0)));
+    absl::StrAppend(
+        &out, absl::StrFormat("  RoCEv2     %d packets, %d CNP, NAK %d PSN sequence / %d RNR / %d other, %d resent "
+                              "(go-back-N), %d messages of %s mean\n",
+                              t.roce_packets, t.cnp, t.nak_psn_sequence_error, t.nak_rnr, t.nak_other, t.roce_resent,
+                              t.roce_messages,
+                              humanBytes(t.roce_messages ? static_cast<double>(t.roce_message_bytes) /
+                                                               static_cast<double>(t.roce_messages)
+                                                         : 0.0)));
     for (const CnpTarget& c : e.cnp_targets) {
-      absl::StrAppend(&out, absl::StrFormat("    CNPs toward %s qp 0x%06x: %d\n", addressToString(c.key, false), c.key.qp(), c.cnp));
+      absl::StrAppend(&out, absl::StrFormat("    CNPs toward %s qp 0x%06x: %d\n", addressToString(c.key, false),
+                                            c.key.qp(), c.cnp));
     }
   }
   for (int p = 0; p < kPausePriorities; ++p) {
     const PauseCounts& c = e.pause[p];
     if (c.frames == 0) continue;
-    absl::StrAppend(&out, absl::StrFormat("  %-10s %d frames, %d quanta, paused %s (%.2f%% of the time)\n",
-                                          p == 8 ? std::string("PAUSE") : absl::StrCat("PFC prio ", p), c.frames,
-                                          c.quanta, humanSeconds(static_cast<double>(c.paused_ns) * 1e-9),
-                                          e.span_ns > 0 ? 100.0 * static_cast<double>(c.paused_ns) / static_cast<double>(e.span_ns) : 0.0));
+    absl::StrAppend(
+        &out, absl::StrFormat(
+                  "  %-10s %d frames, %d quanta, paused %s (%.2f%% of the time)\n",
+                  p == 8 ? std::string("PAUSE") : absl::StrCat("PFC prio ", p), c.frames, c.quanta,
+                  humanSeconds(static_cast<double>(c.paused_ns) * 1e-9),
+                  e.span_ns > 0 ? 100.0 * static_cast<double>(c.paused_ns) / static_cast<double>(e.span_ns) : 0.0));
   }
-  absl::StrAppend(&out, absl::StrFormat("  Microbursts with evidence inside or within %s after: %d of %d\n",
-                                        humanSeconds(static_cast<double>(e.after_ns) * 1e-9), e.congesting, e.microbursts));
+  absl::StrAppend(&out,
+                  absl::StrFormat("  Microbursts with evidence inside or within %s after: %d of %d\n",
+                                  humanSeconds(static_cast<double>(e.after_ns) * 1e-9), e.congesting, e.microbursts));
   const size_t shown = std::min<size_t>(e.bursts.size(), 10);
   for (size_t i = 0; i < shown; ++i) {
     const AnnotatedBurst& b = e.bursts[i];
@@ -319,9 +326,9 @@ std::string evidenceText(const EvidenceReport& e, const EngineConfig& cfg) {
   if (e.bursts.size() > shown) absl::StrAppend(&out, "    ... ", e.bursts.size() - shown, " more in the JSON\n");
   for (const KeyedEvidence& k : e.pairs) {
     if (k.counts.events() == 0) continue;
-    absl::StrAppend(&out, absl::StrFormat("    pair %-34s %d CE, %d TCP retx, %d CNP, %d NAK, %d resent\n", pairToString(k.key),
-                                          k.counts.ce, k.counts.tcp_retransmissions, k.counts.cnp, k.counts.naks(),
-                                          k.counts.roce_resent));
+    absl::StrAppend(&out, absl::StrFormat("    pair %-34s %d CE, %d TCP retx, %d CNP, %d NAK, %d resent\n",
+                                          pairToString(k.key), k.counts.ce, k.counts.tcp_retransmissions, k.counts.cnp,
+                                          k.counts.naks(), k.counts.roce_resent));
   }
   (void)cfg;
   return out;

@@ -166,7 +166,7 @@ struct MetricFlags {
 struct AnalyzeOptions {
   std::vector<std::string> files;
   bool json = false;
-  std::string dedup_window;  // empty: off
+  std::string dedup_window;    // empty: off
   std::string evidence_after;  // empty: the default
   MetricFlags metrics{EngineConfig{}};
 };

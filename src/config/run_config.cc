@@ -554,8 +554,8 @@ absl::StatusOr<RunConfig> parseRunConfig(const std::string& yaml, const std::str
   }
   if (root.IsNull()) return c;  // an empty file: all defaults
   BS_RETURN_IF_ERROR(rd.checkKeys(
-      root, "", {"capture", "dpdk", "af-xdp", "metrics", "decoder", "report", "ring-size", "export", "training",
-                    "evidence"}));
+      root, "",
+      {"capture", "dpdk", "af-xdp", "metrics", "decoder", "report", "ring-size", "export", "training", "evidence"}));
   if (root["capture"]) BS_RETURN_IF_ERROR(readChoice(rd, root["capture"], "capture", captureWords(), &c.capture));
   if (root["dpdk"]) BS_RETURN_IF_ERROR(readDpdk(rd, root["dpdk"], &c));
   if (root["af-xdp"]) BS_RETURN_IF_ERROR(readAfXdp(rd, root["af-xdp"], &c));

@@ -480,12 +480,12 @@ DecodeError Decoder::decodeRoce(Cursor& c, PacketRecord* out) {
   } else if (opcode < 0x40) {
     const uint8_t op = opcode & 0x1F;
     const bool rc = opcode < 0x20;
-    if (op == 0x06 || op == 0x0A || op == 0x0B || (rc && op == 0x0C)) ext += 16;            // RETH
-    if (op == 0x03 || op == 0x05 || op == 0x09 || op == 0x0B) ext += 4;                     // ImmDt
-    if (rc && (op == 0x16 || op == 0x17)) ext += 4;                                         // IETH
+    if (op == 0x06 || op == 0x0A || op == 0x0B || (rc && op == 0x0C)) ext += 16;  // RETH
+    if (op == 0x03 || op == 0x05 || op == 0x09 || op == 0x0B) ext += 4;           // ImmDt
+    if (rc && (op == 0x16 || op == 0x17)) ext += 4;                               // IETH
     if (rc && (op == 0x0D || op == 0x0F || op == 0x10 || op == 0x11 || op == 0x12)) aeth = true;
-    if (rc && (op == 0x13 || op == 0x14)) ext += 28;                                        // AtomicETH
-    if (rc && op == 0x12) ext += 8;                                                         // AtomicAckETH
+    if (rc && (op == 0x13 || op == 0x14)) ext += 28;  // AtomicETH
+    if (rc && op == 0x12) ext += 8;                   // AtomicAckETH
   }
   if (aeth) {
     if (!c.have(8 + 12 + 4)) return DecodeError::kTruncatedRoceExtension;

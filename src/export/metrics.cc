@@ -10,10 +10,10 @@
 #include <stdexcept>
 
 #include "absl/strings/ascii.h"
-#include "burstscope/evidence.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "burstscope/evidence.h"
 #include "burstscope/status.h"
 #include "src/export/web_config.h"
 
@@ -414,8 +414,8 @@ void addEvidence(Families& f, const LabelVec& L, const EvidenceReport& e) {
   // direction="all" as the port stream's own microburst series, so that the two divide and compare directly.
   const LabelVec A = with(L, {{"direction", "all"}});
   f.counter("burstscope_congesting_microbursts_total",
-            "port-stream microbursts with congestion evidence toward or from their hosts inside or within tau after",
-            A, static_cast<double>(e.congesting));
+            "port-stream microbursts with congestion evidence toward or from their hosts inside or within tau after", A,
+            static_cast<double>(e.congesting));
   f.histogram("burstscope_congesting_microburst_size_bytes", "bytes carried by each congesting microburst", A,
               e.congesting_sizes_bytes);
 }

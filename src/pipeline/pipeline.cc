@@ -219,7 +219,8 @@ absl::StatusOr<RunResult> runCapture(CaptureSource& source, const PipelineConfig
     if (absl::Status s = validateConfig(ec); !s.ok()) {
       return absl::InvalidArgumentError(absl::StrCat("port ", ports[i].name, ": ", s.message()));
     }
-    workers.push_back(std::make_unique<PortWorker>(i, ports[i], ec, tc, config.evidence, config.reorder_horizon_ns, mailbox));
+    workers.push_back(
+        std::make_unique<PortWorker>(i, ports[i], ec, tc, config.evidence, config.reorder_horizon_ns, mailbox));
     if (tc.enabled) {
       analyzers.push_back(std::make_unique<TrainingAnalyzer>(tc, ec.link_capacity_bps, ec.scales_ns, ec.rates_bps));
     }

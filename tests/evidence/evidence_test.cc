@@ -136,8 +136,8 @@ TEST(TcpEvidence, TheHandshakeRttIsTheOutOfOrderThreshold) {
   EXPECT_EQ(r.e().totals.tcp_out_of_order, 0u);
 }
 
-PacketRecord roce(int64_t t, uint8_t opcode, uint32_t qp, uint32_t psn, uint16_t len, uint8_t syndrome = 0,
-                  int src = 1, int dst = 2) {
+PacketRecord roce(int64_t t, uint8_t opcode, uint32_t qp, uint32_t psn, uint16_t len, uint8_t syndrome = 0, int src = 1,
+                  int dst = 2) {
   PacketRecord r;
   r.ts_ns = t;
   r.wire_len = 78u + len;
@@ -179,7 +179,7 @@ TEST(RoceEvidence, GoBackNNaksCnpsAndMessages) {
   EXPECT_EQ(c.nak_rnr, 1u);
   EXPECT_EQ(c.nak_other, 1u);
   EXPECT_EQ(c.cnp, 1u);
-  EXPECT_EQ(c.roce_messages, 2u);                // the WRITE and the SEND
+  EXPECT_EQ(c.roce_messages, 2u);                    // the WRITE and the SEND
   EXPECT_EQ(c.roce_message_bytes, 4u * 1024 + 300);  // resent packets not counted twice
   EXPECT_EQ(c.ect, v.size());
   ASSERT_EQ(r.e().cnp_targets.size(), 1u);
@@ -207,9 +207,9 @@ TEST(PauseEvidence, PausedTimeFollowsQuantaAtLinkSpeedAndResumes) {
   EngineConfig cfg;
   cfg.link_capacity_bps = 100e9;  // a quantum is 512 bit times: 5.12 ns
   std::vector<PacketRecord> v;
-  v.push_back(pfc(kT0, 0x08, {0, 0, 0, 10000}));                  // prio 3 paused 51.2 us
-  v.push_back(pfc(kT0 + 20 * kUs, 0x08, {0, 0, 0, 10000}));       // refreshed: until 71.2 us
-  v.push_back(pfc(kT0 + 30 * kUs, 0x09, {65535, 0, 0, 0}));       // prio 3 resumes at 30 us; prio 0 paused
+  v.push_back(pfc(kT0, 0x08, {0, 0, 0, 10000}));             // prio 3 paused 51.2 us
+  v.push_back(pfc(kT0 + 20 * kUs, 0x08, {0, 0, 0, 10000}));  // refreshed: until 71.2 us
+  v.push_back(pfc(kT0 + 30 * kUs, 0x09, {65535, 0, 0, 0}));  // prio 3 resumes at 30 us; prio 0 paused
   PacketRecord pause;
   pause.ts_ns = kT0 + 40 * kUs;
   pause.wire_len = 60;
@@ -321,7 +321,10 @@ TEST(DecodeEvidence, TcpRoceAndPfcFieldsComeOffTheWire) {
   Decoder d;
   PacketRecord r;
   FrameBuilder t;
-  t.eth(0x0800).ipv4(ip4(10, 0, 0, 1), ip4(10, 0, 0, 2), 6, 20 + 100).tcp(1, 2, 0xDEADBEEF, 77, 0x18 | 0x40).payload(100);
+  t.eth(0x0800)
+      .ipv4(ip4(10, 0, 0, 1), ip4(10, 0, 0, 2), 6, 20 + 100)
+      .tcp(1, 2, 0xDEADBEEF, 77, 0x18 | 0x40)
+      .payload(100);
   t.bytes[15] = 0x03;  // TOS: ECN CE
   ASSERT_EQ(d.decode(t.bytes, static_cast<uint32_t>(t.bytes.size()), &r), DecodeError::kNone);
   EXPECT_EQ(r.l4Kind(), L4Kind::kTcp);

@@ -79,33 +79,9 @@ def describe(j):
             f"period {p['period_s']} s (quality {p['quality']}, {p['steps']} steps{', ' + p['why'] if p['why'] else ''})")
 PY
 
-# Starts a process in the span namespace (ip netns exec execs it, so $! is the process itself) and waits
-# (bounded) for PATTERN in its stderr. Sets $pid.
-start_span() { # NAME PATTERN CMD...
-  local name=$1 pattern=$2
-  shift 2
-  # Not through a shell function: a background function is a subshell, and signals must reach the process.
-  ip netns exec "bstb-$NAME-span" "$@" >"$TMP/$name.out" 2>"$TMP/$name.err" &
-  pid=$!
-  PIDS+=("$pid")
-  for _ in $(seq 1 300); do
-    grep -q -- "$pattern" "$TMP/$name.err" 2>/dev/null && return 0
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.1
-  done
-  sed 's/^/# /' "$TMP/$name.err"
-  return 1
-}
-stop() { # PID SIGNAL: signals and waits (bounded, 60 s); returns its exit status
-  local p=$1
-  kill -"$2" "$p" 2>/dev/null
-  for _ in $(seq 1 600); do
-    kill -0 "$p" 2>/dev/null || break
-    sleep 0.1
-  done
-  kill -0 "$p" 2>/dev/null && { kill -KILL "$p"; echo "# $p did not exit within 60 s"; }
-  wait "$p"
-}
+# start_span (a process in the span namespace, waited for) and stop (signal, bounded wait).
+# shellcheck source=tests/integration/testbed_lib.sh
+. "$(dirname "$0")/testbed_lib.sh"
 
 # 1. The testbed: 4 workers, a plain SPAN port, a second plain one (tap) and an ERSPAN one.
 "$TB" up --workers 4 --tap --erspan --name "$NAME" >"$TMP/up.out" 2>"$TMP/up.err" ||

@@ -1,0 +1,181 @@
+#!/usr/bin/env bash
+# Congestion evidence end to end on real training traffic (docs/evidence.md, docs/testbed.md): a 4-rank PyTorch
+# DDP ring job on the testbed with a bottleneck toward worker 3 (`testbed up --bottleneck 3:RATE`: a tbf queue on
+# the switch's port toward it, which drops the excess of every burst). burstscope runs live on the mirror
+# (AF_XDP), tcpdump records a second SPAN port of the same switch. Checked:
+#   - the switch dropped and TCP resent (the kernel's qdisc counter, tshark);
+#   - burstscope's TCP retransmissions (live and `analyze` of tcpdump's file) within 5% of tshark's
+#     tcp.analysis.retransmission on the same frames;
+#   - nearly all of them on host pairs to or from the bottlenecked worker, most toward it;
+#   - most of them inside or right after congesting microbursts: TCP learns of a drop one round trip later,
+#     and a full queue of Q bytes at rate R makes the round trip at least Q/R, so evidence.after is set to
+#     5 Q/R (TCP repairs a burst's losses over several round trips: RACK-TLP's probe timeout is 2 SRTT, and
+#     each round trip resends what the window allows);
+#   - without the bottleneck, the same job: the switch drops nothing, and burstscope counts what tshark counts
+#     (a few, not zero: on a loaded 2-core machine an ACK can come later than a tail-loss probe or the
+#     retransmission timer, and TCP resends what was not lost; the count is printed, not bounded).
+# TAP output for meson. Needs root, Debian's python3-torch, tshark, tcpdump, ethtool (scripts/setup.sh).
+# usage: congestion_test.sh BURSTSCOPE SOURCE_ROOT
+set -u
+BS=$1 ROOT=$2
+TB=$ROOT/tools/testbed/testbed
+PY=/usr/bin/python3
+TMP=$(mktemp -d)
+NAME=c$(printf %x $$) # unique per run; interface names stay within 15 characters
+WORKER=3 RATE=200mbit # the bottleneck: the switch's port toward worker 3 drains at 200 Mbit/s
+STEPS=8
+# shellcheck source=tests/integration/tap.sh
+. "$(dirname "$0")/tap.sh"
+# shellcheck source=tests/integration/testbed_lib.sh
+. "$(dirname "$0")/testbed_lib.sh"
+trap 'cleanup; "$TB" down "$NAME" >/dev/null 2>&1' EXIT
+trap "exit 1" TERM INT
+bail() {
+  echo "Bail out! $*"
+  exit 1
+}
+
+if [ "$(id -u)" != 0 ]; then
+  echo "1..0 # SKIP needs root (network namespaces, tc, BPF)"
+  exit 0
+fi
+"$PY" -c 'import torch.distributed' 2>/dev/null || bail "Debian's python3-torch is missing (scripts/setup.sh installs it)"
+for t in tshark tcpdump ethtool; do
+  command -v "$t" >/dev/null || bail "$t is missing (scripts/setup.sh installs it)"
+done
+mountpoint -q /sys/fs/bpf || mount -t bpf bpf /sys/fs/bpf
+
+# tshark's retransmissions in a capture, each as "destination address" on a line.
+tshark_retx() { tshark -n -r "$1" -Y tcp.analysis.retransmission -T fields -e ip.dst 2>/dev/null; }
+# The testbed's bottleneck queue, dropped frames so far (the tbf qdisc on the switch's port).
+qdisc_dropped() {
+  ip netns exec "bstb-$NAME-sw" tc -s qdisc show dev "${NAME}p$WORKER" | awk '/dropped/ { gsub(",", ""); print $7; exit }'
+}
+# One job on testbed $NAME with burstscope live on the SPAN port and tcpdump on the tap: LABEL.out (the
+# live JSON), LABEL.pcap, LABEL.json (the job's metadata), LABEL.analyze.json.
+run_job() { # LABEL
+  local label=$1 bs td rc
+  start_span "$label.bs" "burstscope run: ${NAME}m1 (" "$BS" run --listen none --json -q --top-k 100 --link-gbps 10 \
+    --xdp-mode skb -c "$TMP/run.yaml" --xdp "${NAME}m1" || bail "burstscope did not start"
+  bs=$pid
+  start_span "$label.tcpdump" "listening on" tcpdump -Z root -n -i "${NAME}t1" -s 96 --time-stamp-precision=nano \
+    -w "$TMP/$label.pcap" || bail "tcpdump did not start"
+  td=$pid
+  check "$label: ring DDP job, 4 ranks, $STEPS steps, every rank exits 0" \
+    "$TB" run "$NAME" --out "$TMP/$label" --timeout 240 ddp-ring --steps "$STEPS" --width 192
+  check "$label: the mirror goes quiet after the job (bounded)" "$TB" quiet "$NAME" --for 1 --timeout 60
+  stop "$bs" TERM
+  rc=$?
+  check "$label: burstscope exits 0 on SIGTERM" test "$rc" = 0
+  stop "$td" INT
+  rc=$?
+  check "$label: tcpdump exits 0 and dropped nothing" sh -c \
+    "test $rc = 0 && grep -q '^0 packets dropped by kernel' '$TMP/$label.tcpdump.err'"
+  "$BS" analyze --json --top-k 100 --link-gbps 10 --evidence-after "$AFTER" "$TMP/$label.pcap" \
+    >"$TMP/$label.analyze.json" 2>"$TMP/$label.analyze.err"
+  check "$label: analyze reads tcpdump's file" test -s "$TMP/$label.analyze.json"
+  tshark_retx "$TMP/$label.pcap" >"$TMP/$label.retx"
+}
+
+# 1. With the bottleneck.
+"$TB" up --workers 4 --tap --bottleneck "$WORKER:$RATE" --name "$NAME" >"$TMP/up.out" 2>"$TMP/up.err" ||
+  { sed 's/^/# /' "$TMP/up.err"; bail "testbed up failed"; }
+check "testbed up with a bottleneck toward worker $WORKER ($(tail -1 "$TMP/up.err"))" true
+# evidence.after = 5 Q/R, from the queue the testbed made (its testbed.json says the bytes and the rate).
+AFTER=$("$PY" - "${TESTBED_STATE_DIR:-/run/burstscope-testbed}/$NAME/testbed.json" <<'PY'
+import json, re, sys
+b = json.load(open(sys.argv[1]))["bottleneck"][0]
+n, unit = re.fullmatch(r"(\d+)([kmg]?bit)", b["rate"]).groups()
+rate = int(n) * {"bit": 1, "kbit": 1e3, "mbit": 1e6, "gbit": 1e9}[unit] / 8  # bytes per second
+print(f"{round(5 * b['limit_bytes'] / rate * 1e6)}us")
+PY
+) || bail "no bottleneck in the testbed's description"
+printf 'evidence:\n  after: %s\n' "$AFTER" >"$TMP/run.yaml"
+echo "# evidence.after = 5 x the bottleneck queue's drain time = $AFTER"
+run_job bn
+DROPPED=$(qdisc_dropped)
+check "bn: the bottleneck dropped frames (tbf: ${DROPPED:-?} dropped) and TCP resent at least 20 segments (tshark: $(wc -l <"$TMP/bn.retx"))" \
+  sh -c "test '${DROPPED:-0}' -gt 0 && test $(wc -l <"$TMP/bn.retx") -ge 20"
+
+check "bn: TCP retransmissions, burstscope live and analyze of tcpdump's file, within 5% of tshark's on the same frames" \
+  "$PY" - "$TMP/bn.bs.out" "$TMP/bn.analyze.json" "$TMP/bn.retx" <<'PY'
+import json, sys
+live = json.load(open(sys.argv[1]))["ports"][0]
+off = json.load(open(sys.argv[2]))
+ts = len(open(sys.argv[3]).read().split())
+a, b = live["evidence"]["totals"]["tcp_retransmissions"], off["evidence"]["totals"]["tcp_retransmissions"]
+print(f"tshark {ts}, burstscope live {a}, analyze {b}; live packets {live['packets']}, file {off['packets']}, "
+      f"ledger balanced {live['ledger']['balanced']}")
+sys.exit(0 if ts > 0 and abs(a - ts) <= 0.05 * ts and abs(b - ts) <= 0.05 * ts and live["ledger"]["balanced"] else 1)
+PY
+
+check "bn: the retransmissions are the bottlenecked worker's: at least 75% on pairs to or from it, most toward it" \
+  "$PY" - "$TMP/bn.bs.out" "$TMP/bn.json" "$WORKER" <<'PY'
+import json, sys
+ev = json.load(open(sys.argv[1]))["ports"][0]["evidence"]
+job = json.load(open(sys.argv[2]))["jobs"][0]
+ip = [r["ip"] for r in job["ranks"] if r["host"] == f"h{sys.argv[3]}"][0]
+by = {}
+for p in ev["pairs"]:
+    by[(p["src"], p["dst"])] = by.get((p["src"], p["dst"]), 0) + p["tcp_retransmissions"]
+total = ev["totals"]["tcp_retransmissions"]
+toward = sum(n for (s, d), n in by.items() if d == ip)
+involving = sum(n for (s, d), n in by.items() if ip in (s, d))
+# From it too: its ACKs wait in the same queue toward it, and its own sends then time out.
+print("bottlenecked worker", ip, "retransmissions by pair", {f"{s}>{d}": n for (s, d), n in by.items() if n},
+      f"total {total}, toward it {toward}, to or from it {involving}")
+sys.exit(0 if total > 0 and involving >= 0.75 * total and toward > total / 2 else 1)
+PY
+
+# The bins and the list of congesting bursts are analyze's (a live report lists an interval's bursts only); the
+# live run's congesting bursts are printed beside them (its timestamps are its own, so its bursts may differ).
+check "bn: most retransmissions lie inside or within evidence.after of a congesting microburst toward or from their hosts" \
+  "$PY" - "$TMP/bn.analyze.json" "$TMP/bn.bs.out" <<'PY'
+import json, sys
+ev = json.load(open(sys.argv[1]))["evidence"]
+live = json.load(open(sys.argv[2]))["ports"][0]["evidence"]["microbursts"]
+print(f"live: {live['congesting']} of {live['count']} microbursts congesting")
+mb, after = ev["microbursts"], ev["after_ns"]
+bins = [(b["start_ns"], b["tcp_retransmissions"]) for b in ev["bins"] if b["tcp_retransmissions"]]
+# A 100 us base bin belongs to a burst's window when it overlaps [start, end + after].
+inside = sum(n for s, n in bins if any(e["start_ns"] - 100_000 < s <= e["end_ns"] + after for e in mb["events"]))
+total = sum(n for _, n in bins)
+print(f"after {after / 1e6} ms: {mb['congesting']} of {mb['count']} microbursts congesting, {len(mb['events'])} listed; "
+      f"retransmissions in their windows {inside} of {total} (in bins)")
+sys.exit(0 if mb["congesting"] > 0 and len(mb["events"]) == mb["congesting"] and total > 0 and inside > total / 2 else 1)
+PY
+
+# 2. The same job without the bottleneck (a fresh testbed, the same options otherwise).
+BN_RETX=$(wc -l <"$TMP/bn.retx")
+"$TB" down "$NAME" >/dev/null 2>&1
+"$TB" up --workers 4 --tap --name "$NAME" >"$TMP/up.out" 2>"$TMP/up.err" ||
+  { sed 's/^/# /' "$TMP/up.err"; bail "testbed up failed"; }
+run_job plain
+switch_dropped() { # frames the switch's ports dropped on the way out to the workers
+  local i
+  for i in 0 1 2 3; do ip netns exec "bstb-$NAME-sw" cat "/sys/class/net/${NAME}p$i/statistics/tx_dropped"; done |
+    awk '{ s += $1 } END { print s + 0 }'
+}
+check "plain: the switch dropped nothing on the way to the workers (veth TX drops: $(switch_dropped))" \
+  test "$(switch_dropped)" = 0
+check "plain: analyze of tcpdump's file counts the retransmissions tshark counts, burstscope live within 5% (or 2)" \
+  "$PY" - "$TMP/plain.bs.out" "$TMP/plain.analyze.json" "$TMP/plain.retx" "$BN_RETX" "$TMP/plain.pcap" <<'PY'
+import json, subprocess, sys
+live = json.load(open(sys.argv[1]))["ports"][0]["evidence"]["totals"]
+off = json.load(open(sys.argv[2]))["evidence"]["totals"]
+ts, bn = len(open(sys.argv[3]).read().split()), int(sys.argv[4])
+spurious = subprocess.run(["tshark", "-n", "-r", sys.argv[5], "-Y", "tcp.analysis.spurious_retransmission"],
+                          capture_output=True, text=True).stdout.count("\n")
+# Nothing was lost, yet TCP may resend: on a loaded 2-core machine an ACK can come later than a tail-loss probe
+# or even the retransmission timer (tshark calls those whose data was acknowledged before spurious).
+print(f"tshark {ts} ({spurious} spurious), burstscope live {live['tcp_retransmissions']}, analyze "
+      f"{off['tcp_retransmissions']}; with the bottleneck {bn}")
+# Live timestamps are burstscope's, the file's tcpdump's: the first-RTT threshold between a retransmission and
+# an out-of-order segment may fall differently for a segment or two.
+sys.exit(0 if off["tcp_retransmissions"] == ts and abs(live["tcp_retransmissions"] - ts) <= max(2, 0.05 * ts) else 1)
+PY
+"$TB" down "$NAME" 2>/dev/null
+check "testbed down removes every namespace of the testbed" sh -c "! ip netns list | grep -q '^bstb-$NAME-'"
+
+echo "1..$n"
+exit $((failed > 0))

@@ -9,16 +9,10 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from tap import check, done  # noqa: E402
+
 root = sys.argv[1]
-n = 0
-failed = 0
-
-
-def check(ok, what):
-    global n, failed
-    n += 1
-    print(("ok" if ok else "not ok"), n, "-", what)
-    failed += 0 if ok else 1
 
 
 files = sorted(glob.glob(os.path.join(root, "dashboards", "*.json")))
@@ -65,5 +59,4 @@ for f in files:
               and "{{job}}" not in t["legendFormat"] for t in training),
           f"{name}: training-job queries use ml_job, never the scrape's job label")
 check(len(uids) == len(files), "uids are unique")
-print(f"1..{n}")
-sys.exit(1 if failed else 0)
+done()

@@ -45,21 +45,14 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from tap import check, done  # noqa: E402
+
 exe, root = sys.argv[1], sys.argv[2]
-n = 0
-failed = 0
 MASK24 = 0xFFFFFF
 LINK_BPS = 10e9
 BIN_NS = 100_000
 SIX = ("ce", "cnp", "naks", "roce_resent", "pause_frames")
-
-
-def check(ok, what):
-    global n, failed
-    n += 1
-    print(("ok" if ok else "not ok"), n, "-", what, flush=True)
-    failed += not ok
-    return ok
 
 
 def note(text):
@@ -414,7 +407,6 @@ if "evidence" in j4:
           "roce-ddp-w3-erspan3: E(tau) and Bmax equal the unwrapped sample's (the mirror's headers are not counted)")
 
 
-
 def read_case(path):
     """A small hand-made file for what the samples lack (docs/evidence.md's rules for it): an RDMA READ request
     (a message, not a data packet), READ responses (data packets: a resent one counts, their AETH is not a NAK
@@ -500,5 +492,4 @@ with tempfile.TemporaryDirectory() as tmp:
                   f"{t['roce_packets']}, {t['roce_messages']}, {t['roce_message_bytes']}, 0")
 
 note(f"took {time.time() - started:.1f} s")
-print(f"1..{n}")
-sys.exit(1 if failed else 0)
+done()

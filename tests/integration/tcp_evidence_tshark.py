@@ -11,16 +11,10 @@ import shutil
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from tap import check, done  # noqa: E402
+
 exe, root = sys.argv[1], sys.argv[2]
-n = 0
-failed = 0
-
-
-def check(ok, what):
-    global n, failed
-    n += 1
-    print(("ok" if ok else "not ok"), n, "-", what)
-    failed += not ok
 
 
 def tshark_count(path, flt):
@@ -54,5 +48,4 @@ for path in traces:
     data = tshark_count(path, "tcp.len > 0")
     check(t["tcp_data_segments"] == data, f"{name}: data segments {t['tcp_data_segments']}, tshark {data}")
 check(seen_retx >= 100, f"the traces hold retransmissions to compare ({seen_retx} per tshark)")
-print(f"1..{n}")
-sys.exit(1 if failed else 0)
+done()

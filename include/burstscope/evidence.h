@@ -106,6 +106,13 @@ struct EvidenceBin {
   uint64_t hosts = 0;  // host signature of the packets that carried it (all ones: a pause, which has no hosts)
 };
 
+// One base bin's events on one host pair (offline): what a training job's steps sum (docs/evidence.md).
+struct PairBinEvidence {
+  int64_t start_ns = 0;
+  FlowKey pair;  // source and destination host (FlowKey::pairKey)
+  SignalCounts evidence;
+};
+
 // Cumulative since the start (an interval's report: up to the interval's end; offline: the whole input).
 struct EvidenceReport {
   int64_t after_ns = 0;
@@ -121,13 +128,14 @@ struct EvidenceReport {
   uint64_t microbursts = 0;  // port-stream microbursts annotated so far
   uint64_t congesting = 0;   // of them with evidence
   Histogram congesting_sizes_bytes;
-  std::vector<AnnotatedBurst> bursts;  // the congesting ones (offline: all, bounded; interval: this interval's)
-  std::vector<EvidenceBin> bins;       // offline only: bins with evidence, bounded
+  std::vector<AnnotatedBurst> bursts;      // the congesting ones (offline: all, bounded; interval: this interval's)
+  std::vector<EvidenceBin> bins;           // offline only: bins with evidence, bounded
+  std::vector<PairBinEvidence> pair_bins;  // offline only: each bin's events per host pair, in time order, bounded
   // This interval's own figures (an interval's report only), for the live line.
   EvidenceCounts interval;
   uint64_t interval_microbursts = 0;
   uint64_t interval_congesting = 0;
-  uint64_t listed_dropped = 0;  // bins or bursts not listed because of max_listed
+  uint64_t listed_dropped = 0;  // bins, pair bins or bursts not listed because of max_listed
 };
 
 // The aggregator; it also observes the port stream's microbursts. Add it to the engine and subscribe it.

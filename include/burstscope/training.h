@@ -140,6 +140,17 @@ struct RankReport {
   double sent_bytes_per_step = 0;
 };
 
+// One step of a job as the period cuts them: [start, end) runs from the quietest stretch before the step's
+// traffic to the one after it.
+struct StepSpan {
+  uint64_t index = 0;  // 0: the window's first whole step
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+  double bytes = 0;      // the job's bytes in it
+  bool counted = false;  // of typical volume: bytes per step rests on these
+};
+inline constexpr size_t kMaxListedSteps = 4096;
+
 struct JobReport {
   std::string name;
   bool configured = false;
@@ -162,6 +173,7 @@ struct JobReport {
   std::vector<RankReport> ranks;
   std::optional<double> gradient_bytes;  // ring only: mean rank bytes per step × N / (2(N−1)), wire bytes
   TopologyReport topology;
+  std::vector<StepSpan> steps;  // with a period: the window's whole steps (the latest kMaxListedSteps)
 };
 
 struct DestinationReport {

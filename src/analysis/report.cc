@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <optional>
 
 #include "absl/strings/str_cat.h"
@@ -334,12 +335,123 @@ std::string evidenceText(const EvidenceReport& e, const EngineConfig& cfg) {
   return out;
 }
 
-std::string jobEvidenceText(const TrainingReport& t, const EvidenceReport& e) {
+// A job's steps with the evidence on its host pairs (offline: from the evidence's per-bin pair events).
+struct StepEvidence {
+  SignalCounts evidence;    // events in the base bins that start inside the step, on the job's host pairs
+  uint64_t congesting = 0;  // congesting bursts starting inside the step with evidence on the job's pairs
+  std::string toward;       // the destination host of most of those events
+};
+
+// The pair events' host names, formatted once for every job.
+struct PairNames {
+  std::vector<std::string> src, dst;
+  explicit PairNames(const EvidenceReport& e) {
+    for (const PairBinEvidence& p : e.pair_bins) {
+      src.push_back(addressToString(p.pair, true));
+      dst.push_back(addressToString(p.pair, false));
+    }
+  }
+};
+
+// docs/evidence.md "Per training step": a step is [start, end) as the period cuts the job's traffic; an event
+// belongs to the step its base bin starts in; a congesting burst to the step it starts in, when the base bins
+// of its window [start, end + after] hold events on the job's pairs.
+std::vector<StepEvidence> stepEvidence(const JobReport& job, const EvidenceReport& e, const PairNames& names,
+                                       int64_t bin_ns) {
+  std::vector<StepEvidence> out(job.steps.size());
+  if (job.steps.empty()) return out;
+  auto in = [&](const std::string& h) { return std::binary_search(job.hosts.begin(), job.hosts.end(), h); };
+  auto stepAt = [&](int64_t t) -> long {  // the step holding t, or -1
+    auto it = std::upper_bound(job.steps.begin(), job.steps.end(), t,
+                               [](int64_t v, const StepSpan& s) { return v < s.start_ns; });
+    if (it == job.steps.begin()) return -1;
+    --it;
+    return t < it->end_ns ? it - job.steps.begin() : -1;
+  };
+  std::vector<std::map<std::string, uint64_t>> toward(job.steps.size());
+  std::vector<int64_t> times;  // of the bins with events on the job's pairs, sorted below
+  for (size_t i = 0; i < e.pair_bins.size(); ++i) {
+    if (!in(names.src[i]) || !in(names.dst[i])) continue;
+    const PairBinEvidence& p = e.pair_bins[i];
+    times.push_back(p.start_ns);
+    const long k = stepAt(p.start_ns);
+    if (k < 0) continue;
+    out[k].evidence.add(p.evidence);
+    toward[k][names.dst[i]] += p.evidence.total();
+  }
+  std::sort(times.begin(), times.end());
+  for (const AnnotatedBurst& b : e.bursts) {
+    const long k = stepAt(b.burst.start_ns);
+    if (k < 0) continue;
+    auto it = std::upper_bound(times.begin(), times.end(), b.burst.start_ns - bin_ns);
+    if (it != times.end() && *it <= b.burst.end_ns + e.after_ns) ++out[k].congesting;
+  }
+  for (size_t k = 0; k < out.size(); ++k) {
+    uint64_t most = 0;
+    for (const auto& [host, n] : toward[k]) {  // in address order: the first of equals
+      if (n > most) {
+        most = n;
+        out[k].toward = host;
+      }
+    }
+  }
+  return out;
+}
+
+Json stepsJson(const JobReport& job, const std::vector<StepEvidence>* ev) {
+  Json steps = Json::array();
+  for (size_t k = 0; k < job.steps.size(); ++k) {
+    const StepSpan& s = job.steps[k];
+    Json x{
+        {"index", s.index}, {"start_ns", s.start_ns}, {"end_ns", s.end_ns}, {"bytes", s.bytes}, {"counted", s.counted}};
+    if (ev) {
+      const StepEvidence& v = (*ev)[k];
+      x["evidence"] = signalsJson(v.evidence);
+      x["congesting_bursts"] = v.congesting;
+      x["toward"] = v.toward.empty() ? Json(nullptr) : Json(v.toward);
+    }
+    steps.push_back(std::move(x));
+  }
+  return steps;
+}
+
+constexpr size_t kStepLines = 10;  // steps with evidence printed per job
+
+std::string jobEvidenceText(const TrainingReport& t, const EvidenceReport& e, int64_t bin_ns) {
   std::string out;
+  const PairNames names(e);
   for (const JobReport& j : t.jobs) {
     const EvidenceCounts c = jobEvidence(j, e);
     absl::StrAppend(&out, absl::StrFormat("    job %-28s %d CE, %d TCP retx, %d CNP, %d NAK, %d resent\n", j.name, c.ce,
                                           c.tcp_retransmissions, c.cnp, c.naks(), c.roce_resent));
+    // "step 41 of job ...: 3 congesting bursts toward 10.0.0.4, 812 CE, 31 CNP": the steps with the most events,
+    // in time order.
+    const std::vector<StepEvidence> ev = stepEvidence(j, e, names, bin_ns);
+    std::vector<size_t> with;
+    for (size_t k = 0; k < ev.size(); ++k) {
+      if (ev[k].evidence.total() > 0 || ev[k].congesting > 0) with.push_back(k);
+    }
+    if (with.empty()) continue;
+    std::vector<size_t> shown = with;
+    if (shown.size() > kStepLines) {
+      std::stable_sort(shown.begin(), shown.end(),
+                       [&](size_t a, size_t b) { return ev[a].evidence.total() > ev[b].evidence.total(); });
+      shown.resize(kStepLines);
+      std::sort(shown.begin(), shown.end());
+    }
+    absl::StrAppend(&out, absl::StrFormat("      %d of %d steps with evidence%s:\n", with.size(), ev.size(),
+                                          with.size() > shown.size() ? " (the most eventful)" : ""));
+    for (size_t k : shown) {
+      const std::string toward = ev[k].toward.empty() ? "" : " toward " + ev[k].toward;
+      if (ev[k].congesting > 0) {
+        absl::StrAppend(&out, absl::StrFormat("      step %d of %s: %d congesting burst%s%s, %s\n", j.steps[k].index,
+                                              j.name, ev[k].congesting, ev[k].congesting == 1 ? "" : "s", toward,
+                                              eventsText(ev[k].evidence)));
+      } else {
+        absl::StrAppend(&out, absl::StrFormat("      step %d of %s: %s%s, no congesting burst\n", j.steps[k].index,
+                                              j.name, eventsText(ev[k].evidence), toward));
+      }
+    }
   }
   return out;
 }
@@ -469,8 +581,12 @@ Json reportJson(const PortResult& r, const SourceStats& source, const ReportCont
   if (r.engine.evidence) {
     j["evidence"] = evidenceJson(*r.engine.evidence);
     if (r.training && j["training"].contains("jobs")) {
+      const PairNames names(*r.engine.evidence);
       for (size_t i = 0; i < r.training->jobs.size() && i < j["training"]["jobs"].size(); ++i) {
-        j["training"]["jobs"][i]["evidence"] = countsJson(jobEvidence(r.training->jobs[i], *r.engine.evidence));
+        const JobReport& job = r.training->jobs[i];
+        j["training"]["jobs"][i]["evidence"] = countsJson(jobEvidence(job, *r.engine.evidence));
+        const std::vector<StepEvidence> ev = stepEvidence(job, *r.engine.evidence, names, cfg.base_bin_ns);
+        j["training"]["jobs"][i]["steps"] = stepsJson(job, &ev);
       }
     }
   }
@@ -552,6 +668,7 @@ Json trainingJson(const TrainingReport& t, const EngineConfig& c) {
                                                {"max", r.step_bytes_max}}
                                         : Json(nullptr);
     x["gradient_bytes_estimate"] = r.gradient_bytes ? Json(*r.gradient_bytes) : Json(nullptr);
+    x["steps"] = stepsJson(r, nullptr);
     Json ranks = Json::array();
     for (const RankReport& k : r.ranks) {
       ranks.push_back({{"host", k.host},
@@ -708,7 +825,7 @@ std::string reportText(const PortResult& r, const SourceStats& source, const Rep
   if (r.training) absl::StrAppend(&out, trainingText(*r.training, cfg));
   if (r.engine.evidence) {
     absl::StrAppend(&out, evidenceText(*r.engine.evidence, cfg));
-    if (r.training) absl::StrAppend(&out, jobEvidenceText(*r.training, *r.engine.evidence));
+    if (r.training) absl::StrAppend(&out, jobEvidenceText(*r.training, *r.engine.evidence, cfg.base_bin_ns));
   }
   absl::StrAppend(&out, "\nDecoding: ", r.decode.errors[0], " complete, ", r.decode.errorTotal(), " malformed, ",
                   r.decode.non_ip, " non-IP, ", r.decode.encapsulated, " mirror-encapsulated\n");

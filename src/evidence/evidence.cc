@@ -297,6 +297,8 @@ struct EvidenceAggregator::Impl {
   std::vector<std::pair<int64_t, uint64_t>> host_ring = std::vector<std::pair<int64_t, uint64_t>>(kHostBins, {-1, 0});
   std::deque<EvidenceBin> recent;  // bins with events, for annotating microbursts
   std::vector<EvidenceBin> listed;
+  std::vector<std::pair<FlowKey, SignalCounts>> bin_pairs;  // offline: the current bin's events per host pair
+  std::vector<PairBinEvidence> listed_pairs;
   std::deque<Microburst> pending;
   uint64_t microbursts = 0, congesting = 0;
   uint64_t microbursts_at_close = 0, congesting_at_close = 0;
@@ -310,6 +312,12 @@ struct EvidenceAggregator::Impl {
     bin_event_hosts |= hostBit(k.src) | hostBit(k.dst);
     if (EvidenceCounts* p = boundedFind(pairs, k.pairKey(), pair_cap)) ++(p->*f);
     if (EvidenceCounts* p = boundedFind(flows, k, flow_cap)) ++(p->*f);
+    if (!intervals) {  // offline: each bin's events per host pair, for the training section's steps
+      const FlowKey pair = k.pairKey();
+      auto it = std::find_if(bin_pairs.begin(), bin_pairs.end(), [&](const auto& x) { return x.first == pair; });
+      if (it == bin_pairs.end()) it = bin_pairs.insert(it, {pair, SignalCounts{}});
+      it->second.n[s]++;
+    }
   }
 
   void accruePause(int p, int64_t t) {
@@ -341,7 +349,15 @@ struct EvidenceAggregator::Impl {
       } else {
         ++listed_dropped;
       }
+      for (const auto& [pair, counts] : bin_pairs) {
+        if (listed_pairs.size() < cfg.max_listed) {
+          listed_pairs.push_back({bin_start, pair, counts});
+        } else {
+          ++listed_dropped;
+        }
+      }
     }
+    bin_pairs.clear();
     bin = SignalCounts{};
   }
 
@@ -630,6 +646,7 @@ void EvidenceAggregator::result(EngineResult* out) const {
   if (!m.intervals) {
     r->bursts = m.bursts;
     r->bins = m.listed;
+    r->pair_bins = m.listed_pairs;
   }
   out->evidence = std::move(r);
 }

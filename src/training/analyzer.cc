@@ -510,6 +510,18 @@ TrainingReport TrainingAnalyzer::Impl::analyze() {
       r.step_bytes_cv = mean > 0 ? std::sqrt(var / static_cast<double>(counted.size())) / mean : 0;
       r.step_bytes_min = *std::min_element(counted.begin(), counted.end());
       r.step_bytes_max = *std::max_element(counted.begin(), counted.end());
+      // Where each step lies: fine coordinate x is at ws·bin + x·fine_ns.
+      std::vector<double> all(cut.count, 0.0);
+      for (size_t i = 0; i < nf; ++i) {
+        const long k = cut.stepOf(i);
+        if (k >= 0) all[k] += fine[i];
+      }
+      const size_t first = cut.count > kMaxListedSteps ? cut.count - kMaxListedSteps : 0;
+      auto at_ns = [&](double x) { return ws * bin + std::llround(x * fine_ns); };
+      for (size_t k = first; k < cut.count; ++k) {
+        const double x = cut.origin + static_cast<double>(k) * cut.period;
+        r.steps.push_back({k, at_ns(x), at_ns(x + cut.period), all[k], static_cast<bool>(cut.counted[k])});
+      }
     }
     // A job of thousands of hosts (a configured /8) is not classified: the matrix would be n² each interval.
     if (n > kMaxTopologyHosts) topo.hosts.clear();

@@ -29,7 +29,24 @@ if shutil.which("tshark") is None:
 
 traces = sorted(glob.glob(os.path.join(root, "data", "testbed", "*.pcap"))) + \
     [os.path.join(root, "data", "ddp-gloo-w3-3steps.pcap")]
+
+
+def tshark_retransmissions(path):
+    """(time in ns, source, destination) of every segment tshark calls a retransmission."""
+    out = subprocess.run(["tshark", "-n", "-r", path, "-Y", "tcp.analysis.retransmission", "-T", "fields",
+                          "-e", "frame.time_epoch", "-e", "ip.src", "-e", "ip.dst"],
+                         capture_output=True, text=True, check=True).stdout
+    rows = []
+    for line in out.splitlines():
+        t, src, dst = line.split("\t")
+        sec, _, frac = t.partition(".")
+        rows.append((int(sec) * 10**9 + int(frac.ljust(9, "0")[:9]), src, dst))
+    return rows
+
+
+BIN_NS = 100_000  # the engine's base bin: a step holds the events of the bins that start inside it
 seen_retx = 0
+seen_step_retx = 0
 for path in traces:
     name = os.path.relpath(path, root)
     j = json.loads(subprocess.run([exe, "analyze", path, "--json"], capture_output=True, text=True,
@@ -47,5 +64,32 @@ for path in traces:
     check(t["ce"] == ce, f"{name}: CE {t['ce']}, tshark {ce}")
     data = tshark_count(path, "tcp.len > 0")
     check(t["tcp_data_segments"] == data, f"{name}: data segments {t['tcp_data_segments']}, tshark {data}")
+    # Per training step: each step's retransmissions on the job's host pairs against tshark's, by the base bin
+    # each segment falls in.
+    retx = tshark_retransmissions(path)
+    congesting = 0
+    for job in j.get("training", {}).get("jobs", []):
+        if not job["steps"]:
+            continue
+        hosts = set(job["hosts"])
+        want = [0] * len(job["steps"])
+        for ts, src, dst in retx:
+            if src in hosts and dst in hosts:
+                b = ts - ts % BIN_NS
+                for k, s in enumerate(job["steps"]):
+                    if s["start_ns"] <= b < s["end_ns"]:
+                        want[k] += 1
+        got = [s["evidence"]["tcp_retransmissions"] for s in job["steps"]]
+        off = sum(abs(a - b) for a, b in zip(got, want))
+        tolerance = max(2, sum(want) // 100)
+        check(off <= tolerance, f"{name}: {job['name']}: retransmissions in each of {len(got)} steps as tshark's "
+              f"({sum(got)} and {sum(want)} in all, {sum(1 for w in want if w)} steps with some; "
+              f"sum of differences {off}, within {tolerance})")
+        seen_step_retx += sum(want)
+        congesting += sum(s["congesting_bursts"] for s in job["steps"])
+    check(congesting <= j["evidence"]["microbursts"]["congesting"],
+          f"{name}: the steps' congesting bursts ({congesting}) are among the trace's "
+          f"({j['evidence']['microbursts']['congesting']})")
 check(seen_retx >= 100, f"the traces hold retransmissions to compare ({seen_retx} per tshark)")
+check(seen_step_retx >= 100, f"the traces' job steps hold retransmissions to compare ({seen_step_retx} per tshark)")
 done()

@@ -153,6 +153,34 @@ TEST(TrainingTest, OneBurstPerStepGivesPeriodRingAndBytesPerStep) {
   EXPECT_LT(j.period.duty_cycle, 0.05);
 }
 
+TEST(TrainingTest, StepsAreCutBetweenTheStepsTraffic) {
+  // Steps jittered by 5%: every listed step [start, end) must hold the whole traffic of exactly one step
+  // (each rank's burst and its ACKs), the listed steps follow one another without gaps, and together they
+  // cover every step but those cut off by the capture's start and end.
+  const auto s = steps(30, 250'000'000, 0.05, 7);
+  const std::vector<PacketRecord> v = ringJob(4, s, {{0, 300'000}});
+  TrainingReport r = analyse(v);
+  ASSERT_EQ(r.jobs.size(), 1u);
+  const JobReport& j = r.jobs[0];
+  ASSERT_TRUE(j.period.period_s) << j.period.why;
+  ASSERT_GE(j.steps.size(), 28u);
+  for (size_t k = 0; k < j.steps.size(); ++k) {
+    const StepSpan& st = j.steps[k];
+    EXPECT_EQ(st.index, k);
+    if (k > 0) {
+      EXPECT_EQ(st.start_ns, j.steps[k - 1].end_ns);
+    }
+    size_t starts = 0;
+    for (int64_t t : s) starts += t >= st.start_ns && t < st.end_ns;
+    EXPECT_EQ(starts, 1u) << "step " << k;
+    // Its bytes are the records inside it, every one of one step.
+    double bytes = 0;
+    for (const PacketRecord& p : v) bytes += p.ts_ns >= st.start_ns && p.ts_ns < st.end_ns ? p.wire_len : 0;
+    EXPECT_NEAR(st.bytes, bytes, 0.01 * bytes) << "step " << k;
+    EXPECT_NEAR(bytes, 4 * (199 * 1514 + 99 * 66), 8000) << "step " << k;
+  }
+}
+
 TEST(TrainingTest, SeveralUnequalBurstGroupsPerStepGiveTheFundamental) {
   const auto s = steps(30, 200'000'000);
   TrainingReport r = analyse(ringJob(4, s, {{0, 300'000}, {0.08, 100'000}, {0.45, 200'000}}));

@@ -8,6 +8,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -113,6 +114,14 @@ struct PairBinEvidence {
   SignalCounts evidence;
 };
 
+// The evidence on a training job's host pairs in one of its steps (training.h StepSpan; docs/evidence.md).
+struct StepEvidence {
+  SignalCounts counts;  // events in the base bins that start inside the step
+  uint64_t congesting_bursts =
+      0;               // congesting bursts starting inside it with events on the job's pairs in their window
+  std::string toward;  // the destination of most of those events
+};
+
 // Cumulative since the start (an interval's report: up to the interval's end; offline: the whole input).
 struct EvidenceReport {
   int64_t after_ns = 0;
@@ -128,9 +137,10 @@ struct EvidenceReport {
   uint64_t microbursts = 0;  // port-stream microbursts annotated so far
   uint64_t congesting = 0;   // of them with evidence
   Histogram congesting_sizes_bytes;
-  std::vector<AnnotatedBurst> bursts;      // the congesting ones (offline: all, bounded; interval: this interval's)
-  std::vector<EvidenceBin> bins;           // offline only: bins with evidence, bounded
-  std::vector<PairBinEvidence> pair_bins;  // offline only: each bin's events per host pair, in time order, bounded
+  std::vector<AnnotatedBurst> bursts;  // the congesting ones (offline: all, bounded; interval: this interval's)
+  std::vector<EvidenceBin> bins;       // offline only: bins with evidence, bounded
+  // Each bin's events per host pair, in time order, bounded (offline: all; interval: this interval's).
+  std::vector<PairBinEvidence> pair_bins;
   // This interval's own figures (an interval's report only), for the live line.
   EvidenceCounts interval;
   uint64_t interval_microbursts = 0;

@@ -19,6 +19,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "burstscope/evidence.h"
 #include "burstscope/packet.h"
 #include "burstscope/window.h"
 
@@ -146,8 +147,9 @@ struct StepSpan {
   uint64_t index = 0;  // 0: the window's first whole step
   int64_t start_ns = 0;
   int64_t end_ns = 0;
-  double bytes = 0;      // the job's bytes in it
-  bool counted = false;  // of typical volume: bytes per step rests on these
+  double bytes = 0;                      // the job's bytes in it
+  bool counted = false;                  // of typical volume: bytes per step rests on these
+  std::optional<StepEvidence> evidence;  // when the evidence aggregator runs (filled by the pipeline)
 };
 inline constexpr size_t kMaxListedSteps = 4096;
 

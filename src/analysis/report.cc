@@ -335,123 +335,65 @@ std::string evidenceText(const EvidenceReport& e, const EngineConfig& cfg) {
   return out;
 }
 
-// A job's steps with the evidence on its host pairs (offline: from the evidence's per-bin pair events).
-struct StepEvidence {
-  SignalCounts evidence;    // events in the base bins that start inside the step, on the job's host pairs
-  uint64_t congesting = 0;  // congesting bursts starting inside the step with evidence on the job's pairs
-  std::string toward;       // the destination host of most of those events
-};
-
-// The pair events' host names, formatted once for every job.
-struct PairNames {
-  std::vector<std::string> src, dst;
-  explicit PairNames(const EvidenceReport& e) {
-    for (const PairBinEvidence& p : e.pair_bins) {
-      src.push_back(addressToString(p.pair, true));
-      dst.push_back(addressToString(p.pair, false));
-    }
-  }
-};
-
-// docs/evidence.md "Per training step": a step is [start, end) as the period cuts the job's traffic; an event
-// belongs to the step its base bin starts in; a congesting burst to the step it starts in, when the base bins
-// of its window [start, end + after] hold events on the job's pairs.
-std::vector<StepEvidence> stepEvidence(const JobReport& job, const EvidenceReport& e, const PairNames& names,
-                                       int64_t bin_ns) {
-  std::vector<StepEvidence> out(job.steps.size());
-  if (job.steps.empty()) return out;
-  auto in = [&](const std::string& h) { return std::binary_search(job.hosts.begin(), job.hosts.end(), h); };
-  auto stepAt = [&](int64_t t) -> long {  // the step holding t, or -1
-    auto it = std::upper_bound(job.steps.begin(), job.steps.end(), t,
-                               [](int64_t v, const StepSpan& s) { return v < s.start_ns; });
-    if (it == job.steps.begin()) return -1;
-    --it;
-    return t < it->end_ns ? it - job.steps.begin() : -1;
-  };
-  std::vector<std::map<std::string, uint64_t>> toward(job.steps.size());
-  std::vector<int64_t> times;  // of the bins with events on the job's pairs, sorted below
-  for (size_t i = 0; i < e.pair_bins.size(); ++i) {
-    if (!in(names.src[i]) || !in(names.dst[i])) continue;
-    const PairBinEvidence& p = e.pair_bins[i];
-    times.push_back(p.start_ns);
-    const long k = stepAt(p.start_ns);
-    if (k < 0) continue;
-    out[k].evidence.add(p.evidence);
-    toward[k][names.dst[i]] += p.evidence.total();
-  }
-  std::sort(times.begin(), times.end());
-  for (const AnnotatedBurst& b : e.bursts) {
-    const long k = stepAt(b.burst.start_ns);
-    if (k < 0) continue;
-    auto it = std::upper_bound(times.begin(), times.end(), b.burst.start_ns - bin_ns);
-    if (it != times.end() && *it <= b.burst.end_ns + e.after_ns) ++out[k].congesting;
-  }
-  for (size_t k = 0; k < out.size(); ++k) {
-    uint64_t most = 0;
-    for (const auto& [host, n] : toward[k]) {  // in address order: the first of equals
-      if (n > most) {
-        most = n;
-        out[k].toward = host;
-      }
-    }
-  }
-  return out;
-}
-
-Json stepsJson(const JobReport& job, const std::vector<StepEvidence>* ev) {
+Json stepsJson(const JobReport& job) {
   Json steps = Json::array();
-  for (size_t k = 0; k < job.steps.size(); ++k) {
-    const StepSpan& s = job.steps[k];
+  for (const StepSpan& s : job.steps) {
     Json x{
         {"index", s.index}, {"start_ns", s.start_ns}, {"end_ns", s.end_ns}, {"bytes", s.bytes}, {"counted", s.counted}};
-    if (ev) {
-      const StepEvidence& v = (*ev)[k];
-      x["evidence"] = signalsJson(v.evidence);
-      x["congesting_bursts"] = v.congesting;
-      x["toward"] = v.toward.empty() ? Json(nullptr) : Json(v.toward);
+    if (s.evidence) {
+      x["evidence"] = signalsJson(s.evidence->counts);
+      x["congesting_bursts"] = s.evidence->congesting_bursts;
+      x["toward"] = s.evidence->toward.empty() ? Json(nullptr) : Json(s.evidence->toward);
     }
     steps.push_back(std::move(x));
   }
   return steps;
 }
 
+bool eventful(const StepSpan& s) {
+  return s.evidence && (s.evidence->counts.total() > 0 || s.evidence->congesting_bursts > 0);
+}
+
+// "step 41 of job-10.0.0.1: 3 congesting bursts toward 10.0.0.4, 812 CE, 31 CNP" (docs/evidence.md). Live, steps
+// are numbered within the sliding training window, so the live line names a step by its start time instead.
+std::string stepText(const JobReport& j, const StepSpan& s, bool by_time = false) {
+  const StepEvidence& e = *s.evidence;
+  const std::string toward = e.toward.empty() ? "" : " toward " + e.toward;
+  const std::string step =
+      by_time ? absl::StrCat("step at ",
+                             absl::FormatTime("%H:%M:%E3S", absl::FromUnixNanos(s.start_ns), absl::UTCTimeZone()))
+              : absl::StrCat("step ", s.index);
+  if (e.congesting_bursts > 0) {
+    return absl::StrFormat("%s of %s: %d congesting burst%s%s, %s", step, j.name, e.congesting_bursts,
+                           e.congesting_bursts == 1 ? "" : "s", toward, eventsText(e.counts));
+  }
+  return absl::StrFormat("%s of %s: %s%s, no congesting burst", step, j.name, eventsText(e.counts), toward);
+}
+
 constexpr size_t kStepLines = 10;  // steps with evidence printed per job
 
-std::string jobEvidenceText(const TrainingReport& t, const EvidenceReport& e, int64_t bin_ns) {
+std::string jobEvidenceText(const TrainingReport& t, const EvidenceReport& e) {
   std::string out;
-  const PairNames names(e);
   for (const JobReport& j : t.jobs) {
     const EvidenceCounts c = jobEvidence(j, e);
     absl::StrAppend(&out, absl::StrFormat("    job %-28s %d CE, %d TCP retx, %d CNP, %d NAK, %d resent\n", j.name, c.ce,
                                           c.tcp_retransmissions, c.cnp, c.naks(), c.roce_resent));
-    // "step 41 of job ...: 3 congesting bursts toward 10.0.0.4, 812 CE, 31 CNP": the steps with the most events,
-    // in time order.
-    const std::vector<StepEvidence> ev = stepEvidence(j, e, names, bin_ns);
+    // The steps with the most events, in time order.
     std::vector<size_t> with;
-    for (size_t k = 0; k < ev.size(); ++k) {
-      if (ev[k].evidence.total() > 0 || ev[k].congesting > 0) with.push_back(k);
+    for (size_t k = 0; k < j.steps.size(); ++k) {
+      if (eventful(j.steps[k])) with.push_back(k);
     }
     if (with.empty()) continue;
     std::vector<size_t> shown = with;
+    auto events = [&](size_t k) { return j.steps[k].evidence->counts.total(); };
     if (shown.size() > kStepLines) {
-      std::stable_sort(shown.begin(), shown.end(),
-                       [&](size_t a, size_t b) { return ev[a].evidence.total() > ev[b].evidence.total(); });
+      std::stable_sort(shown.begin(), shown.end(), [&](size_t a, size_t b) { return events(a) > events(b); });
       shown.resize(kStepLines);
       std::sort(shown.begin(), shown.end());
     }
-    absl::StrAppend(&out, absl::StrFormat("      %d of %d steps with evidence%s:\n", with.size(), ev.size(),
+    absl::StrAppend(&out, absl::StrFormat("      %d of %d steps with evidence%s:\n", with.size(), j.steps.size(),
                                           with.size() > shown.size() ? " (the most eventful)" : ""));
-    for (size_t k : shown) {
-      const std::string toward = ev[k].toward.empty() ? "" : " toward " + ev[k].toward;
-      if (ev[k].congesting > 0) {
-        absl::StrAppend(&out, absl::StrFormat("      step %d of %s: %d congesting burst%s%s, %s\n", j.steps[k].index,
-                                              j.name, ev[k].congesting, ev[k].congesting == 1 ? "" : "s", toward,
-                                              eventsText(ev[k].evidence)));
-      } else {
-        absl::StrAppend(&out, absl::StrFormat("      step %d of %s: %s%s, no congesting burst\n", j.steps[k].index,
-                                              j.name, eventsText(ev[k].evidence), toward));
-      }
-    }
+    for (size_t k : shown) absl::StrAppend(&out, "      ", stepText(j, j.steps[k]), "\n");
   }
   return out;
 }
@@ -581,12 +523,8 @@ Json reportJson(const PortResult& r, const SourceStats& source, const ReportCont
   if (r.engine.evidence) {
     j["evidence"] = evidenceJson(*r.engine.evidence);
     if (r.training && j["training"].contains("jobs")) {
-      const PairNames names(*r.engine.evidence);
       for (size_t i = 0; i < r.training->jobs.size() && i < j["training"]["jobs"].size(); ++i) {
-        const JobReport& job = r.training->jobs[i];
-        j["training"]["jobs"][i]["evidence"] = countsJson(jobEvidence(job, *r.engine.evidence));
-        const std::vector<StepEvidence> ev = stepEvidence(job, *r.engine.evidence, names, cfg.base_bin_ns);
-        j["training"]["jobs"][i]["steps"] = stepsJson(job, &ev);
+        j["training"]["jobs"][i]["evidence"] = countsJson(jobEvidence(r.training->jobs[i], *r.engine.evidence));
       }
     }
   }
@@ -668,7 +606,7 @@ Json trainingJson(const TrainingReport& t, const EngineConfig& c) {
                                                {"max", r.step_bytes_max}}
                                         : Json(nullptr);
     x["gradient_bytes_estimate"] = r.gradient_bytes ? Json(*r.gradient_bytes) : Json(nullptr);
-    x["steps"] = stepsJson(r, nullptr);
+    x["steps"] = stepsJson(r);
     Json ranks = Json::array();
     for (const RankReport& k : r.ranks) {
       ranks.push_back({{"host", k.host},
@@ -825,7 +763,7 @@ std::string reportText(const PortResult& r, const SourceStats& source, const Rep
   if (r.training) absl::StrAppend(&out, trainingText(*r.training, cfg));
   if (r.engine.evidence) {
     absl::StrAppend(&out, evidenceText(*r.engine.evidence, cfg));
-    if (r.training) absl::StrAppend(&out, jobEvidenceText(*r.training, *r.engine.evidence, cfg.base_bin_ns));
+    if (r.training) absl::StrAppend(&out, jobEvidenceText(*r.training, *r.engine.evidence));
   }
   absl::StrAppend(&out, "\nDecoding: ", r.decode.errors[0], " complete, ", r.decode.errorTotal(), " malformed, ",
                   r.decode.non_ip, " non-IP, ", r.decode.encapsulated, " mirror-encapsulated\n");
@@ -931,6 +869,14 @@ std::string intervalSummary(const std::string& port, const PortSnapshot& snap, c
                       j.period.period_s
                           ? absl::StrCat(" T ", absl::StrReplaceAll(humanSeconds(*j.period.period_s), {{" ", ""}}))
                           : std::string(" T -"));
+      // The last step that ended in this interval, when it has evidence: "(step 41 of ...: 3 congesting ...)".
+      for (auto it = j.steps.rbegin(); it != j.steps.rend(); ++it) {
+        if (it->end_ns <= r.start_ns) break;
+        if (it->end_ns <= r.end_ns) {
+          if (eventful(*it)) absl::StrAppend(&line, " (", stepText(j, *it, true), ")");
+          break;
+        }
+      }
     }
   }
   return line;

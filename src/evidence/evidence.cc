@@ -298,7 +298,7 @@ struct EvidenceAggregator::Impl {
   std::deque<EvidenceBin> recent;  // bins with events, for annotating microbursts
   std::vector<EvidenceBin> listed;
   std::vector<std::pair<FlowKey, SignalCounts>> bin_pairs;  // offline: the current bin's events per host pair
-  std::vector<PairBinEvidence> listed_pairs;
+  std::vector<PairBinEvidence> listed_pairs;                // offline: all; with intervals: this interval's
   std::deque<Microburst> pending;
   uint64_t microbursts = 0, congesting = 0;
   uint64_t microbursts_at_close = 0, congesting_at_close = 0;
@@ -312,7 +312,7 @@ struct EvidenceAggregator::Impl {
     bin_event_hosts |= hostBit(k.src) | hostBit(k.dst);
     if (EvidenceCounts* p = boundedFind(pairs, k.pairKey(), pair_cap)) ++(p->*f);
     if (EvidenceCounts* p = boundedFind(flows, k, flow_cap)) ++(p->*f);
-    if (!intervals) {  // offline: each bin's events per host pair, for the training section's steps
+    {  // each bin's events per host pair, for the training jobs' steps (events are rare: no packet-path cost)
       const FlowKey pair = k.pairKey();
       auto it = std::find_if(bin_pairs.begin(), bin_pairs.end(), [&](const auto& x) { return x.first == pair; });
       if (it == bin_pairs.end()) it = bin_pairs.insert(it, {pair, SignalCounts{}});
@@ -349,12 +349,12 @@ struct EvidenceAggregator::Impl {
       } else {
         ++listed_dropped;
       }
-      for (const auto& [pair, counts] : bin_pairs) {
-        if (listed_pairs.size() < cfg.max_listed) {
-          listed_pairs.push_back({bin_start, pair, counts});
-        } else {
-          ++listed_dropped;
-        }
+    }
+    for (const auto& [pair, counts] : bin_pairs) {
+      if (listed_pairs.size() < cfg.max_listed) {
+        listed_pairs.push_back({bin_start, pair, counts});
+      } else {
+        ++listed_dropped;
       }
     }
     bin_pairs.clear();
@@ -624,6 +624,8 @@ void EvidenceAggregator::closeInterval(const IntervalContext& c, IntervalReport*
   r->interval_congesting = m.congesting - m.congesting_at_close;
   r->bursts = std::move(m.bursts);
   m.bursts.clear();
+  r->pair_bins = std::move(m.listed_pairs);
+  m.listed_pairs.clear();
   m.at_last_close = r->totals;
   m.microbursts_at_close = m.microbursts;
   m.congesting_at_close = m.congesting;

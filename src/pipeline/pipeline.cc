@@ -13,11 +13,14 @@
 
 #include "absl/strings/str_cat.h"
 #include "burstscope/status.h"
+#include "src/pipeline/step_evidence.h"
 
 namespace burstscope {
 namespace {
 
 constexpr size_t kBatch = 256;
+// Pair bins (and congesting bursts) the control thread keeps per port for the job steps' evidence: ~80 MB at most.
+constexpr size_t kStepEvidenceEntries = size_t{1} << 20;
 
 uint64_t sumReceived(const CapturePort& p) {
   uint64_t n = 0;
@@ -210,6 +213,7 @@ absl::StatusOr<RunResult> runCapture(CaptureSource& source, const PipelineConfig
   std::vector<std::unique_ptr<PortWorker>> workers;
   std::vector<std::unique_ptr<TrainingAnalyzer>> analyzers;  // per port, on this (the control) thread
   std::vector<std::shared_ptr<const TrainingReport>> last_training(ports.size());
+  std::vector<StepEvidenceWindow> step_evidence;  // per port, with training and evidence: evidence per job step
   TrainingConfig tc = config.training;
   if (config.engine.report_interval_ns == 0) tc.window_ns = 0;  // a file: the whole input is the window
   if (tc.enabled) BS_RETURN_IF_ERROR(validateTrainingConfig(tc));
@@ -223,12 +227,19 @@ absl::StatusOr<RunResult> runCapture(CaptureSource& source, const PipelineConfig
         std::make_unique<PortWorker>(i, ports[i], ec, tc, config.evidence, config.reorder_horizon_ns, mailbox));
     if (tc.enabled) {
       analyzers.push_back(std::make_unique<TrainingAnalyzer>(tc, ec.link_capacity_bps, ec.scales_ns, ec.rates_bps));
+      if (config.evidence.enabled) step_evidence.emplace_back(ec.base_bin_ns, tc.window_ns, kStepEvidenceEntries);
     }
   }
+  // The analysis of a port's training window, with each job step's congestion evidence.
+  auto analysis = [&](size_t port) {
+    TrainingReport t = analyzers[port]->analyze();
+    if (!step_evidence.empty()) step_evidence[port].annotate(&t);
+    return std::make_shared<const TrainingReport>(std::move(t));
+  };
   auto analyse = [&](size_t port, std::shared_ptr<const TrainingDelta> delta) {
     if (analyzers.empty() || !delta) return;
     analyzers[port]->ingest(std::move(delta));
-    last_training[port] = std::make_shared<const TrainingReport>(analyzers[port]->analyze());
+    last_training[port] = analysis(port);
   };
   auto deliver = [&] {
     auto items = mailbox.take();
@@ -240,11 +251,12 @@ absl::StatusOr<RunResult> runCapture(CaptureSource& source, const PipelineConfig
     for (size_t i = 0; i < items.size(); ++i) {
       const auto& [port, s] = items[i];
       if (!analyzers.empty() && s.interval.training) analyzers[port]->ingest(s.interval.training);
+      if (!step_evidence.empty() && s.interval.evidence) step_evidence[port].add(*s.interval.evidence);
       last_of[port] = i;
     }
     for (size_t port = 0; port < ports.size(); ++port) {
       if (!analyzers.empty() && last_of[port] != SIZE_MAX) {
-        last_training[port] = std::make_shared<const TrainingReport>(analyzers[port]->analyze());
+        last_training[port] = analysis(port);
         items[last_of[port]].second.training = last_training[port];
       }
     }
@@ -309,7 +321,11 @@ absl::StatusOr<RunResult> runCapture(CaptureSource& source, const PipelineConfig
   result.source = source.sourceStats();
   for (size_t i = 0; i < workers.size(); ++i) {
     PortResult pr = workers[i]->result();
-    analyse(i, pr.engine.training);  // a file's whole input (with intervals, they took it all)
+    // A file's whole input (with intervals, they took it all), and its evidence (intervals hand theirs over).
+    if (!step_evidence.empty() && pr.engine.evidence && config.engine.report_interval_ns == 0) {
+      step_evidence[i].add(*pr.engine.evidence);
+    }
+    analyse(i, pr.engine.training);
     pr.training = last_training[i];
     pr.decode = source.decodeStats(i);
     pr.device = source.deviceStats(i);

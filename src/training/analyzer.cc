@@ -520,7 +520,8 @@ TrainingReport TrainingAnalyzer::Impl::analyze() {
       auto at_ns = [&](double x) { return ws * bin + std::llround(x * fine_ns); };
       for (size_t k = first; k < cut.count; ++k) {
         const double x = cut.origin + static_cast<double>(k) * cut.period;
-        r.steps.push_back({k, at_ns(x), at_ns(x + cut.period), all[k], static_cast<bool>(cut.counted[k])});
+        r.steps.push_back(
+            {k, at_ns(x), at_ns(x + cut.period), all[k], static_cast<bool>(cut.counted[k]), std::nullopt});
       }
     }
     // A job of thousands of hosts (a configured /8) is not classified: the matrix would be n² each interval.

@@ -9,7 +9,9 @@
 #include <vector>
 
 #include "burstscope/decode.h"
+#include "burstscope/training.h"
 #include "burstscope/window.h"
+#include "src/pipeline/step_evidence.h"
 #include "tests/common/frames.h"
 
 namespace burstscope {
@@ -383,6 +385,107 @@ TEST(DecodeEvidence, TcpRoceAndPfcFieldsComeOffTheWire) {
   ASSERT_EQ(d.decode(outer.bytes, static_cast<uint32_t>(outer.bytes.size()), &r), DecodeError::kNone);
   EXPECT_EQ(r.ecn(), 2);
   EXPECT_EQ(r.seq, 0xDEADBEEFu);
+}
+
+// ---- Evidence per training step (src/pipeline/step_evidence.h) -----------------------------------------------
+
+FlowKey hostPair(int src, int dst) {
+  FlowKey k;
+  k.family = 4;
+  k.src = {10, 0, 0, static_cast<uint8_t>(src)};
+  k.dst = {10, 0, 0, static_cast<uint8_t>(dst)};
+  return k;
+}
+
+PairBinEvidence pairBin(int64_t start, int src, int dst, int signal, uint64_t n) {
+  PairBinEvidence p;
+  p.start_ns = start;
+  p.pair = hostPair(src, dst);
+  p.evidence.n[signal] = n;
+  return p;
+}
+
+// A job of hosts 10.0.0.1-3 stepping every 100 ms, three steps from kT0.
+TrainingReport threeSteps() {
+  TrainingReport t;
+  JobReport j;
+  j.name = "job";
+  j.hosts = {"10.0.0.1", "10.0.0.2", "10.0.0.3"};
+  for (uint64_t k = 0; k < 3; ++k) {
+    j.steps.push_back({k, kT0 + static_cast<int64_t>(k) * 100 * kMs, kT0 + static_cast<int64_t>(k + 1) * 100 * kMs, 1e6,
+                       true, std::nullopt});
+  }
+  t.jobs.push_back(j);
+  return t;
+}
+
+TEST(StepEvidence, EventsOnTheJobsPairsGoToTheStepTheirBinStartsIn) {
+  EvidenceReport r;
+  r.after_ns = 100 * kUs;
+  r.pair_bins = {pairBin(kT0 + 10 * kMs, 1, 2, kSignalTcpRetransmission, 3),
+                 pairBin(kT0 + 100 * kMs - 100 * kUs, 1, 3, kSignalCe, 5),  // the last bin of step 0
+                 pairBin(kT0 + 100 * kMs, 2, 3, kSignalCe, 7),              // the first bin of step 1
+                 pairBin(kT0 + 150 * kMs, 1, 9, kSignalCnp, 11),            // 10.0.0.9 is not in the job
+                 pairBin(kT0 + 400 * kMs, 1, 2, kSignalCe, 13)};            // after the last step
+  StepEvidenceWindow w(100 * kUs, 0, 1000);
+  w.add(r);
+  TrainingReport t = threeSteps();
+  w.annotate(&t);
+  const std::vector<StepSpan>& s = t.jobs[0].steps;
+  ASSERT_TRUE(s[0].evidence && s[1].evidence && s[2].evidence);
+  EXPECT_EQ(s[0].evidence->counts.n[kSignalTcpRetransmission], 3u);
+  EXPECT_EQ(s[0].evidence->counts.n[kSignalCe], 5u);
+  EXPECT_EQ(s[0].evidence->toward, "10.0.0.3");  // 5 events toward .3, 3 toward .2
+  EXPECT_EQ(s[1].evidence->counts.n[kSignalCe], 7u);
+  EXPECT_EQ(s[1].evidence->counts.n[kSignalCnp], 0u);
+  EXPECT_EQ(s[2].evidence->counts.total(), 0u);
+  EXPECT_EQ(s[2].evidence->toward, "");
+}
+
+TEST(StepEvidence, ACongestingBurstCountsForTheJobWhenItsWindowHoldsEventsOnTheJobsPairs) {
+  EvidenceReport r;
+  r.after_ns = 1 * kMs;
+  auto burst = [](int64_t start, int64_t end) {
+    AnnotatedBurst b;
+    b.burst.start_ns = start;
+    b.burst.end_ns = end;
+    return b;
+  };
+  // Step 0: events on a job pair 0.5 ms after the burst's end (inside `after`); step 1: events 2 ms after (outside);
+  // step 2: events inside the burst, but on a pair with a foreign host.
+  r.pair_bins = {pairBin(kT0 + 20 * kMs + 500 * kUs, 1, 2, kSignalTcpRetransmission, 1),
+                 pairBin(kT0 + 120 * kMs + 2 * kMs, 1, 2, kSignalTcpRetransmission, 1),
+                 pairBin(kT0 + 220 * kMs, 9, 2, kSignalCe, 1)};
+  r.bursts = {burst(kT0 + 19 * kMs, kT0 + 20 * kMs), burst(kT0 + 119 * kMs, kT0 + 120 * kMs),
+              burst(kT0 + 219 * kMs, kT0 + 221 * kMs)};
+  StepEvidenceWindow w(100 * kUs, 0, 1000);
+  w.add(r);
+  TrainingReport t = threeSteps();
+  w.annotate(&t);
+  const std::vector<StepSpan>& s = t.jobs[0].steps;
+  EXPECT_EQ(s[0].evidence->congesting_bursts, 1u);
+  EXPECT_EQ(s[1].evidence->congesting_bursts, 0u);
+  EXPECT_EQ(s[2].evidence->congesting_bursts, 0u);
+  EXPECT_EQ(s[2].evidence->counts.total(), 0u);
+}
+
+TEST(StepEvidence, TheWindowKeepsWhatTheTrainingWindowHoldsAndAtMostItsBound) {
+  StepEvidenceWindow w(100 * kUs, 150 * kMs, 3);
+  EvidenceReport a, b;
+  a.pair_bins = {pairBin(kT0, 1, 2, kSignalCe, 1), pairBin(kT0 + 60 * kMs, 1, 2, kSignalCe, 1)};
+  b.pair_bins = {pairBin(kT0 + 200 * kMs, 1, 2, kSignalCe, 1)};
+  w.add(a);
+  EXPECT_EQ(w.pairBins(), 2u);
+  w.add(b);  // 150 ms back from kT0 + 200 ms: the one at kT0 goes, the one at kT0 + 60 ms stays
+  EXPECT_EQ(w.pairBins(), 2u);
+  TrainingReport t = threeSteps();
+  w.annotate(&t);
+  EXPECT_EQ(t.jobs[0].steps[0].evidence->counts.total(), 1u);
+  EXPECT_EQ(t.jobs[0].steps[2].evidence->counts.total(), 1u);
+  EvidenceReport many;
+  for (int i = 0; i < 5; ++i) many.pair_bins.push_back(pairBin(kT0 + 201 * kMs + i * kMs, 1, 2, kSignalCe, 1));
+  w.add(many);
+  EXPECT_EQ(w.pairBins(), 3u);  // the bound
 }
 
 }  // namespace

@@ -19,8 +19,9 @@ namespace burstscope {
 namespace {
 
 constexpr size_t kBatch = 256;
-// Pair bins (and congesting bursts) the control thread keeps per port for the job steps' evidence: ~80 MB at most.
-constexpr size_t kStepEvidenceEntries = size_t{1} << 20;
+// Pair bins (and congesting bursts) the control thread keeps per port for the job steps' evidence: an entry is
+// about 160 bytes with its host names, so at most ~85 MB.
+constexpr size_t kStepEvidenceEntries = size_t{1} << 19;
 
 uint64_t sumReceived(const CapturePort& p) {
   uint64_t n = 0;

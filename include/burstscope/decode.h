@@ -100,6 +100,12 @@ struct IpPrefix {
 // Parses "10.0.0.0/24" or "fd00::/64"; false on a malformed string.
 bool parsePrefix(std::string_view text, IpPrefix* out);
 
+// The key that makes two captures of one packet equal and two packets different (docs/analyze.md "Duplicate
+// suppression"): read from the IP header on (`ip` starts at it; `ethertype` 0x0800 or 0x86DD). False when the
+// frame is not IP or is cut off before its addresses. The one definition for analyze's --dedup-window and the
+// mirror's duplicate check.
+bool duplicateKeyFromIp(std::span<const uint8_t> ip, uint16_t ethertype, uint64_t* key);
+
 struct DecoderConfig {
   std::vector<IpPrefix> local_nets;  // empty: direction only from ERSPAN III
   uint16_t vxlan_port = 4789;
@@ -107,6 +113,8 @@ struct DecoderConfig {
   // Outermost VLAN tags that the mirror itself added (RSPAN VLAN, a QinQ service tag): their 4 bytes each
   // are not part of the measured frame. 0 measures the frame exactly as it arrived.
   int mirror_vlan_tags = 0;
+  // Fill PacketRecord::dup_key (the mirror's duplicate check, docs/mirror.md): a hash of up to 96 header bytes.
+  bool duplicate_keys = true;
 };
 
 // Stateful only for mirror sequence tracking (one entry per ERSPAN session, bounded).

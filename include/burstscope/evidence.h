@@ -64,6 +64,13 @@ struct EvidenceCounts {
   uint64_t tcp_retransmissions = 0;
   uint64_t tcp_out_of_order = 0;
   uint64_t tcp_untracked_segments = 0;
+  // Mirror self-checks (docs/mirror.md): what the endpoints' sequence numbers say the mirror did not show.
+  uint64_t tcp_lost_segments = 0;       // tcp.analysis.lost_segment: a segment starting beyond nextseq
+  uint64_t tcp_ack_lost_segments = 0;   // tcp.analysis.ack_lost_segment: an ACK beyond maxseqtobeacked
+  uint64_t tcp_holes_filled = 0;        // sequence holes the sender later sent into: the network's loss
+  uint64_t tcp_holes_acked_unseen = 0;  // holes the receiver acknowledged while the mirror never showed them
+  uint64_t tcp_bytes_acked_unseen = 0;  // their bytes: data the mirror lost
+  uint64_t tcp_holes_untracked = 0;     // holes beyond the per-direction bound, neither filled nor acked here
   uint64_t roce_packets = 0;
   uint64_t cnp = 0;
   uint64_t nak_psn_sequence_error = 0;

@@ -103,7 +103,10 @@ struct PacketRecord {
   uint16_t len = 0;
   uint32_t seq = 0;
   uint32_t ack = 0;
-  uint32_t reserved = 0;  // no padding: records are copied and compared byte-wise in tests
+  // The low 32 bits of the frame's duplicate key (decode.h duplicateKeyFromIp, the key of analyze's
+  // --dedup-window), never 0; 0 when the frame has none (not IP) or the decoder was not asked for it. The mirror
+  // self-checks look for the same key twice within a short horizon (docs/mirror.md).
+  uint32_t dup_key = 0;
 
   L4Kind l4Kind() const { return static_cast<L4Kind>(l4 & 3); }
   uint8_t ecn() const { return (l4 >> 2) & 3; }

@@ -22,6 +22,7 @@ namespace burstscope {
 
 struct TrainingDelta;   // burstscope/training.h: the training aggregator's bins of an interval
 struct EvidenceReport;  // burstscope/evidence.h: congestion evidence (ECN, TCP, RoCEv2, PFC) and congesting bursts
+struct MirrorReport;    // burstscope/mirror.h: the mirror self-checks (duplicated frames, the mirror port's load)
 
 struct EngineConfig {
   // Window lengths τ in nanoseconds; each must be a multiple of base_bin_ns.
@@ -163,6 +164,7 @@ struct IntervalReport {
   // The training aggregator's flow bins of this interval, when one runs (burstscope/training.h).
   std::shared_ptr<const TrainingDelta> training;
   std::shared_ptr<const EvidenceReport> evidence;  // cumulative, when the evidence aggregator runs
+  std::shared_ptr<const MirrorReport> mirror;      // cumulative, when the mirror self-checks run
 };
 
 struct EngineResult {
@@ -173,6 +175,7 @@ struct EngineResult {
   uint64_t non_ip_packets = 0;
   std::shared_ptr<const TrainingDelta> training;  // what no interval took (offline: the whole file)
   std::shared_ptr<const EvidenceReport> evidence;
+  std::shared_ptr<const MirrorReport> mirror;
 };
 
 // The report interval an aggregator is closing.

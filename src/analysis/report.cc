@@ -11,6 +11,7 @@
 #include "absl/strings/str_replace.h"
 #include "absl/time/time.h"
 #include "burstscope/evidence.h"
+#include "burstscope/mirror.h"
 
 namespace burstscope {
 namespace {
@@ -503,6 +504,101 @@ std::string inputsText(const SourceStats& source) {
   return out;
 }
 
+// Mirror self-checks (docs/mirror.md): copies, TCP and ERSPAN loss, the mirror port's load, capture drops.
+Json mirrorTcpJson(const EvidenceCounts& c) {
+  return Json{{"tcp_lost_segments", c.tcp_lost_segments},
+              {"tcp_ack_lost_segments", c.tcp_ack_lost_segments},
+              {"tcp_holes_filled", c.tcp_holes_filled},
+              {"tcp_holes_acked_unseen", c.tcp_holes_acked_unseen},
+              {"tcp_bytes_acked_unseen", c.tcp_bytes_acked_unseen},
+              {"tcp_holes_untracked", c.tcp_holes_untracked}};
+}
+
+uint64_t captureDrops(const PortResult& r) { return r.ledger.ring_drops + r.device.dropStagesTotal(); }
+
+Json mirrorJson(const PortResult& r) {
+  Json j = Json::object();
+  if (const MirrorReport* m = r.engine.mirror.get()) {
+    Json dirs = Json::object();
+    for (int d = 0; d < kDirectionCount; ++d) {
+      if (m->duplicates[d] > 0) {
+        dirs[directionName(static_cast<Direction>(d))] = {{"frames", m->duplicates[d]},
+                                                          {"bytes", m->duplicate_bytes[d]}};
+      }
+    }
+    uint64_t bytes = 0;
+    for (uint64_t b : m->duplicate_bytes) bytes += b;
+    j["duplicates"] = {{"horizon_ns", m->duplicate_horizon_ns},
+                       {"checked", m->checked},
+                       {"frames", m->duplicatesTotal()},
+                       {"bytes", bytes},
+                       {"displaced", m->displaced},
+                       {"directions", dirs}};
+    Json scales = Json::array();
+    for (const MirrorLoad& l : m->load) {
+      scales.push_back({{"scale_ns", l.scale_ns},
+                        {"windows", l.windows},
+                        {"overloaded", l.overloaded},
+                        {"overloaded_fraction", l.windows ? static_cast<double>(l.overloaded) / l.windows : 0.0},
+                        {"peak_load", l.peak}});
+    }
+    j["load"] = {{"capacity_bps", m->capacity_bps}, {"threshold", m->overload_threshold}, {"scales", scales}};
+  }
+  Json lost = Json::object();
+  if (const EvidenceReport* e = r.engine.evidence.get()) {
+    lost = mirrorTcpJson(e->totals);
+    Json dirs = Json::object();
+    for (const auto& [d, c] : e->directions) dirs[directionName(d)] = mirrorTcpJson(c);
+    lost["directions"] = dirs;
+  }
+  lost["erspan_sequence_gaps"] = r.decode.mirror_seq_gaps;
+  lost["erspan_out_of_sequence"] = r.decode.mirror_seq_reorders;
+  j["lost"] = lost;
+  j["capture_drops"] = captureDrops(r);
+  return j;
+}
+
+std::string mirrorText(const PortResult& r) {
+  std::string out = "\nMirror self-checks (docs/mirror.md)\n";
+  if (const MirrorReport* m = r.engine.mirror.get()) {
+    uint64_t bytes = 0;
+    for (uint64_t b : m->duplicate_bytes) bytes += b;
+    absl::StrAppend(&out, absl::StrFormat("  Duplicated frames (same frame within %s): %d of %d checked, %s",
+                                          humanSeconds(static_cast<double>(m->duplicate_horizon_ns) * 1e-9),
+                                          m->duplicatesTotal(), m->checked, humanBytes(static_cast<double>(bytes))));
+    for (int d = 0; d < kDirectionCount; ++d) {
+      if (m->duplicates[d] > 0 && m->duplicates[d] != m->duplicatesTotal()) {
+        absl::StrAppend(&out, "; ", directionName(static_cast<Direction>(d)), " ", m->duplicates[d]);
+      }
+    }
+    if (m->displaced) absl::StrAppend(&out, "; ", m->displaced, " remembered frames displaced early");
+    absl::StrAppend(&out, "\n");
+  }
+  if (const EvidenceReport* e = r.engine.evidence.get()) {
+    const EvidenceCounts& t = e->totals;
+    absl::StrAppend(&out, absl::StrFormat("  TCP: %d segments after a hole (lost_segment), %d ACKs of unseen data "
+                                          "(ack_lost_segment)\n",
+                                          t.tcp_lost_segments, t.tcp_ack_lost_segments));
+    absl::StrAppend(&out, absl::StrFormat("  Mirror lost: %d holes acknowledged unseen, %s", t.tcp_holes_acked_unseen,
+                                          humanBytes(static_cast<double>(t.tcp_bytes_acked_unseen))));
+    absl::StrAppend(&out, "; network lost (sender refilled): ", t.tcp_holes_filled, " holes");
+    if (t.tcp_holes_untracked) absl::StrAppend(&out, "; ", t.tcp_holes_untracked, " holes not tracked");
+    absl::StrAppend(&out, "\n");
+  }
+  absl::StrAppend(&out, "  ERSPAN sequence gaps: ", r.decode.mirror_seq_gaps, " frames, ", r.decode.mirror_seq_reorders,
+                  " out of sequence\n");
+  if (const MirrorReport* m = r.engine.mirror.get()) {
+    absl::StrAppend(&out, absl::StrFormat("  Mirror load (line bytes vs %s, threshold %.0f%%):",
+                                          humanRate(m->capacity_bps), m->overload_threshold * 100));
+    for (const MirrorLoad& l : m->load) {
+      absl::StrAppend(&out, absl::StrFormat(" %s windows %d of %d over (peak %.0f%%);", humanTau(l.scale_ns),
+                                            l.overloaded, l.windows, l.peak * 100));
+    }
+    absl::StrAppend(&out, " capture drops ", captureDrops(r), "\n");
+  }
+  return out;
+}
+
 }  // namespace
 
 Json reportJson(const PortResult& r, const SourceStats& source, const ReportContext& ctx) {
@@ -528,6 +624,7 @@ Json reportJson(const PortResult& r, const SourceStats& source, const ReportCont
       }
     }
   }
+  if (r.engine.mirror || r.engine.evidence) j["mirror"] = mirrorJson(r);
   j["non_ip_packets"] = r.engine.non_ip_packets;
   j["decode"] = decodeJson(r.decode);
   j["timestamps"] = Json{{"reordered", r.reordered},
@@ -765,6 +862,7 @@ std::string reportText(const PortResult& r, const SourceStats& source, const Rep
     absl::StrAppend(&out, evidenceText(*r.engine.evidence, cfg));
     if (r.training) absl::StrAppend(&out, jobEvidenceText(*r.training, *r.engine.evidence));
   }
+  if (r.engine.mirror || r.engine.evidence) absl::StrAppend(&out, mirrorText(r));
   absl::StrAppend(&out, "\nDecoding: ", r.decode.errors[0], " complete, ", r.decode.errorTotal(), " malformed, ",
                   r.decode.non_ip, " non-IP, ", r.decode.encapsulated, " mirror-encapsulated\n");
   for (int i = 1; i < kDecodeErrorCount; ++i) {

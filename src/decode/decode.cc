@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string_view>
+
+#include "absl/hash/hash.h"
 
 namespace burstscope {
 namespace {
@@ -196,6 +199,53 @@ bool IpPrefix::contains(uint8_t fam, const std::array<uint8_t, 16>& a) const {
   return (a[full] & mask) == (addr[full] & mask);
 }
 
+// docs/analyze.md "Duplicate suppression" says which bytes and why: what stays the same when one packet is
+// captured at two places (not TTL, DSCP/ECN or checksums, which hops and offloads change), up to 96 bytes.
+bool duplicateKeyFromIp(std::span<const uint8_t> d, uint16_t type, uint64_t* key) {
+  uint8_t buf[96];
+  size_t n = 0;
+  auto put = [&](size_t from, size_t len) {
+    len = from < d.size() ? std::min(len, d.size() - from) : 0;
+    std::memcpy(buf + n, d.data() + from, len);
+    n += len;
+  };
+  size_t l4;
+  uint8_t proto;
+  if (type == 0x0800) {
+    if (d.size() < 20 || (d[0] >> 4) != 4) return false;
+    const size_t ihl = size_t{d[0] & 0x0Fu} * 4;
+    put(0, 1);   // version, header length
+    put(2, 6);   // total length, IP ID, flags and fragment offset
+    put(9, 1);   // protocol
+    put(12, 8);  // addresses
+    proto = d[9];
+    const bool later_fragment = ((d[6] & 0x1F) | d[7]) != 0;
+    if (later_fragment) proto = 0;  // no transport header in it: payload bytes follow
+    l4 = std::max<size_t>(ihl, 20);
+  } else if (type == 0x86DD) {
+    if (d.size() < 40 || (d[0] >> 4) != 6) return false;
+    buf[n++] = d[1] & 0x0F;  // flow label (its high bits share a byte with the traffic class)
+    put(2, 2);
+    put(4, 3);   // payload length, next header
+    put(8, 32);  // addresses
+    proto = d[6];
+    l4 = 40;
+  } else {
+    return false;
+  }
+  size_t payload = l4;
+  if (proto == 6) {
+    put(l4, 16);
+    payload = l4 + 4 * size_t{l4 + 12 < d.size() ? static_cast<size_t>(d[l4 + 12] >> 4) : 5};
+  } else if (proto == 17) {
+    put(l4, 6);
+    payload = l4 + 8;
+  }
+  put(payload, 16);
+  *key = absl::HashOf(std::string_view(reinterpret_cast<const char*>(buf), n));
+  return true;
+}
+
 DecodeError Decoder::decode(std::span<const uint8_t> data, uint32_t wire_len, PacketRecord* out, LinkType link) {
   DecodeError caplen_error = DecodeError::kNone;
   if (data.size() > wire_len) {
@@ -211,6 +261,7 @@ DecodeError Decoder::decode(std::span<const uint8_t> data, uint32_t wire_len, Pa
   out->l4 = out->op = 0;
   out->len = 0;
   out->seq = out->ack = 0;
+  out->dup_key = 0;
   Cursor c{data.data(), data.size(), 0, wire_len};
   DecodeError e = link == LinkType::kEthernet ? decodeEthernet(c, out, 0) : decodeHostLink(c, link, out);
   if (caplen_error != DecodeError::kNone) e = caplen_error;
@@ -324,6 +375,13 @@ DecodeError Decoder::decodeEthertype(Cursor& c, uint16_t type, PacketRecord* out
     }
     type = be16(c.at() + 2);
     c.off += 4;
+  }
+  if ((type == kEthIpv4 || type == kEthIpv6) && config_.duplicate_keys) {
+    uint64_t key;
+    // An encapsulated frame's inner header comes later and replaces the mirror's outer one.
+    out->dup_key = duplicateKeyFromIp({c.at(), c.off <= c.caplen ? c.caplen - c.off : 0}, type, &key)
+                       ? static_cast<uint32_t>(key) | 1u
+                       : 0;
   }
   switch (type) {
     case kEthIpv4:
@@ -577,6 +635,7 @@ DecodeError Decoder::decodeInnerEthernet(Cursor& c, PacketRecord* out, int depth
   out->l4 = out->op = 0;  // the outer header's ECN and transport are the mirror's, not the measured frame's
   out->len = 0;
   out->seq = out->ack = 0;
+  out->dup_key = 0;
   return decodeEthernet(c, out, depth + 1);
 }
 

@@ -26,6 +26,12 @@ constexpr Field kFields[] = {&EvidenceCounts::ip_packets,
                              &EvidenceCounts::tcp_retransmissions,
                              &EvidenceCounts::tcp_out_of_order,
                              &EvidenceCounts::tcp_untracked_segments,
+                             &EvidenceCounts::tcp_lost_segments,
+                             &EvidenceCounts::tcp_ack_lost_segments,
+                             &EvidenceCounts::tcp_holes_filled,
+                             &EvidenceCounts::tcp_holes_acked_unseen,
+                             &EvidenceCounts::tcp_bytes_acked_unseen,
+                             &EvidenceCounts::tcp_holes_untracked,
                              &EvidenceCounts::roce_packets,
                              &EvidenceCounts::cnp,
                              &EvidenceCounts::nak_psn_sequence_error,
@@ -51,6 +57,16 @@ constexpr int64_t kOutOfOrderNs = 3'000'000;       // Wireshark's threshold when
 constexpr int64_t kFastRetransmitNs = 20'000'000;  // Wireshark: within 20 ms of the last duplicate ACK
 constexpr int64_t kIdleForgetNs = 60'000'000'000;  // state of a connection or QP idle this long may go
 
+// A sequence range [start, end) a direction skipped (a segment began beyond nextseq): the mirror's loss
+// if the receiver acknowledges it unseen, the network's (or a reordering) if the sender sends into it.
+struct TcpHole {
+  uint32_t start = 0;
+  uint32_t end = 0;
+  bool filled = false;  // the sender sent into it already (counted once)
+  bool acked = false;   // the receiver acknowledged part of it unseen already (counted once)
+};
+inline constexpr int kTcpHoles = 2;  // per direction: holes beyond these are counted as untracked
+
 // One direction of a TCP connection: what Wireshark's tcp_analyze_seq_info keeps that we can.
 struct TcpDir {
   uint32_t nextseq = 0;
@@ -58,8 +74,12 @@ struct TcpDir {
   int64_t nextseq_ns = 0;
   int64_t lastack_ns = 0;
   uint32_t dupacks = 0;
+  uint32_t maxseqtobeacked = 0;  // the end of the contiguous data seen (Wireshark's, for ACKed-unseen)
   bool has_nextseq = false;
   bool has_lastack = false;
+  bool has_maxseqtobeacked = false;
+  uint8_t holes = 0;
+  std::array<TcpHole, kTcpHoles> hole{};
 };
 struct TcpConn {
   TcpDir dir[2];
@@ -92,9 +112,60 @@ FlowKey canonical(const FlowKey& k, int* d) {
 
 enum class TcpVerdict { kNone, kRetransmission, kOutOfOrder };
 
+// What one segment says about the mirror (docs/mirror.md).
+struct TcpMirrorFacts {
+  bool lost_segment = false;      // Wireshark's TCP_A_LOST_PACKET
+  bool ack_lost_segment = false;  // Wireshark's TCP_A_ACK_LOST_PACKET
+  uint32_t holes_filled = 0;
+  uint32_t holes_acked_unseen = 0;
+  uint64_t bytes_acked_unseen = 0;
+  uint32_t holes_untracked = 0;
+};
+
+// The sender sent [seq, end): every hole it overlaps is filled there (the network lost or reordered it).
+void fillHoles(TcpDir& dir, uint32_t seq, uint32_t end, TcpMirrorFacts* f) {
+  for (int i = 0; i < dir.holes;) {
+    TcpHole& h = dir.hole[i];
+    if (seqLt(seq, h.end) && seqGt(end, h.start)) {
+      if (!h.filled) ++f->holes_filled;
+      h.filled = true;
+      // Keep what is left of it: below the segment, else above it (a segment inside a hole leaves two
+      // parts; the upper one is dropped, which can only under-count the mirror's loss).
+      if (seqLt(h.start, seq)) {
+        h.end = seq;
+      } else if (seqLt(end, h.end)) {
+        h.start = end;
+      } else {
+        dir.hole[i] = dir.hole[--dir.holes];
+        continue;
+      }
+    }
+    ++i;
+  }
+}
+
+// The receiver acknowledged up to `ack`: what of the sender's holes lies below it was never shown by the mirror.
+void ackHoles(TcpDir& dir, uint32_t ack, TcpMirrorFacts* f) {
+  for (int i = 0; i < dir.holes;) {
+    TcpHole& h = dir.hole[i];
+    if (seqGt(ack, h.start)) {
+      const uint32_t upto = seqLt(ack, h.end) ? ack : h.end;
+      f->bytes_acked_unseen += upto - h.start;
+      if (!h.acked) ++f->holes_acked_unseen;
+      h.acked = true;
+      if (upto == h.end) {
+        dir.hole[i] = dir.hole[--dir.holes];
+        continue;
+      }
+      h.start = upto;
+    }
+    ++i;
+  }
+}
+
 // Wireshark's tcp_analyze_sequence_number (4.0), the parts that decide retransmission and out-of-order, in
-// its order (docs/evidence.md says what is left out).
-TcpVerdict analyseTcp(TcpConn& conn, int d, const PacketRecord& r) {
+// its order (docs/evidence.md says what is left out), and the lost-segment checks (docs/mirror.md).
+TcpVerdict analyseTcp(TcpConn& conn, int d, const PacketRecord& r, TcpMirrorFacts* mf) {
   TcpDir& fwd = conn.dir[d];
   TcpDir& rev = conn.dir[1 - d];
   const uint8_t flags = r.op;
@@ -108,6 +179,15 @@ TcpVerdict analyseTcp(TcpConn& conn, int d, const PacketRecord& r) {
   }
   if ((flags & (kTcpSyn | kTcpAck)) == kTcpSyn) conn.syn_ns = t;
   const bool plain = !(flags & (kTcpSyn | kTcpFin | kTcpRst));
+  // LOST PACKET: the segment starts beyond the highest sequence seen (RST excepted): a hole before it.
+  if (fwd.has_nextseq && seqGt(seq, fwd.nextseq) && !(flags & kTcpRst)) {
+    mf->lost_segment = true;
+    if (fwd.holes < kTcpHoles) {
+      fwd.hole[fwd.holes++] = TcpHole{.start = fwd.nextseq, .end = seq, .filled = false, .acked = false};
+    } else {
+      ++mf->holes_untracked;
+    }
+  }
   const bool keepalive = fwd.has_nextseq && seglen <= 1 && plain && seq == fwd.nextseq - 1;
   // Duplicate ACK: no data, the same sequence and acknowledgement as before (Wireshark also asks for the
   // same window, which the record does not keep).
@@ -115,6 +195,12 @@ TcpVerdict analyseTcp(TcpConn& conn, int d, const PacketRecord& r) {
     ++fwd.dupacks;
   }
   if (!fwd.has_lastack || ack != fwd.lastack) fwd.dupacks = 0;
+  // ACKED LOST PACKET: an acknowledgement beyond the end of the contiguous data seen the other way.
+  if ((flags & kTcpAck) && rev.has_maxseqtobeacked && seqGt(ack, rev.maxseqtobeacked)) {
+    mf->ack_lost_segment = true;
+    rev.maxseqtobeacked = rev.nextseq;
+  }
+  if ((flags & kTcpAck) && rev.holes > 0) ackHoles(rev, ack, mf);
 
   TcpVerdict v = TcpVerdict::kNone;
   if ((seglen > 0 || (flags & (kTcpSyn | kTcpFin))) && !keepalive) {
@@ -134,10 +220,16 @@ TcpVerdict analyseTcp(TcpConn& conn, int d, const PacketRecord& r) {
     }
   }
   const uint32_t next = seq + seglen + ((flags & (kTcpSyn | kTcpFin)) ? 1 : 0);
+  if (fwd.holes > 0 && next != seq) fillHoles(fwd, seq, next, mf);
   if (!fwd.has_nextseq || seqGt(next, fwd.nextseq)) {
     fwd.nextseq = next;
     fwd.nextseq_ns = t;
     fwd.has_nextseq = true;
+  }
+  // Wireshark's 'max seq to be acked': moves to nextseq when a segment starts exactly at it.
+  if (!fwd.has_maxseqtobeacked || seq == fwd.maxseqtobeacked) {
+    fwd.maxseqtobeacked = fwd.nextseq;
+    fwd.has_maxseqtobeacked = true;
   }
   fwd.lastack = ack;
   fwd.lastack_ns = t;
@@ -476,7 +568,18 @@ struct EvidenceAggregator::Impl {
     }
     TcpConn& conn = *slot.conn;
     conn.last_ns = r.ts_ns;
-    switch (analyseTcp(conn, d, r)) {
+    TcpMirrorFacts mf;
+    const TcpVerdict verdict = analyseTcp(conn, d, r, &mf);
+    if (mf.lost_segment | mf.ack_lost_segment | (mf.holes_filled != 0) | (mf.bytes_acked_unseen != 0) |
+        (mf.holes_untracked != 0)) {
+      c.tcp_lost_segments += mf.lost_segment;
+      c.tcp_ack_lost_segments += mf.ack_lost_segment;
+      c.tcp_holes_filled += mf.holes_filled;
+      c.tcp_holes_acked_unseen += mf.holes_acked_unseen;
+      c.tcp_bytes_acked_unseen += mf.bytes_acked_unseen;
+      c.tcp_holes_untracked += mf.holes_untracked;
+    }
+    switch (verdict) {
       case TcpVerdict::kNone:
         break;
       case TcpVerdict::kRetransmission:

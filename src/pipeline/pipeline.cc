@@ -64,7 +64,7 @@ class Mailbox {
 class PortWorker {
  public:
   PortWorker(size_t index, const CapturePort& port, const EngineConfig& ec, const TrainingConfig& tc,
-             const EvidenceConfig& evc, int64_t horizon, Mailbox& mailbox)
+             const EvidenceConfig& evc, const MirrorConfig& mc, int64_t horizon, Mailbox& mailbox)
       : index_(index),
         port_(port),
         engine_config_(ec),
@@ -78,6 +78,7 @@ class PortWorker {
       engine_.subscribe(evidence.get());  // it annotates the port stream's microbursts
       engine_.addAggregator(std::move(evidence));
     }
+    if (mc.enabled) engine_.addAggregator(std::make_unique<MirrorAggregator>(mc, ec));
     engine_.setIntervalSink([this, &mailbox](const IntervalReport& r) {
       // What the engine has measured up to this close (the port stream counts every record), not what the
       // batch being added holds: the snapshot's ledger agrees with its intervals.
@@ -219,13 +220,14 @@ absl::StatusOr<RunResult> runCapture(CaptureSource& source, const PipelineConfig
   if (config.engine.report_interval_ns == 0) tc.window_ns = 0;  // a file: the whole input is the window
   if (tc.enabled) BS_RETURN_IF_ERROR(validateTrainingConfig(tc));
   if (config.evidence.enabled) BS_RETURN_IF_ERROR(validateEvidenceConfig(config.evidence, config.engine.base_bin_ns));
+  if (config.mirror.enabled) BS_RETURN_IF_ERROR(validateMirrorConfig(config.mirror));
   for (size_t i = 0; i < ports.size(); ++i) {
     const EngineConfig ec = portEngineConfig(config.engine, ports[i].link_bps);
     if (absl::Status s = validateConfig(ec); !s.ok()) {
       return absl::InvalidArgumentError(absl::StrCat("port ", ports[i].name, ": ", s.message()));
     }
-    workers.push_back(
-        std::make_unique<PortWorker>(i, ports[i], ec, tc, config.evidence, config.reorder_horizon_ns, mailbox));
+    workers.push_back(std::make_unique<PortWorker>(i, ports[i], ec, tc, config.evidence, config.mirror,
+                                                   config.reorder_horizon_ns, mailbox));
     if (tc.enabled) {
       analyzers.push_back(std::make_unique<TrainingAnalyzer>(tc, ec.link_capacity_bps, ec.scales_ns, ec.rates_bps));
       if (config.evidence.enabled) step_evidence.emplace_back(ec.base_bin_ns, tc.window_ns, kStepEvidenceEntries);

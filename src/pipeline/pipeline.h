@@ -20,6 +20,7 @@
 #include "burstscope/capture.h"
 #include "burstscope/decode.h"
 #include "burstscope/evidence.h"
+#include "burstscope/mirror.h"
 #include "burstscope/training.h"
 #include "burstscope/window.h"
 
@@ -35,6 +36,8 @@ struct PipelineConfig {
   TrainingConfig training;
   // ECN, TCP retransmissions, RoCEv2 CNPs/NAKs/resends, PFC pauses; congesting microbursts (docs/evidence.md).
   EvidenceConfig evidence;
+  // Duplicated frames and the mirror port's own load (docs/mirror.md); its TCP loss checks run in the evidence.
+  MirrorConfig mirror;
 };
 
 // Every frame that reached the pipeline, counted once: received == analysed + ring_drops.

@@ -148,48 +148,7 @@ bool duplicateKey(const FileRecord& r, uint64_t* key) {
     type = static_cast<uint16_t>(d[off + 2] << 8 | d[off + 3]);
     off += 4;
   }
-  uint8_t buf[96];
-  size_t n = 0;
-  auto put = [&](size_t from, size_t len) {
-    len = from < d.size() ? std::min(len, d.size() - from) : 0;
-    std::memcpy(buf + n, d.data() + from, len);
-    n += len;
-  };
-  size_t l4;
-  uint8_t proto;
-  if (type == 0x0800) {
-    if (off + 20 > d.size() || (d[off] >> 4) != 4) return false;
-    const size_t ihl = size_t{d[off] & 0x0Fu} * 4;
-    put(off, 1);       // version, header length
-    put(off + 2, 6);   // total length, IP ID, flags and fragment offset
-    put(off + 9, 1);   // protocol
-    put(off + 12, 8);  // addresses
-    proto = d[off + 9];
-    const bool later_fragment = ((d[off + 6] & 0x1F) | d[off + 7]) != 0;
-    if (later_fragment) proto = 0;  // no transport header in it: payload bytes follow
-    l4 = off + std::max<size_t>(ihl, 20);
-  } else if (type == 0x86DD) {
-    if (off + 40 > d.size() || (d[off] >> 4) != 6) return false;
-    buf[n++] = d[off + 1] & 0x0F;  // flow label (its high bits share a byte with the traffic class)
-    put(off + 2, 2);
-    put(off + 4, 3);   // payload length, next header
-    put(off + 8, 32);  // addresses
-    proto = d[off + 6];
-    l4 = off + 40;
-  } else {
-    return false;
-  }
-  size_t payload = l4;
-  if (proto == 6) {
-    put(l4, 16);
-    payload = l4 + 4 * size_t{l4 + 12 < d.size() ? static_cast<size_t>(d[l4 + 12] >> 4) : 5};
-  } else if (proto == 17) {
-    put(l4, 6);
-    payload = l4 + 8;
-  }
-  put(payload, 16);
-  *key = absl::HashOf(std::string_view(reinterpret_cast<const char*>(buf), n));
-  return true;
+  return duplicateKeyFromIp(d.subspan(std::min(off, d.size())), type, key);
 }
 
 // Remembers each key's first time for `window` ns: a record whose key was seen less than that long before,

@@ -166,8 +166,9 @@ struct MetricFlags {
 struct AnalyzeOptions {
   std::vector<std::string> files;
   bool json = false;
-  std::string dedup_window;    // empty: off
-  std::string evidence_after;  // empty: the default
+  std::string dedup_window;              // empty: off
+  std::string evidence_after;            // empty: the default
+  std::string mirror_duplicate_horizon;  // empty: the default
   MetricFlags metrics{EngineConfig{}};
 };
 
@@ -196,6 +197,13 @@ int runAnalyze(const AnalyzeOptions& o) {
     auto ns = parseDurationNs(o.evidence_after);
     if (!ns.ok()) return fail(absl::InvalidArgumentError(absl::StrCat("--evidence-after: ", ns.status().message())), 2);
     pc.evidence.after_ns = *ns;
+  }
+  if (!o.mirror_duplicate_horizon.empty()) {
+    auto ns = parseDurationNs(o.mirror_duplicate_horizon);
+    if (!ns.ok()) {
+      return fail(absl::InvalidArgumentError(absl::StrCat("--mirror-duplicate-horizon: ", ns.status().message())), 2);
+    }
+    pc.mirror.duplicate_horizon_ns = *ns;
   }
   // Every file stays open while they are merged: hundreds of rotated files need more descriptors than the
   // usual soft limit of 1024 allows; take the hard limit.
@@ -485,6 +493,9 @@ int mainImpl(int argc, char** argv) {
   analyze->add_option("--evidence-after", ao.evidence_after,
                       "congestion evidence this long after a microburst still makes it congesting (default: the "
                       "microburst scale; docs/evidence.md)");
+  analyze->add_option("--mirror-duplicate-horizon", ao.mirror_duplicate_horizon,
+                      absl::StrCat("a frame seen again within this time counts as the mirror's copy (default ",
+                                   MirrorConfig{}.duplicate_horizon_ns / 1000, "us; docs/mirror.md)"));
   ao.metrics.add(analyze, /*live=*/false);
 
   RunOptions ro;

@@ -309,6 +309,20 @@ absl::Status readEvidence(const Reader& rd, const YAML::Node& n, RunConfig* c) {
   return absl::OkStatus();
 }
 
+// mirror: the mirror self-checks (docs/mirror.md).
+absl::Status readMirror(const Reader& rd, const YAML::Node& n, RunConfig* c) {
+  BS_RETURN_IF_ERROR(rd.checkKeys(n, "mirror", {"enabled", "duplicate-horizon", "overload-threshold"}));
+  MirrorConfig& m = c->live.pipeline.mirror;
+  if (n["enabled"]) BS_RETURN_IF_ERROR(rd.boolean(n["enabled"], "mirror.enabled", &m.enabled));
+  if (n["duplicate-horizon"]) {
+    BS_RETURN_IF_ERROR(rd.duration(n["duplicate-horizon"], "mirror.duplicate-horizon", &m.duplicate_horizon_ns));
+  }
+  if (n["overload-threshold"]) {
+    BS_RETURN_IF_ERROR(rd.number(n["overload-threshold"], "mirror.overload-threshold", &m.overload_threshold, 0, 1));
+  }
+  return absl::OkStatus();
+}
+
 // training: jobs, periods, topology, co-bursts (docs/training.md).
 absl::Status readTraining(const Reader& rd, const YAML::Node& n, RunConfig* c) {
   BS_RETURN_IF_ERROR(
@@ -553,9 +567,9 @@ absl::StatusOr<RunConfig> parseRunConfig(const std::string& yaml, const std::str
     return absl::InvalidArgumentError(absl::StrCat(origin, ":", e.mark.line + 1, ": not valid YAML: ", e.msg));
   }
   if (root.IsNull()) return c;  // an empty file: all defaults
-  BS_RETURN_IF_ERROR(rd.checkKeys(
-      root, "",
-      {"capture", "dpdk", "af-xdp", "metrics", "decoder", "report", "ring-size", "export", "training", "evidence"}));
+  BS_RETURN_IF_ERROR(rd.checkKeys(root, "",
+                                  {"capture", "dpdk", "af-xdp", "metrics", "decoder", "report", "ring-size", "export",
+                                   "training", "evidence", "mirror"}));
   if (root["capture"]) BS_RETURN_IF_ERROR(readChoice(rd, root["capture"], "capture", captureWords(), &c.capture));
   if (root["dpdk"]) BS_RETURN_IF_ERROR(readDpdk(rd, root["dpdk"], &c));
   if (root["af-xdp"]) BS_RETURN_IF_ERROR(readAfXdp(rd, root["af-xdp"], &c));
@@ -565,6 +579,7 @@ absl::StatusOr<RunConfig> parseRunConfig(const std::string& yaml, const std::str
   if (root["export"]) BS_RETURN_IF_ERROR(readExport(rd, root["export"], &c));
   if (root["training"]) BS_RETURN_IF_ERROR(readTraining(rd, root["training"], &c));
   if (root["evidence"]) BS_RETURN_IF_ERROR(readEvidence(rd, root["evidence"], &c));
+  if (root["mirror"]) BS_RETURN_IF_ERROR(readMirror(rd, root["mirror"], &c));
   // The fan-in alert's receiver buffer defaults to the switch port's.
   TrainingConfig& t = c.live.pipeline.training;
   if (t.receiver_buffer_bytes == 0 && c.exporter.switch_buffer_bytes)

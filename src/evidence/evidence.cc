@@ -196,6 +196,7 @@ TcpVerdict analyseTcp(TcpConn& conn, int d, const PacketRecord& r, TcpMirrorFact
   }
   if (!fwd.has_lastack || ack != fwd.lastack) fwd.dupacks = 0;
   // ACKED LOST PACKET: an acknowledgement beyond the end of the contiguous data seen the other way.
+  // Wireshark's rule as its 4.0 sources state it (docs/mirror.md: tshark 4.0.17 flags fewer on some traces).
   if ((flags & kTcpAck) && rev.has_maxseqtobeacked && seqGt(ack, rev.maxseqtobeacked)) {
     mf->ack_lost_segment = true;
     rev.maxseqtobeacked = rev.nextseq;

@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "burstscope/evidence.h"
+#include "burstscope/mirror.h"
 #include "burstscope/status.h"
 #include "src/export/web_config.h"
 
@@ -361,6 +362,63 @@ void trainingFamilies(Families& f, const LabelVec& L, const ExportPortInfo& info
 
 namespace {
 
+// Mirror self-checks (docs/mirror.md): copies the mirror made, TCP data it did not show, its own load. Counters
+// since the start; direction "all" is the port, as for the evidence.
+void addMirror(Families& f, const LabelVec& L, const MirrorReport* m, const EvidenceReport* e) {
+  auto n = [](uint64_t v) { return static_cast<double>(v); };
+  if (m != nullptr) {
+    uint64_t all = 0, all_bytes = 0;
+    for (int d = 0; d < kDirectionCount; ++d) {
+      all += m->duplicates[d];
+      all_bytes += m->duplicate_bytes[d];
+    }
+    const char* dup = "frames seen a second time within the duplicate horizon: copies made by the mirror";
+    const char* dupb = "wire bytes of the frames counted in burstscope_mirror_duplicate_frames_total";
+    f.counter("burstscope_mirror_duplicate_frames_total", dup, with(L, {{"direction", "all"}}), n(all));
+    f.counter("burstscope_mirror_duplicate_bytes_total", dupb, with(L, {{"direction", "all"}}), n(all_bytes));
+    for (int d = 0; d < kDirectionCount; ++d) {
+      const LabelVec D = with(L, {{"direction", directionName(static_cast<Direction>(d))}});
+      f.counter("burstscope_mirror_duplicate_frames_total", dup, D, n(m->duplicates[d]));
+      f.counter("burstscope_mirror_duplicate_bytes_total", dupb, D, n(m->duplicate_bytes[d]));
+    }
+    f.counter("burstscope_mirror_duplicate_checked_frames_total",
+              "frames looked at for copies (IP frames; TCP segments without payload excepted)", L, n(m->checked));
+    for (const MirrorLoad& l : m->load) {
+      const LabelVec S = with(L, {{"scale", secondsLabel(l.scale_ns)}});
+      f.counter("burstscope_mirror_load_windows_total", "aligned windows of the mirror port that ended", S,
+                n(l.windows));
+      f.counter("burstscope_mirror_overloaded_windows_total",
+                "aligned windows whose line load reached the overload threshold of the port's capacity", S,
+                n(l.overloaded));
+      f.gauge("burstscope_mirror_peak_load_ratio", "highest line load of one window since the start (1 = capacity)", S,
+              l.peak);
+    }
+  }
+  if (e != nullptr) {
+    std::vector<std::pair<std::string, const EvidenceCounts*>> dirs = {{"all", &e->totals}};
+    for (const auto& [d, c] : e->directions) dirs.emplace_back(directionName(d), &c);
+    const char* tcp =
+        "TCP sequence checks of the mirror, by kind: lost_segment and ack_lost_segment (Wireshark's), "
+        "hole_acked_unseen (the mirror lost it), hole_refilled (the network lost it), hole_untracked";
+    for (const auto& [dir, c] : dirs) {
+      const LabelVec D = with(L, {{"direction", dir}});
+      f.counter("burstscope_mirror_tcp_checks_total", tcp, with(D, {{"kind", "lost_segment"}}),
+                n(c->tcp_lost_segments));
+      f.counter("burstscope_mirror_tcp_checks_total", tcp, with(D, {{"kind", "ack_lost_segment"}}),
+                n(c->tcp_ack_lost_segments));
+      f.counter("burstscope_mirror_tcp_checks_total", tcp, with(D, {{"kind", "hole_acked_unseen"}}),
+                n(c->tcp_holes_acked_unseen));
+      f.counter("burstscope_mirror_tcp_checks_total", tcp, with(D, {{"kind", "hole_refilled"}}),
+                n(c->tcp_holes_filled));
+      f.counter("burstscope_mirror_tcp_checks_total", tcp, with(D, {{"kind", "hole_untracked"}}),
+                n(c->tcp_holes_untracked));
+      f.counter("burstscope_mirror_lost_bytes_total",
+                "TCP payload bytes the receiver acknowledged that the mirror never showed", D,
+                n(c->tcp_bytes_acked_unseen));
+    }
+  }
+}
+
 // Congestion evidence (docs/evidence.md): counters since the start, per direction ("all": the port), PFC per
 // priority ("all": 802.3x PAUSE), congesting microbursts of the port stream.
 void addEvidence(Families& f, const LabelVec& L, const EvidenceReport& e) {
@@ -522,6 +580,7 @@ std::vector<MetricFamily> LiveMetrics::Collect() const {
     }
 
     if (r.evidence) addEvidence(f, L, *r.evidence);
+    if (r.mirror || r.evidence) addMirror(f, L, r.mirror.get(), r.evidence.get());
 
     // Accounting (docs/SPEC.md "Accounting"): received = analysed + dropped at the ring; the NIC's own drops before.
     f.counter("burstscope_capture_received_packets_total", "frames taken from the capture device", L,

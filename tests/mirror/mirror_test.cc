@@ -1,0 +1,235 @@
+// Mirror self-checks (docs/mirror.md) against truth written here: TCP holes the mirror lost (acknowledged
+// unseen) or the network lost (the sender refilled them), across the 32-bit sequence wrap; copies of a frame
+// at and just beyond the duplicate horizon; the bounded table under many flows; the mirror port's line load
+// per aligned window; and the duplicate key the decoder puts on the record.
+#include "burstscope/mirror.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <span>
+#include <vector>
+
+#include "burstscope/decode.h"
+#include "burstscope/evidence.h"
+#include "burstscope/window.h"
+#include "tests/common/frames.h"
+
+namespace burstscope {
+namespace {
+
+constexpr int64_t kT0 = 1'795'294'232'000'000'000;
+constexpr int64_t kUs = 1000;
+
+FlowKey tcpKey(bool forward, uint8_t host = 1) {
+  FlowKey k;
+  k.family = 4;
+  k.proto = 6;
+  k.src = {10, 0, 0, static_cast<uint8_t>(forward ? host : 200)};
+  k.dst = {10, 0, 0, static_cast<uint8_t>(forward ? 200 : host)};
+  k.src_port = forward ? 40000 : 5201;
+  k.dst_port = forward ? 5201 : 40000;
+  return k;
+}
+
+PacketRecord segment(int64_t t, bool forward, uint32_t seq, uint16_t len, uint32_t ack, uint8_t flags = kTcpAck) {
+  PacketRecord r;
+  r.ts_ns = t;
+  r.wire_len = 54u + len;
+  r.key = tcpKey(forward);
+  r.l4 = static_cast<uint8_t>(L4Kind::kTcp);
+  r.op = flags;
+  r.len = len;
+  r.seq = seq;
+  r.ack = ack;
+  r.dup_key = (seq * 2654435761u) | 1u;
+  return r;
+}
+
+EngineResult run(const std::vector<PacketRecord>& records, MirrorConfig mc = {}, EngineConfig cfg = {}) {
+  Engine engine(cfg);
+  auto ev = std::make_unique<EvidenceAggregator>(EvidenceConfig{}, cfg, false);
+  engine.subscribe(ev.get());
+  engine.addAggregator(std::move(ev));
+  engine.addAggregator(std::make_unique<MirrorAggregator>(mc, cfg));
+  engine.add(records);
+  engine.finish();
+  return engine.result();
+}
+
+// A transfer of `n` segments of 1000 bytes from `isn`, each acknowledged 15 us later; the mirror does not show
+// the `skip` segments (the receiver got them).
+std::vector<PacketRecord> transfer(uint32_t isn, int n, const std::vector<int>& skip) {
+  std::vector<PacketRecord> v;
+  for (int i = 0; i < n; ++i) {
+    const uint32_t seq = isn + static_cast<uint32_t>(i) * 1000;
+    const int64_t t = kT0 + i * 20 * kUs;
+    if (std::find(skip.begin(), skip.end(), i) == skip.end()) v.push_back(segment(t, true, seq, 1000, 1));
+    v.push_back(segment(t + 15 * kUs, false, 1, 0, seq + 1000));
+  }
+  return v;
+}
+
+TEST(MirrorTcp, AHoleTheReceiverAcknowledgesIsTheMirrorsLossWithItsBytes) {
+  EngineResult r = run(transfer(1000, 20, {5, 12}));
+  const EvidenceCounts& t = r.evidence->totals;
+  EXPECT_EQ(t.tcp_lost_segments, 2u);
+  // Wireshark flags twice per hole here: the ACK of the unseen segment, then the ACK of the one after it
+  // (that segment did not start at 'max seq to be acked', which stayed at the hole).
+  EXPECT_EQ(t.tcp_ack_lost_segments, 4u);
+  EXPECT_EQ(t.tcp_holes_acked_unseen, 2u);
+  EXPECT_EQ(t.tcp_bytes_acked_unseen, 2000u);
+  EXPECT_EQ(t.tcp_holes_filled, 0u);
+}
+
+TEST(MirrorTcp, AHoleTheSenderRefillsIsTheNetworksLossNotTheMirrors) {
+  // Segment 5 is lost before the mirror: the receiver acknowledges 5000 until the sender sends it again after 9.
+  std::vector<PacketRecord> v;
+  for (int i = 0; i < 10; ++i) {
+    const int64_t t = kT0 + i * 20 * kUs;
+    if (i != 5) v.push_back(segment(t, true, 1000 + 1000 * static_cast<uint32_t>(i), 1000, 1));
+    v.push_back(segment(t + 15 * kUs, false, 1, 0, i < 5 ? 2000 + 1000 * static_cast<uint32_t>(i) : 6000));
+  }
+  v.push_back(segment(kT0 + 300 * kUs, true, 6000, 1000, 1));
+  v.push_back(segment(kT0 + 315 * kUs, false, 1, 0, 11000));
+  EngineResult r = run(v);
+  const EvidenceCounts& t = r.evidence->totals;
+  EXPECT_EQ(t.tcp_lost_segments, 1u);
+  EXPECT_EQ(t.tcp_holes_filled, 1u);
+  EXPECT_EQ(t.tcp_retransmissions, 1u);
+  EXPECT_EQ(t.tcp_holes_acked_unseen, 0u);
+  EXPECT_EQ(t.tcp_bytes_acked_unseen, 0u);
+}
+
+TEST(MirrorTcp, HolesAcrossTheSequenceWrapAreMeasuredInSerialArithmetic) {
+  // The transfer starts 5.5 segments before 2^32: segment 6 straddles the wrap, 5 and 7 are not shown.
+  EngineResult r = run(transfer(0xFFFFFFFFu - 5499, 12, {5, 7}));
+  const EvidenceCounts& t = r.evidence->totals;
+  EXPECT_EQ(t.tcp_lost_segments, 2u);
+  EXPECT_EQ(t.tcp_holes_acked_unseen, 2u);
+  EXPECT_EQ(t.tcp_bytes_acked_unseen, 2000u);
+  EXPECT_EQ(t.tcp_retransmissions, 0u);
+}
+
+TEST(MirrorTcp, HolesBeyondTheBoundAreCountedAsUntracked) {
+  // Three holes before any acknowledgement: two are tracked, the third is counted as untracked.
+  std::vector<PacketRecord> v;
+  for (int i = 0; i < 7; ++i) {
+    if (i % 2 == 1) continue;
+    v.push_back(segment(kT0 + i * kUs, true, 1000 + 1000 * static_cast<uint32_t>(i), 1000, 1));
+  }
+  v.push_back(segment(kT0 + 20 * kUs, false, 1, 0, 8000));
+  EngineResult r = run(v);
+  const EvidenceCounts& t = r.evidence->totals;
+  EXPECT_EQ(t.tcp_lost_segments, 3u);
+  EXPECT_EQ(t.tcp_holes_acked_unseen, 2u);
+  EXPECT_EQ(t.tcp_bytes_acked_unseen, 2000u);
+  EXPECT_EQ(t.tcp_holes_untracked, 1u);
+}
+
+TEST(MirrorDuplicates, ACopyAtTheHorizonCountsAndOneJustBeyondDoesNot) {
+  MirrorConfig mc;
+  mc.duplicate_horizon_ns = 50 * kUs;
+  std::vector<PacketRecord> v;
+  v.push_back(segment(kT0, true, 1000, 1000, 1));
+  v.push_back(segment(kT0 + 50 * kUs, true, 1000, 1000, 1));  // exactly at the horizon: a copy
+  v.push_back(segment(kT0 + 200 * kUs, true, 2000, 1000, 1));
+  v.push_back(segment(kT0 + 250 * kUs + 1, true, 2000, 1000, 1));  // 1 ns beyond: not a copy
+  v.back().direction = Direction::kEgress;
+  PacketRecord ack = segment(kT0 + 300 * kUs, false, 1, 0, 3000);
+  v.push_back(ack);
+  ack.ts_ns += kUs;
+  v.push_back(ack);  // a pure ACK repeated (a duplicate ACK): not judged
+  EngineResult r = run(v, mc);
+  EXPECT_EQ(r.mirror->duplicatesTotal(), 1u);
+  EXPECT_EQ(r.mirror->duplicates[static_cast<int>(Direction::kUnknown)], 1u);
+  EXPECT_EQ(r.mirror->duplicate_bytes[0], 1054u);
+  EXPECT_EQ(r.mirror->checked, 4u);
+}
+
+TEST(MirrorDuplicates, ThreeCopiesAreTwoDuplicatesAndOtherFlowsWithTheSameKeyAreNot) {
+  std::vector<PacketRecord> v;
+  v.push_back(segment(kT0, true, 1000, 1000, 1));
+  v.push_back(segment(kT0 + 3 * kUs, true, 1000, 1000, 1));
+  v.push_back(segment(kT0 + 6 * kUs, true, 1000, 1000, 1));
+  PacketRecord other = segment(kT0 + 7 * kUs, true, 1000, 1000, 1);
+  other.key = tcpKey(true, 2);  // another host, the same key hash: not a copy
+  v.push_back(other);
+  EngineResult r = run(v);
+  EXPECT_EQ(r.mirror->duplicatesTotal(), 2u);
+}
+
+TEST(MirrorDuplicates, ManyFlowsStayWithinTheTableAndCopiesAreStillFound) {
+  // 200,000 distinct frames within one horizon, each copied 1 us later: the table (16,384 entries) holds
+  // the recent ones, so every copy is found, and older entries are displaced, not grown into.
+  std::vector<PacketRecord> v;
+  constexpr int kFrames = 200'000;
+  for (int i = 0; i < kFrames; ++i) {
+    PacketRecord p = segment(kT0 + i * 10, true, static_cast<uint32_t>(i) * 1000, 100, 1);
+    p.key.src_port = static_cast<uint16_t>(i);
+    v.push_back(p);
+    p.ts_ns += kUs;
+    v.push_back(p);
+  }
+  std::sort(v.begin(), v.end(), [](const PacketRecord& a, const PacketRecord& b) { return a.ts_ns < b.ts_ns; });
+  MirrorConfig mc;
+  mc.duplicate_horizon_ns = 2 * kUs;
+  EngineResult r = run(v, mc);
+  EXPECT_EQ(r.mirror->duplicatesTotal(), static_cast<uint64_t>(kFrames));
+  EXPECT_EQ(r.mirror->checked, 2u * kFrames);
+}
+
+TEST(MirrorLoad, WindowsAtOrAboveTheThresholdOfLineRateAreOverloaded) {
+  EngineConfig cfg;
+  cfg.link_capacity_bps = 10e9;  // 100 us carries 125,000 bytes
+  std::vector<PacketRecord> v;
+  // Window 0: 80 frames of 1514 + 24 line bytes = 123,040 (98.4%): overloaded. Window 1: empty. Window 2: 70
+  // frames = 107,660 (86%): not.
+  for (int i = 0; i < 80; ++i) v.push_back(segment(kT0 + i * kUs, true, static_cast<uint32_t>(i) * 1460, 1460, 1));
+  for (int i = 0; i < 70; ++i) {
+    v.push_back(segment(kT0 + 200 * kUs + i * kUs, true, static_cast<uint32_t>(80 + i) * 1460, 1460, 1));
+  }
+  MirrorConfig mc;
+  mc.load_scales_ns = {100 * kUs};
+  EngineResult r = run(v, mc, cfg);
+  ASSERT_EQ(r.mirror->load.size(), 1u);
+  EXPECT_EQ(r.mirror->load[0].windows, 3u);
+  EXPECT_EQ(r.mirror->load[0].overloaded, 1u);
+  EXPECT_NEAR(r.mirror->load[0].peak, 80.0 * 1538 * 8 / 1e6, 1e-9);
+}
+
+TEST(MirrorDecode, BothCopiesOfAFrameGetOneDuplicateKeyWhateverTheirTtlAndVlan) {
+  using testing::FrameBuilder;
+  using testing::ip4;
+  FrameBuilder fa;
+  fa.eth(0x0800).ipv4(ip4(10, 0, 0, 1), ip4(10, 0, 0, 2), 6, 20 + 100).tcp(1, 2, 0xDEADBEEF, 77, 0x18).payload(100);
+  const std::vector<uint8_t> a = fa.bytes;
+  std::vector<uint8_t> b = a;
+  b[14 + 8] -= 1;  // one hop later: TTL and checksum differ
+  b[14 + 10] ^= 0x5A;
+  FrameBuilder fc;  // the egress copy, on a tagged port
+  fc.eth(0x8100).u16(42).u16(0x0800);
+  fc.bytes.insert(fc.bytes.end(), a.begin() + 14, a.end());
+  FrameBuilder fd;  // the next segment: another sequence number
+  fd.eth(0x0800)
+      .ipv4(ip4(10, 0, 0, 1), ip4(10, 0, 0, 2), 6, 20 + 100)
+      .tcp(1, 2, 0xDEADBEEF + 100, 77, 0x18)
+      .payload(100);
+  Decoder d;
+  PacketRecord rc, rd;
+  d.decode(fc.bytes, static_cast<uint32_t>(fc.bytes.size()), &rc);
+  d.decode(fd.bytes, static_cast<uint32_t>(fd.bytes.size()), &rd);
+  PacketRecord ra, rb;
+  d.decode(a, static_cast<uint32_t>(a.size()), &ra);
+  d.decode(b, static_cast<uint32_t>(b.size()), &rb);
+  EXPECT_NE(ra.dup_key, 0u);
+  EXPECT_EQ(ra.dup_key, rb.dup_key);
+  EXPECT_EQ(ra.dup_key, rc.dup_key);
+  EXPECT_NE(ra.dup_key, rd.dup_key);
+  uint64_t key;
+  ASSERT_TRUE(duplicateKeyFromIp(std::span(a).subspan(14), 0x0800, &key));
+  EXPECT_EQ(ra.dup_key, static_cast<uint32_t>(key) | 1u);
+}
+
+}  // namespace
+}  // namespace burstscope

@@ -1,5 +1,8 @@
 // burstscope command line. Flags live only here; modules take plain config structs.
 #include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
@@ -20,6 +23,8 @@
 #include "src/export/metrics.h"
 #include "src/pipeline/pipeline.h"
 #include "src/privileges/privileges.h"
+#include "src/studies/render.h"
+#include "src/studies/studies.h"
 
 #ifndef BURSTSCOPE_VERSION
 #define BURSTSCOPE_VERSION "dev"
@@ -171,31 +176,27 @@ struct AnalyzeOptions {
   MetricFlags metrics{EngineConfig{}};
 };
 
-int runAnalyze(const AnalyzeOptions& o) {
-  PipelineConfig pc;
-  pc.training.pair_periods = true;  // offline: a period per heavy host pair too
-  DecoderConfig dc;
-  if (absl::Status s = o.metrics.apply(pc.engine, dc, &pc.reorder_horizon_ns, /*only_given=*/false); !s.ok()) {
-    return fail(s, 2);
+// The pipeline, decoder and file-reading configuration of `analyze`, which `report` runs as its first pass.
+// Every error is a usage error (exit 2).
+absl::Status analysisConfig(const AnalyzeOptions& o, PipelineConfig* pc, DecoderConfig* dc, FileReadOptions* read) {
+  pc->training.pair_periods = true;  // offline: a period per heavy host pair too
+  BS_RETURN_IF_ERROR(o.metrics.apply(pc->engine, *dc, &pc->reorder_horizon_ns, /*only_given=*/false));
+  if (absl::Status s = validateConfig(pc->engine); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("invalid configuration: ", s.message()));
   }
-  if (absl::Status s = validateConfig(pc.engine); !s.ok()) {
-    return fail(absl::InvalidArgumentError(absl::StrCat("invalid configuration: ", s.message())), 2);
-  }
-  FileReadOptions read;
   if (!o.dedup_window.empty()) {
     auto ns = parseDurationNs(o.dedup_window);
     if (!ns.ok() || *ns <= 0) {
-      return fail(absl::InvalidArgumentError(
-                      absl::StrCat("--dedup-window: ", ns.ok() ? "must be above 0 (leave it out for no suppression)"
-                                                               : std::string(ns.status().message()))),
-                  2);
+      return absl::InvalidArgumentError(
+          absl::StrCat("--dedup-window: ", ns.ok() ? "must be above 0 (leave it out for no suppression)"
+                                                   : std::string(ns.status().message())));
     }
-    read.dedup_window_ns = *ns;
+    read->dedup_window_ns = *ns;
   }
   if (!o.evidence_after.empty()) {
     auto ns = parseDurationNs(o.evidence_after);
-    if (!ns.ok()) return fail(absl::InvalidArgumentError(absl::StrCat("--evidence-after: ", ns.status().message())), 2);
-    pc.evidence.after_ns = *ns;
+    if (!ns.ok()) return absl::InvalidArgumentError(absl::StrCat("--evidence-after: ", ns.status().message()));
+    pc->evidence.after_ns = *ns;
   }
   // Every file stays open while they are merged: hundreds of rotated files need more descriptors than the
   // usual soft limit of 1024 allows; take the hard limit.
@@ -203,6 +204,14 @@ int runAnalyze(const AnalyzeOptions& o) {
     lim.rlim_cur = lim.rlim_max;
     (void)setrlimit(RLIMIT_NOFILE, &lim);
   }
+  return absl::OkStatus();
+}
+
+int runAnalyze(const AnalyzeOptions& o) {
+  PipelineConfig pc;
+  DecoderConfig dc;
+  FileReadOptions read;
+  if (absl::Status s = analysisConfig(o, &pc, &dc, &read); !s.ok()) return fail(s, 2);
   auto source = openPcapCapture(o.files, dc, size_t{1} << 16, read);
   if (!source.ok()) return fail(source.status(), 1);
   auto result = runCapture(**source, pc, g_stop);
@@ -216,6 +225,43 @@ int runAnalyze(const AnalyzeOptions& o) {
   }
   for (const std::string& w : result->source.warnings) std::cerr << "burstscope: warning: " << w << "\n";
   return port.ledger.balanced() ? 0 : 3;
+}
+
+// A progress line on stderr while `report` reads its inputs; only on a terminal.
+void showProgress(const ReportProgress& p) {
+  const double done_s = static_cast<double>(p.done_ns) * 1e-9;
+  if (p.total_ns > 0) {
+    const double f = std::clamp(static_cast<double>(p.done_ns) / static_cast<double>(p.total_ns), 0.0, 1.0);
+    const int filled = static_cast<int>(f * 30);
+    std::fprintf(stderr, "\r\033[Kburstscope report: pass %d/%d [%s%s] %3.0f%%", p.pass, p.passes,
+                 std::string(static_cast<size_t>(filled), '#').c_str(),
+                 std::string(static_cast<size_t>(30 - filled), '.').c_str(), f * 100);
+  } else {
+    std::fprintf(stderr, "\r\033[Kburstscope report: pass %d/%d: %.1f s of trace, %llu packets", p.pass, p.passes,
+                 done_s, static_cast<unsigned long long>(p.packets));
+  }
+  std::fflush(stderr);
+}
+
+struct ReportOptions {
+  AnalyzeOptions analysis;  // the same files and analysis flags as analyze
+  std::string out_dir;
+};
+
+int runReport(const ReportOptions& o) {
+  ReportInputs in;
+  in.files = o.analysis.files;
+  if (absl::Status s = analysisConfig(o.analysis, &in.pipeline, &in.decoder, &in.read); !s.ok()) return fail(s, 2);
+  if (absl::Status s = prepareReportDir(o.out_dir); !s.ok()) return fail(s, 1);
+  const bool terminal = isatty(STDERR_FILENO) != 0;
+  if (terminal) in.progress = showProgress;
+  auto studies = computeStudies(in, g_stop);
+  if (terminal) std::fputs("\r\033[K", stderr);
+  if (!studies.ok()) return fail(studies.status(), 1);
+  if (absl::Status s = writeReport(o.out_dir, *studies); !s.ok()) return fail(s, 1);
+  for (const std::string& w : studies->warnings) std::cerr << "burstscope: warning: " << w << "\n";
+  std::cerr << "burstscope report: wrote " << o.out_dir << "/report.html, report.json and the CSV files\n";
+  return studies->balanced ? 0 : 3;
 }
 
 struct RunOptions {
@@ -487,6 +533,20 @@ int mainImpl(int argc, char** argv) {
                       "microburst scale; docs/evidence.md)");
   ao.metrics.add(analyze, /*live=*/false);
 
+  ReportOptions rpo;
+  CLI::App* report = app.add_subcommand(
+      "report",
+      "Analyse capture files as analyze does and write an HTML report (one self-contained file), its data as "
+      "JSON and CSV files into --out (docs/report.md)");
+  report->add_option("files", rpo.analysis.files, "capture files (- for standard input is not supported: two passes)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  report->add_option("-o,--out", rpo.out_dir, "directory to write report.html, report.json and *.csv into (created)")
+      ->required();
+  report->add_option("--dedup-window", rpo.analysis.dedup_window, "as for analyze");
+  report->add_option("--evidence-after", rpo.analysis.evidence_after, "as for analyze");
+  rpo.analysis.metrics.add(report, /*live=*/false);
+
   RunOptions ro;
   CLI::App* run = app.add_subcommand("run",
                                      "Live capture (DPDK or AF_XDP): per-interval summary, ledger on "
@@ -550,6 +610,7 @@ int mainImpl(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : 2;
   }
   if (analyze->parsed()) return runAnalyze(ao);
+  if (report->parsed()) return runReport(rpo);
   if (hash->parsed()) return hashPasswordCommand();
   if (run->parsed()) return runLiveCommand(ro);
   return 2;

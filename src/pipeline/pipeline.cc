@@ -116,6 +116,8 @@ class PortWorker {
     engine_.finish();
   }
 
+  Engine& engine() { return engine_; }  // before run(): for PipelineConfig::extend_engine
+
   PortResult result() const {
     PortResult r;
     r.name = port_.name;
@@ -226,6 +228,7 @@ absl::StatusOr<RunResult> runCapture(CaptureSource& source, const PipelineConfig
     }
     workers.push_back(
         std::make_unique<PortWorker>(i, ports[i], ec, tc, config.evidence, config.reorder_horizon_ns, mailbox));
+    if (config.extend_engine) config.extend_engine(i, workers.back()->engine());
     if (tc.enabled) {
       analyzers.push_back(std::make_unique<TrainingAnalyzer>(tc, ec.link_capacity_bps, ec.scales_ns, ec.rates_bps));
       if (config.evidence.enabled) step_evidence.emplace_back(ec.base_bin_ns, tc.window_ns, kStepEvidenceEntries);

@@ -35,6 +35,10 @@ struct PipelineConfig {
   TrainingConfig training;
   // ECN, TCP retransmissions, RoCEv2 CNPs/NAKs/resends, PFC pauses; congesting microbursts (docs/evidence.md).
   EvidenceConfig evidence;
+  // More aggregators and observers on each port's engine (the report's studies, src/studies): called once per
+  // port on the caller's thread, after the built-in ones are added and before the first record. What it adds
+  // runs on the port's worker; read its results after runCapture returns.
+  std::function<void(size_t port, Engine& engine)> extend_engine;
 };
 
 // Every frame that reached the pipeline, counted once: received == analysed + ring_drops.

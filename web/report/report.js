@@ -502,7 +502,7 @@
     const mb = r.microbursts || {events: []}, am = r.analyze.microbursts || {};
     const ev = mb.events || [];
     const note = document.getElementById('microbursts-note');
-    note.textContent = 'At τ = ' + fmtNs(mb.tau_ns) + ', threshold ' + mb.threshold + ' of ' + fmtBps(mb.link_capacity_bps) +
+    note.textContent = 'At τ = ' + shortTime(mb.tau_ns / 1e9) + ', threshold ' + mb.threshold + ' of ' + fmtBps(mb.link_capacity_bps) +
       ': ' + fmtCount(mb.count) + ' microbursts' + (mb.listed < mb.count ? ' (the first ' + fmtCount(mb.listed) + ' drawn)' : '') +
       '. Curves: the listed events\' distributions; dashed lines: analyze\'s p50/p90/p99.';
     const gaps = [];

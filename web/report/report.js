@@ -115,7 +115,7 @@
       add('PtM(' + tau + ')', 'scales.' + i + '.ptm', fmtRatio, 'ratio');
     });
     (a.backlog || []).forEach((b, i) => {
-      add('Bmax(' + fmtBps(b.rate_gbps * 1e9) + ')', 'backlog.' + i + '.max_backlog_bytes', fmtBytes, 'bytes');
+      add('Bmax(' + (+b.rate_gbps.toPrecision(4)) + ' Gb/s)', 'backlog.' + i + '.max_backlog_bytes', fmtBytes, 'bytes');
     });
     add('Microbursts (τ ' + shortTime((a.microbursts || {}).tau_us / 1e6) + ', θ ' +
         (a.microbursts || {}).threshold + ')', 'microbursts.count', fmtCount, 'count');

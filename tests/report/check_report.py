@@ -23,7 +23,8 @@ import tempfile
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
 from tap import check, done  # noqa: E402
 
-TRACES = ['data/testbed/ddp-ring-w4.pcap', 'data/testbed/two-jobs.pcap']
+TRACES = ['data/testbed/ddp-ring-w4.pcap', 'data/testbed/two-jobs.pcap',
+          'data/testbed/ddp-ring-w4-bottleneck.pcap']  # the last has TCP loss: congesting bursts and step evidence
 REGIONS = ['key-figures', 'chart-timeline', 'chart-envelope', 'chart-ptm', 'chart-backlog', 'chart-utilisation',
            'chart-microbursts', 'chart-heatmap', 'chart-flows', 'chart-flow-timelines', 'training', 'evidence']
 CHART_REGIONS = [r for r in REGIONS if r.startswith('chart-')]

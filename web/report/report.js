@@ -262,7 +262,8 @@
         axes: [
           {values: tickSeconds, size: opts.compact ? 24 : 36, show: !opts.hideX, label: opts.compact ? undefined : 'time since the first bin',
            labelSize: 16},
-          {values: (u, vals) => vals.map(v => +v.toPrecision(3)), size: 56, space: opts.compact ? 24 : 30, label: opts.compact ? undefined : 'Gb/s',
+          {values: (u, vals) => vals.map(v => +v.toPrecision(3)), size: 56, space: 30,
+           splits: opts.compact ? (u => [0, +(u.scales.y.max / 1.08).toPrecision(2)]) : undefined, label: opts.compact ? undefined : 'Gb/s',
            labelSize: 16, ticks: {show: true}},
         ],
         series: uSeries,
@@ -315,7 +316,7 @@
     for (const j of (a.training && a.training.jobs) || [])
       for (const s of j.steps || []) steps.push((s.start_ns - tl.start_ns) / 1e9);
     const bursts = ((r.microbursts && r.microbursts.events) || []).map(e => [(e.start_ns - tl.start_ns) / 1e9,
-                                                                           e.duration_ns / 1e9]);
+                                                                           e.duration_ns / 1e9, e.congesting]);
     const chart = new TimelineChart(group, container, [{label: 'port', t: tl.t, v: tl.bytes, colour: '#1f6fb2'}], {
       height: 300, zoom: true, minLine: true, legend: true, fill: true,
       markers: (u) => {
@@ -336,10 +337,11 @@
         ctx.setLineDash([]);
         ctx.fillStyle = '#d1495b';
         const tick = 6 * devicePixelRatio;
-        for (const [s, d] of bursts) {
+        for (const [s, d, congesting] of bursts) {  // congesting bursts: darker and twice as tall
           if (s + d < x0 || s > x1) continue;
           const p0 = u.valToPos(s, 'x', true), p1 = u.valToPos(s + d, 'x', true);
-          ctx.fillRect(p0, top, Math.max(1.5, p1 - p0), tick);
+          ctx.fillStyle = congesting ? '#7b0d1e' : '#d1495b';
+          ctx.fillRect(p0, top, Math.max(1.5, p1 - p0), congesting ? 2 * tick : tick);
         }
         ctx.restore();
       },

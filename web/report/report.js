@@ -743,6 +743,7 @@
   }
 
   function main() {
+    const started = performance.now();
     const text = document.getElementById('burstscope-data').textContent;
     const r = parseExact(text);
     if (r.schema !== 'burstscope-report/1') console.error('unexpected report schema: ' + r.schema);
@@ -767,6 +768,7 @@
     requestAnimationFrame(() => setTimeout(() => {
       writeLayout();
       if (window.__burstscopeFlushErrors) window.__burstscopeFlushErrors();
+      document.body.dataset.renderMs = String(Math.round(performance.now() - started));
       document.body.dataset.rendered = '1';
     }, 0));
   }

@@ -3,7 +3,7 @@
 
 usage: embed_web.py OUT.cc REPORT_HTML REPORT_CSS REPORT_JS UPLOT_CSS UPLOT_JS
 
-Each file becomes a char array (bytes as numbers: no quoting or raw-string delimiter can go wrong). The
+Each file becomes a char array (unsigned bytes as numbers: no quoting or raw-string delimiter can go wrong). The
 template must hold each of the three markers exactly once, or the build fails naming the file. With
 --placeholder (meson found no web/ files at configure time) a minimal page is embedded instead and
 kComplete is false.
@@ -20,8 +20,9 @@ PLACEHOLDER = (b"<!doctype html><html><head><meta charset=\"utf-8\"><title>burst
 
 def array(name, data):
     body = ",".join(str(b) for b in data)
-    return (f"constexpr char {name}Bytes[] = {{{body}{',' if data else ''}0}};\n"
-            f"}}  // namespace\nconst std::string_view {name}({name}Bytes, {len(data)});\nnamespace {{\n")
+    return (f"constexpr unsigned char {name}Bytes[] = {{{body}{',' if data else ''}0}};\n"
+            f"}}  // namespace\nconst std::string_view {name}(reinterpret_cast<const char*>({name}Bytes), {len(data)});\n"
+            "namespace {\n")
 
 
 def main():

@@ -3,9 +3,9 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <system_error>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
@@ -168,7 +168,8 @@ absl::Status prepareReportDir(const std::string& dir) {
   std::filesystem::create_directories(dir, ec);
   if (ec) return absl::PermissionDeniedError(absl::StrCat("cannot create ", dir, ": ", ec.message()));
   if (access(dir.c_str(), W_OK | X_OK) != 0) {
-    return absl::PermissionDeniedError(absl::StrCat("cannot write into ", dir, ": ", std::strerror(errno)));
+    return absl::PermissionDeniedError(
+        absl::StrCat("cannot write into ", dir, ": ", std::generic_category().message(errno)));
   }
   return absl::OkStatus();
 }
@@ -184,7 +185,9 @@ absl::Status writeReport(const std::string& dir, const StudiesResult& r) {
     std::ofstream f(path, std::ios::binary | std::ios::trunc);
     if (f) f.write(text.data(), static_cast<std::streamsize>(text.size()));
     if (f) f.close();
-    if (!f) return absl::PermissionDeniedError(absl::StrCat("cannot write ", path, ": ", std::strerror(errno)));
+    if (!f)
+      return absl::PermissionDeniedError(
+          absl::StrCat("cannot write ", path, ": ", std::generic_category().message(errno)));
   }
   return absl::OkStatus();
 }

@@ -234,6 +234,7 @@ std::vector<double> denseRateGrid(double mean_bps, double peak_bps, const std::v
   const double lo = std::clamp(mean_bps > 0 ? mean_bps : kLo, kLo, kHi / 2);
   const double hi = std::clamp(std::max(2 * peak_bps, 2 * lo), 2 * lo, kHi);
   std::vector<double> out;
+  out.reserve(kGridPoints + configured.size());
   for (int i = 0; i < kGridPoints; ++i) {
     out.push_back(lo * std::pow(hi / lo, static_cast<double>(i) / (kGridPoints - 1)));
   }

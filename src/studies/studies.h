@@ -103,7 +103,9 @@ struct ReportMicrobursts {
   std::vector<ReportMicroburst> events;  // the first kMaxListed
 };
 
-struct StudiesResult {
+// clang-tidy flags the implicit special members, whose one member with a non-trivial body is
+// nlohmann::ordered_json (its move is declared noexcept).
+struct StudiesResult {  // NOLINT(bugprone-exception-escape)
   std::vector<std::string> files;
   nlohmann::ordered_json analyze;  // reportJson of the first pass: what `analyze --json` prints
   bool balanced = true;            // the first pass's ledger

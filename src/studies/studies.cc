@@ -1,6 +1,7 @@
 #include "src/studies/studies.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <utility>
 
@@ -16,7 +17,9 @@ namespace {
 
 constexpr int kGridPoints = 40;
 constexpr int64_t kMaxDenseTauNs = 10'000'000'000;
-constexpr uint64_t kProgressEveryBins = uint64_t{1} << 16;
+// The progress callback is considered every 256 non-empty bins and called at most every 200 ms.
+constexpr uint64_t kProgressEveryBins = 256;
+constexpr auto kProgressPeriod = std::chrono::milliseconds(200);
 
 // Floor division: bins of times before the epoch stay aligned too.
 int64_t binOf(int64_t ts_ns, int64_t bin_ns) {
@@ -33,7 +36,10 @@ class ProgressObserver final : public EngineObserver {
   void onBaseBin(int64_t start_ns, uint64_t /*bytes*/, uint64_t packets) override {
     if (first_ns_ == INT64_MIN) first_ns_ = start_ns;
     packets_ += packets;
-    if (++bins_ % kProgressEveryBins == 0) {
+    if (++bins_ % kProgressEveryBins != 0) return;
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last_ >= kProgressPeriod) {
+      last_ = now;
       f_(ReportProgress{
           .pass = pass_, .passes = 2, .done_ns = start_ns - first_ns_, .total_ns = total_ns_, .packets = packets_});
     }
@@ -46,6 +52,7 @@ class ProgressObserver final : public EngineObserver {
   int64_t first_ns_ = INT64_MIN;
   uint64_t bins_ = 0;
   uint64_t packets_ = 0;
+  std::chrono::steady_clock::time_point last_{};
 };
 
 struct PairTotals {

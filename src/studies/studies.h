@@ -24,7 +24,7 @@
 
 namespace burstscope {
 
-// How far a pass has got, for a progress line. Called on a port worker now and then (about every 64k bins).
+// How far a pass has got, for a progress line. Called on a port worker at most every 200 ms.
 struct ReportProgress {
   int pass = 1;  // 1: analyze's pass, 2: the dense grids, flows and pairs
   int passes = 2;

@@ -13,6 +13,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,10 @@ struct PipelineConfig {
   TrainingConfig training;
   // ECN, TCP retransmissions, RoCEv2 CNPs/NAKs/resends, PFC pauses; congesting microbursts (docs/evidence.md).
   EvidenceConfig evidence;
+  // Offline studies (src/studies: whatif) keep the packets as the engine measured them: called on each port's
+  // worker with every batch of records just before the engine takes it (time order, after the reorder
+  // stage). Empty: none. It runs on the packet path; it must not block.
+  std::function<void(size_t port, std::span<const PacketRecord> records)> record_sink;
 };
 
 // Every frame that reached the pipeline, counted once: received == analysed + ring_drops.

@@ -495,7 +495,8 @@ int runWhatifCommand(const WhatifOptions& o) {
   }
   auto result = runWhatif(c);
   if (tty) std::cerr << "\r\033[K" << std::flush;
-  if (!result.ok()) return fail(result.status(), result.status().code() == absl::StatusCode::kInvalidArgument ? 2 : 1);
+  // Flags and job syntax were checked above (2); what fails now is in the inputs: a file, a missing period.
+  if (!result.ok()) return fail(result.status(), 1);
   if (o.json) {
     std::cout << whatifJson(*result).dump(1) << "\n";
   } else {

@@ -6,11 +6,14 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <string>
 #include <vector>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -18,6 +21,7 @@
 #include "burstscope/capture.h"
 #include "burstscope/status.h"
 #include "src/analysis/report.h"
+#include "src/compare/compare.h"
 #include "src/config/run_config.h"
 #include "src/export/http_server.h"
 #include "src/export/metrics.h"
@@ -208,23 +212,42 @@ absl::Status analysisConfig(const AnalyzeOptions& o, PipelineConfig* pc, Decoder
   return absl::OkStatus();
 }
 
-int runAnalyze(const AnalyzeOptions& o) {
-  PipelineConfig pc;
+// What analyze makes of some files: the result and how to render it (one code path for analyze and compare).
+struct Analysis {
+  RunResult result;
+  PipelineConfig config;
+};
+
+// Runs the analysis of `files` with o's flags; on an error, *exit_code is 2 for a usage error, else 1.
+absl::StatusOr<Analysis> analyzeFiles(const AnalyzeOptions& o, const std::vector<std::string>& files, int* exit_code) {
+  Analysis a;
   DecoderConfig dc;
   FileReadOptions read;
-  if (absl::Status s = analysisConfig(o, &pc, &dc, &read); !s.ok()) return fail(s, 2);
-  auto source = openPcapCapture(o.files, dc, size_t{1} << 16, read);
-  if (!source.ok()) return fail(source.status(), 1);
-  auto result = runCapture(**source, pc, g_stop);
-  if (!result.ok()) return fail(result.status(), 1);
-  const PortResult& port = result->ports.front();
-  const ReportContext ctx{o.files, pc.reorder_horizon_ns};
-  if (o.json) {
-    std::cout << reportJson(port, result->source, ctx).dump(1) << "\n";
-  } else {
-    std::cout << reportText(port, result->source, ctx);
+  if (absl::Status s = analysisConfig(o, &a.config, &dc, &read); !s.ok()) {
+    *exit_code = 2;
+    return s;
   }
-  for (const std::string& w : result->source.warnings) std::cerr << "burstscope: warning: " << w << "\n";
+  *exit_code = 1;
+  auto source = openPcapCapture(files, dc, size_t{1} << 16, read);
+  if (!source.ok()) return source.status();
+  auto result = runCapture(**source, a.config, g_stop);
+  if (!result.ok()) return result.status();
+  a.result = std::move(*result);
+  return a;
+}
+
+int runAnalyze(const AnalyzeOptions& o) {
+  int code = 0;
+  auto a = analyzeFiles(o, o.files, &code);
+  if (!a.ok()) return fail(a.status(), code);
+  const PortResult& port = a->result.ports.front();
+  const ReportContext ctx{o.files, a->config.reorder_horizon_ns};
+  if (o.json) {
+    std::cout << reportJson(port, a->result.source, ctx).dump(1) << "\n";
+  } else {
+    std::cout << reportText(port, a->result.source, ctx);
+  }
+  for (const std::string& w : a->result.source.warnings) std::cerr << "burstscope: warning: " << w << "\n";
   return port.ledger.balanced() ? 0 : 3;
 }
 
@@ -263,6 +286,49 @@ int runReport(const ReportOptions& o) {
   for (const std::string& w : studies->warnings) std::cerr << "burstscope: warning: " << w << "\n";
   std::cerr << "burstscope report: wrote " << o.out_dir << "/report.html, report.json and the CSV files\n";
   return studies->balanced ? 0 : 3;
+}
+
+struct CompareCommand {
+  AnalyzeOptions analysis;
+  std::string out_dir;
+  CompareOptions options;
+};
+
+// Each file analysed alone (as `analyze FILE --json` would), then compared (src/compare).
+int runCompare(const CompareCommand& c) {
+  std::vector<CompareInput> inputs;
+  for (const std::string& file : c.analysis.files) {
+    int code = 0;
+    auto a = analyzeFiles(c.analysis, {file}, &code);
+    if (!a.ok()) {
+      if (absl::StrContains(a.status().message(), file)) return fail(a.status(), code);
+      return fail(absl::Status(a.status().code(), absl::StrCat(file, ": ", a.status().message())), code);
+    }
+    const PortResult& port = a->result.ports.front();
+    if (!port.ledger.balanced()) std::cerr << "burstscope: warning: " << file << ": the ledger does not balance\n";
+    inputs.push_back({file, reportJson(port, a->result.source, ReportContext{{file}, a->config.reorder_horizon_ns})});
+  }
+  const nlohmann::ordered_json out = compareJson(inputs, c.options);
+  if (!c.out_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(c.out_dir, ec);
+    if (ec) return fail(absl::InternalError(absl::StrCat("--out ", c.out_dir, ": ", ec.message())), 1);
+    const std::pair<const char*, std::string> files[] = {{"compare.json", out.dump(1) + "\n"},
+                                                         {"traces.csv", compareCsv(out, "trace_clusters")},
+                                                         {"flows.csv", compareCsv(out, "flow_clusters")}};
+    for (const auto& [name, text] : files) {
+      const std::string path = (std::filesystem::path(c.out_dir) / name).string();
+      std::ofstream f(path);
+      f << text;
+      if (!f.flush()) return fail(absl::InternalError(absl::StrCat("cannot write ", path)), 1);
+    }
+  }
+  if (c.analysis.json) {
+    std::cout << out.dump(1) << "\n";
+  } else {
+    std::cout << compareText(out);
+  }
+  return 0;
 }
 
 struct RunOptions {
@@ -603,6 +669,20 @@ int mainImpl(int argc, char** argv) {
   report->add_option("--evidence-after", rpo.analysis.evidence_after, "as for analyze");
   rpo.analysis.metrics.add(report, /*live=*/false);
 
+  CompareCommand co;
+  CLI::App* compare = app.add_subcommand(
+      "compare", "Compare capture files side by side: key figures, burst features, clusters (docs/compare.md)");
+  compare->add_option("files", co.analysis.files, "capture files, each analysed alone")
+      ->required()
+      ->check(CLI::ExistingFile);
+  compare->add_flag("--json", co.analysis.json, "print the comparison as JSON");
+  compare->add_option("--out", co.out_dir, "also write compare.json, traces.csv and flows.csv into this directory");
+  compare->add_option("--max-k", co.options.max_k, "most clusters tried")
+      ->capture_default_str()
+      ->check(CLI::Range(2, 64));
+  compare->add_option("--seed", co.options.seed, "seed of the k-means restarts")->capture_default_str();
+  co.analysis.metrics.add(compare, /*live=*/false);
+
   RunOptions ro;
   CLI::App* run = app.add_subcommand("run",
                                      "Live capture (DPDK or AF_XDP): per-interval summary, ledger on "
@@ -689,6 +769,7 @@ int mainImpl(int argc, char** argv) {
   }
   if (analyze->parsed()) return runAnalyze(ao);
   if (report->parsed()) return runReport(rpo);
+  if (compare->parsed()) return runCompare(co);
   if (hash->parsed()) return hashPasswordCommand();
   if (whatif->parsed()) return runWhatifCommand(wo);
   if (run->parsed()) return runLiveCommand(ro);

@@ -251,18 +251,19 @@ int runAnalyze(const AnalyzeOptions& o) {
   return port.ledger.balanced() ? 0 : 3;
 }
 
-// A progress line on stderr while `report` reads its inputs; only on a terminal.
-void showProgress(const ReportProgress& p) {
+// A progress line on stderr while `report` or `compare --out` reads its inputs (`what` names the command and,
+// for compare, the file); only on a terminal.
+void showProgress(const std::string& what, const ReportProgress& p) {
   const double done_s = static_cast<double>(p.done_ns) * 1e-9;
   if (p.total_ns > 0) {
     const double f = std::clamp(static_cast<double>(p.done_ns) / static_cast<double>(p.total_ns), 0.0, 1.0);
     const int filled = static_cast<int>(f * 30);
-    std::fprintf(stderr, "\r\033[Kburstscope report: pass %d/%d [%s%s] %3.0f%%", p.pass, p.passes,
+    std::fprintf(stderr, "\r\033[Kburstscope %s: pass %d/%d [%s%s] %3.0f%%", what.c_str(), p.pass, p.passes,
                  std::string(static_cast<size_t>(filled), '#').c_str(),
                  std::string(static_cast<size_t>(30 - filled), '.').c_str(), f * 100);
   } else {
-    std::fprintf(stderr, "\r\033[Kburstscope report: pass %d/%d: %.1f s of trace, %llu packets", p.pass, p.passes,
-                 done_s, static_cast<unsigned long long>(p.packets));
+    std::fprintf(stderr, "\r\033[Kburstscope %s: pass %d/%d: %.1f s of trace, %llu packets", what.c_str(), p.pass,
+                 p.passes, done_s, static_cast<unsigned long long>(p.packets));
   }
   std::fflush(stderr);
 }
@@ -278,7 +279,7 @@ int runReport(const ReportOptions& o) {
   if (absl::Status s = analysisConfig(o.analysis, &in.pipeline, &in.decoder, &in.read); !s.ok()) return fail(s, 2);
   if (absl::Status s = prepareReportDir(o.out_dir); !s.ok()) return fail(s, 1);
   const bool terminal = isatty(STDERR_FILENO) != 0;
-  if (terminal) in.progress = showProgress;
+  if (terminal) in.progress = [](const ReportProgress& p) { showProgress("report", p); };
   auto studies = computeStudies(in, g_stop);
   if (terminal) std::fputs("\r\033[K", stderr);
   if (!studies.ok()) return fail(studies.status(), 1);
@@ -294,31 +295,59 @@ struct CompareCommand {
   CompareOptions options;
 };
 
-// Each file analysed alone (as `analyze FILE --json` would), then compared (src/compare).
+// A file's error, naming the file unless the message already does.
+absl::Status namingFile(const absl::Status& s, const std::string& file) {
+  if (absl::StrContains(s.message(), file)) return s;
+  return absl::Status(s.code(), absl::StrCat(file, ": ", s.message()));
+}
+
+// Each file analysed alone (as `analyze FILE --json` would), then compared (src/compare). With --out, each
+// file goes through report's studies instead (its first pass is the same analysis), whose timeline and dense
+// curves the compare page overlays.
 int runCompare(const CompareCommand& c) {
   std::vector<CompareInput> inputs;
+  std::vector<nlohmann::ordered_json> page_traces;
+  const bool page = !c.out_dir.empty();
+  if (page) {
+    if (absl::Status s = prepareReportDir(c.out_dir); !s.ok()) return fail(s, 1);
+  }
+  const bool terminal = isatty(STDERR_FILENO) != 0;
   for (const std::string& file : c.analysis.files) {
     int code = 0;
-    auto a = analyzeFiles(c.analysis, {file}, &code);
-    if (!a.ok()) {
-      if (absl::StrContains(a.status().message(), file)) return fail(a.status(), code);
-      return fail(absl::Status(a.status().code(), absl::StrCat(file, ": ", a.status().message())), code);
+    nlohmann::ordered_json analyze;
+    bool balanced = true;
+    if (page) {
+      ReportInputs in;
+      in.files = {file};
+      if (absl::Status s = analysisConfig(c.analysis, &in.pipeline, &in.decoder, &in.read); !s.ok()) return fail(s, 2);
+      if (terminal) in.progress = [&file](const ReportProgress& p) { showProgress("compare " + file, p); };
+      auto studies = computeStudies(in, g_stop);
+      if (terminal) std::fputs("\r\033[K", stderr);
+      if (!studies.ok()) return fail(namingFile(studies.status(), file), 1);
+      for (const std::string& w : studies->warnings) std::cerr << "burstscope: warning: " << file << ": " << w << "\n";
+      analyze = studies->analyze;
+      balanced = studies->balanced;
+      page_traces.push_back(comparePageTrace(*studies));
+    } else {
+      auto a = analyzeFiles(c.analysis, {file}, &code);
+      if (!a.ok()) return fail(namingFile(a.status(), file), code);
+      const PortResult& port = a->result.ports.front();
+      balanced = port.ledger.balanced();
+      analyze = reportJson(port, a->result.source, ReportContext{{file}, a->config.reorder_horizon_ns});
     }
-    const PortResult& port = a->result.ports.front();
-    if (!port.ledger.balanced()) std::cerr << "burstscope: warning: " << file << ": the ledger does not balance\n";
-    inputs.push_back({file, reportJson(port, a->result.source, ReportContext{{file}, a->config.reorder_horizon_ns})});
+    if (!balanced) std::cerr << "burstscope: warning: " << file << ": the ledger does not balance\n";
+    inputs.push_back({file, std::move(analyze)});
   }
   const nlohmann::ordered_json out = compareJson(inputs, c.options);
-  if (!c.out_dir.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(c.out_dir, ec);
-    if (ec) return fail(absl::InternalError(absl::StrCat("--out ", c.out_dir, ": ", ec.message())), 1);
+  if (page) {
+    const std::string page_json = comparePageJson(out, page_traces).dump();
     const std::pair<const char*, std::string> files[] = {{"compare.json", out.dump(1) + "\n"},
                                                          {"traces.csv", compareCsv(out, "trace_clusters")},
-                                                         {"flows.csv", compareCsv(out, "flow_clusters")}};
+                                                         {"flows.csv", compareCsv(out, "flow_clusters")},
+                                                         {"compare.html", compareHtml(page_json)}};
     for (const auto& [name, text] : files) {
       const std::string path = (std::filesystem::path(c.out_dir) / name).string();
-      std::ofstream f(path);
+      std::ofstream f(path, std::ios::binary | std::ios::trunc);
       f << text;
       if (!f.flush()) return fail(absl::InternalError(absl::StrCat("cannot write ", path)), 1);
     }
@@ -676,7 +705,8 @@ int mainImpl(int argc, char** argv) {
       ->required()
       ->check(CLI::ExistingFile);
   compare->add_flag("--json", co.analysis.json, "print the comparison as JSON");
-  compare->add_option("--out", co.out_dir, "also write compare.json, traces.csv and flows.csv into this directory");
+  compare->add_option("--out", co.out_dir,
+                      "also write compare.html (the page), compare.json, traces.csv and flows.csv into this directory");
   compare->add_option("--max-k", co.options.max_k, "most clusters tried")
       ->capture_default_str()
       ->check(CLI::Range(2, 64));

@@ -103,19 +103,47 @@ Json studiesJson(const StudiesResult& r) {
   return j;
 }
 
-std::string reportHtml(const std::string& json_text) {
-  std::string page(web::kReportHtml);
+Json comparePageTrace(const StudiesResult& r) {
+  Json all = studiesJson(r);
+  Json j;
+  j["file"] = r.files.empty() ? std::string() : r.files.front();
+  for (const char* key : {"timeline", "curves", "backlog_curve"}) j[key] = std::move(all[key]);
+  return j;
+}
+
+Json comparePageJson(const Json& compare, const std::vector<Json>& traces) {
+  return Json{{"schema", "burstscope-compare-page/1"},
+              {"version", BURSTSCOPE_VERSION},
+              {"compare", compare},
+              {"traces", traces}};
+}
+
+namespace {
+
+// A page: `page_template` with its three markers replaced by the styles, uPlot, the shared plot code and the
+// page's own script, and the data.
+std::string pageHtml(std::string_view page_template, std::string_view page_js, const std::string& json_text) {
+  std::string page(page_template);
   const std::string data = absl::StrReplaceAll(json_text, {{"</", "<\\/"}, {"<!--", "\\u003c!--"}});
   // Each replacement goes in before the next marker is looked for: the data (which follows) is inserted last
   // so that nothing inside the inlined files or the data is taken for a marker.
   replaceMarker(&page, "<!-- burstscope:style -->",
-                absl::StrCat("<style>", asAbsl(web::kUplotCss), "\n", asAbsl(web::kReportCss), "</style>"));
+                absl::StrCat("<script>", inlineScript(web::kErrorsJs), "</script><style>", asAbsl(web::kUplotCss), "\n",
+                             asAbsl(web::kReportCss), "</style>"));
   replaceMarker(&page, "<!-- burstscope:script -->",
-                absl::StrCat("<script>", inlineScript(web::kUplotJs), "</script><script>", inlineScript(web::kReportJs),
-                             "</script>"));
+                absl::StrCat("<script>", inlineScript(web::kUplotJs), "</script><script>", inlineScript(web::kPlotJs),
+                             "</script><script>", inlineScript(page_js), "</script>"));
   replaceMarker(&page, "<!-- burstscope:data -->",
                 absl::StrCat("<script id=\"burstscope-data\" type=\"application/json\">", data, "</script>"));
   return page;
+}
+
+}  // namespace
+
+std::string reportHtml(const std::string& json_text) { return pageHtml(web::kReportHtml, web::kReportJs, json_text); }
+
+std::string compareHtml(const std::string& json_text) {
+  return pageHtml(web::kCompareHtml, web::kCompareJs, json_text);
 }
 
 std::vector<std::pair<std::string, std::string>> reportCsvs(const StudiesResult& r) {

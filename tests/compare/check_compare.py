@@ -3,7 +3,8 @@
 
 1. On committed traces, every figure of compare's table equals what `analyze FILE --json` says of that file.
 2. Traces from two clearly different synthetic generators (written here as classic pcap files) fall into two
-   clusters, one per generator; the seed makes the output identical; --out writes the JSON and CSVs.
+   clusters, one per generator; the seed makes the output identical; --out writes the page, the JSON and CSVs
+  (the page itself: check_compare_page.py).
 
 usage: check_compare.py BURSTSCOPE SOURCE_ROOT
 """
@@ -125,7 +126,7 @@ with tempfile.TemporaryDirectory() as tmp:
     p2 = run("compare", "--json", "--seed", "7", *files)
     check(p2.stdout == p.stdout, "the same seed gives the same output")
     written = sorted(os.listdir(out_dir))
-    check(written == ["compare.json", "flows.csv", "traces.csv"], f"--out writes {written}")
+    check(written == ["compare.html", "compare.json", "flows.csv", "traces.csv"], f"--out writes {written}")
     with open(os.path.join(out_dir, "compare.json")) as f:
         check(json.load(f) == c, "compare.json is what --json prints")
     with open(os.path.join(out_dir, "traces.csv")) as f:

@@ -182,18 +182,7 @@ def check_trace(exe, root, browser, trace, tmp):
     p = chromium(browser, profile, [f'--window-size={WIDTH},1000', '--dump-dom'], url, f'{name}: chromium --dump-dom')
     if not p:
         return
-    dom = Dom()
-    dom.feed(p.stdout)
-    errors = dom.pre.get('page-errors')
-    check(errors == '', f'{name}: no page errors' + (f': {errors[:600]!r}' if errors else '') if errors is not None
-          else f'{name}: no #page-errors element')
-    check(dom.body.get('data-rendered') == '1', f'{name}: the page says it finished rendering')
-    try:
-        layout = json.loads(dom.pre.get('page-layout') or 'null')
-    except ValueError:
-        layout = None
-    check(isinstance(layout, dict) and all(r in layout for r in REGIONS),
-          f'{name}: #page-layout has a box for every region ({", ".join(REGIONS)})')
+    dom, layout = rendered_dom(p.stdout, name, REGIONS)
 
     # Key figures (and the microburst quantiles): value at the path, and the text shown.
     paths = {a['data-path'] for a, _ in dom.values}
@@ -271,11 +260,29 @@ def check_trace(exe, root, browser, trace, tmp):
         check(ok, f'{name}: region #{region} is drawn ({why})')
 
 
-def main():
-    exe, root = os.path.abspath(sys.argv[1]), sys.argv[2]
+def rendered_dom(html, name, regions):
+    """The dumped DOM parsed, with the checks every page passes: no page errors, rendering finished, a box in
+    #page-layout for each region. Returns (dom, layout); layout is None when unreadable."""
+    dom = Dom()
+    dom.feed(html)
+    errors = dom.pre.get('page-errors')
+    check(errors == '', f'{name}: no page errors' + (f': {errors[:600]!r}' if errors else '') if errors is not None
+          else f'{name}: no #page-errors element')
+    check(dom.body.get('data-rendered') == '1', f'{name}: the page says it finished rendering')
+    try:
+        layout = json.loads(dom.pre.get('page-layout') or 'null')
+    except ValueError:
+        layout = None
+    check(isinstance(layout, dict) and all(r in layout for r in regions),
+          f'{name}: #page-layout has a box for every region ({", ".join(regions)})')
+    return dom, layout
+
+
+def browser_or_fail(test):
+    """Chromium's path, with PIL importable; otherwise one failing check naming what to install, and the end."""
     browser = shutil.which('chromium') or shutil.which('chromium-browser')
     if not browser:
-        check(False, 'chromium is not installed: the report test needs Debian\'s chromium '
+        check(False, f'chromium is not installed: the {test} test needs Debian\'s chromium '
                      '(apt-get install chromium python3-pil, or scripts/setup.sh)')
         done()
     try:
@@ -283,6 +290,12 @@ def main():
     except ImportError:
         check(False, f'{sys.executable} has no PIL: install Debian\'s python3-pil and run with /usr/bin/python3')
         done()
+    return browser
+
+
+def main():
+    exe, root = os.path.abspath(sys.argv[1]), sys.argv[2]
+    browser = browser_or_fail('report')
     with tempfile.TemporaryDirectory(prefix='burstscope-report-') as tmp:
         for trace in TRACES:
             check_trace(exe, root, browser, trace, tmp)

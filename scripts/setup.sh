@@ -26,6 +26,9 @@ PKGS=(
   tshark tcpdump tcpreplay iproute2 ethtool procps python3-numpy python3-yaml bc curl
   # real PyTorch (gloo) training jobs on the testbed (tools/testbed, the testbed suite): run with /usr/bin/python3
   python3-torch
+  # the report page's test (tests/report): headless Chromium renders report.html, Pillow checks the screenshot's chart
+  # regions are not blank (run with /usr/bin/python3); DejaVu so the page's text has a font without a network
+  chromium python3-pil fonts-dejavu-core
   # the monitoring stack the exporter, rules and dashboards are tested against
   prometheus prometheus-alertmanager
 )

@@ -1,13 +1,19 @@
 // burstscope command line. Flags live only here; modules take plain config structs.
 #include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <string>
 #include <vector>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -15,11 +21,15 @@
 #include "burstscope/capture.h"
 #include "burstscope/status.h"
 #include "src/analysis/report.h"
+#include "src/compare/compare.h"
 #include "src/config/run_config.h"
 #include "src/export/http_server.h"
 #include "src/export/metrics.h"
 #include "src/pipeline/pipeline.h"
 #include "src/privileges/privileges.h"
+#include "src/studies/render.h"
+#include "src/studies/studies.h"
+#include "src/studies/whatif.h"
 
 #ifndef BURSTSCOPE_VERSION
 #define BURSTSCOPE_VERSION "dev"
@@ -172,38 +182,34 @@ struct AnalyzeOptions {
   MetricFlags metrics{EngineConfig{}};
 };
 
-int runAnalyze(const AnalyzeOptions& o) {
-  PipelineConfig pc;
-  pc.training.pair_periods = true;  // offline: a period per heavy host pair too
-  DecoderConfig dc;
-  if (absl::Status s = o.metrics.apply(pc.engine, dc, &pc.reorder_horizon_ns, /*only_given=*/false); !s.ok()) {
-    return fail(s, 2);
+// The pipeline, decoder and file-reading configuration of `analyze`, which `report` runs as its first pass.
+// Every error is a usage error (exit 2).
+absl::Status analysisConfig(const AnalyzeOptions& o, PipelineConfig* pc, DecoderConfig* dc, FileReadOptions* read) {
+  pc->training.pair_periods = true;  // offline: a period per heavy host pair too
+  BS_RETURN_IF_ERROR(o.metrics.apply(pc->engine, *dc, &pc->reorder_horizon_ns, /*only_given=*/false));
+  if (absl::Status s = validateConfig(pc->engine); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("invalid configuration: ", s.message()));
   }
-  if (absl::Status s = validateConfig(pc.engine); !s.ok()) {
-    return fail(absl::InvalidArgumentError(absl::StrCat("invalid configuration: ", s.message())), 2);
-  }
-  FileReadOptions read;
   if (!o.dedup_window.empty()) {
     auto ns = parseDurationNs(o.dedup_window);
     if (!ns.ok() || *ns <= 0) {
-      return fail(absl::InvalidArgumentError(
-                      absl::StrCat("--dedup-window: ", ns.ok() ? "must be above 0 (leave it out for no suppression)"
-                                                               : std::string(ns.status().message()))),
-                  2);
+      return absl::InvalidArgumentError(
+          absl::StrCat("--dedup-window: ", ns.ok() ? "must be above 0 (leave it out for no suppression)"
+                                                   : std::string(ns.status().message())));
     }
-    read.dedup_window_ns = *ns;
+    read->dedup_window_ns = *ns;
   }
   if (!o.evidence_after.empty()) {
     auto ns = parseDurationNs(o.evidence_after);
-    if (!ns.ok()) return fail(absl::InvalidArgumentError(absl::StrCat("--evidence-after: ", ns.status().message())), 2);
-    pc.evidence.after_ns = *ns;
+    if (!ns.ok()) return absl::InvalidArgumentError(absl::StrCat("--evidence-after: ", ns.status().message()));
+    pc->evidence.after_ns = *ns;
   }
   if (!o.mirror_duplicate_horizon.empty()) {
     auto ns = parseDurationNs(o.mirror_duplicate_horizon);
     if (!ns.ok()) {
-      return fail(absl::InvalidArgumentError(absl::StrCat("--mirror-duplicate-horizon: ", ns.status().message())), 2);
+      return absl::InvalidArgumentError(absl::StrCat("--mirror-duplicate-horizon: ", ns.status().message()));
     }
-    pc.mirror.duplicate_horizon_ns = *ns;
+    pc->mirror.duplicate_horizon_ns = *ns;
   }
   // Every file stays open while they are merged: hundreds of rotated files need more descriptors than the
   // usual soft limit of 1024 allows; take the hard limit.
@@ -211,19 +217,155 @@ int runAnalyze(const AnalyzeOptions& o) {
     lim.rlim_cur = lim.rlim_max;
     (void)setrlimit(RLIMIT_NOFILE, &lim);
   }
-  auto source = openPcapCapture(o.files, dc, size_t{1} << 16, read);
-  if (!source.ok()) return fail(source.status(), 1);
-  auto result = runCapture(**source, pc, g_stop);
-  if (!result.ok()) return fail(result.status(), 1);
-  const PortResult& port = result->ports.front();
-  const ReportContext ctx{o.files, pc.reorder_horizon_ns};
-  if (o.json) {
-    std::cout << reportJson(port, result->source, ctx).dump(1) << "\n";
-  } else {
-    std::cout << reportText(port, result->source, ctx);
+  return absl::OkStatus();
+}
+
+// What analyze makes of some files: the result and how to render it (one code path for analyze and compare).
+struct Analysis {
+  RunResult result;
+  PipelineConfig config;
+};
+
+// Runs the analysis of `files` with o's flags; on an error, *exit_code is 2 for a usage error, else 1.
+absl::StatusOr<Analysis> analyzeFiles(const AnalyzeOptions& o, const std::vector<std::string>& files, int* exit_code) {
+  Analysis a;
+  DecoderConfig dc;
+  FileReadOptions read;
+  if (absl::Status s = analysisConfig(o, &a.config, &dc, &read); !s.ok()) {
+    *exit_code = 2;
+    return s;
   }
-  for (const std::string& w : result->source.warnings) std::cerr << "burstscope: warning: " << w << "\n";
+  *exit_code = 1;
+  auto source = openPcapCapture(files, dc, size_t{1} << 16, read);
+  if (!source.ok()) return source.status();
+  auto result = runCapture(**source, a.config, g_stop);
+  if (!result.ok()) return result.status();
+  a.result = std::move(*result);
+  return a;
+}
+
+int runAnalyze(const AnalyzeOptions& o) {
+  int code = 0;
+  auto a = analyzeFiles(o, o.files, &code);
+  if (!a.ok()) return fail(a.status(), code);
+  const PortResult& port = a->result.ports.front();
+  const ReportContext ctx{o.files, a->config.reorder_horizon_ns};
+  if (o.json) {
+    std::cout << reportJson(port, a->result.source, ctx).dump(1) << "\n";
+  } else {
+    std::cout << reportText(port, a->result.source, ctx);
+  }
+  for (const std::string& w : a->result.source.warnings) std::cerr << "burstscope: warning: " << w << "\n";
   return port.ledger.balanced() ? 0 : 3;
+}
+
+// A progress line on stderr while `report` or `compare --out` reads its inputs (`what` names the command and,
+// for compare, the file); only on a terminal.
+void showProgress(const std::string& what, const ReportProgress& p) {
+  const double done_s = static_cast<double>(p.done_ns) * 1e-9;
+  if (p.total_ns > 0) {
+    const double f = std::clamp(static_cast<double>(p.done_ns) / static_cast<double>(p.total_ns), 0.0, 1.0);
+    const int filled = static_cast<int>(f * 30);
+    std::fprintf(stderr, "\r\033[Kburstscope %s: pass %d/%d [%s%s] %3.0f%%", what.c_str(), p.pass, p.passes,
+                 std::string(static_cast<size_t>(filled), '#').c_str(),
+                 std::string(static_cast<size_t>(30 - filled), '.').c_str(), f * 100);
+  } else {
+    std::fprintf(stderr, "\r\033[Kburstscope %s: pass %d/%d: %.1f s of trace, %llu packets", what.c_str(), p.pass,
+                 p.passes, done_s, static_cast<unsigned long long>(p.packets));
+  }
+  std::fflush(stderr);
+}
+
+struct ReportOptions {
+  AnalyzeOptions analysis;  // the same files and analysis flags as analyze
+  std::string out_dir;
+};
+
+int runReport(const ReportOptions& o) {
+  ReportInputs in;
+  in.files = o.analysis.files;
+  if (absl::Status s = analysisConfig(o.analysis, &in.pipeline, &in.decoder, &in.read); !s.ok()) return fail(s, 2);
+  if (absl::Status s = prepareReportDir(o.out_dir); !s.ok()) return fail(s, 1);
+  const bool terminal = isatty(STDERR_FILENO) != 0;
+  if (terminal) in.progress = [](const ReportProgress& p) { showProgress("report", p); };
+  auto studies = computeStudies(in, g_stop);
+  if (terminal) std::fputs("\r\033[K", stderr);
+  if (!studies.ok()) return fail(studies.status(), 1);
+  if (absl::Status s = writeReport(o.out_dir, *studies); !s.ok()) return fail(s, 1);
+  for (const std::string& w : studies->warnings) std::cerr << "burstscope: warning: " << w << "\n";
+  std::cerr << "burstscope report: wrote " << o.out_dir << "/report.html, report.json and the CSV files\n";
+  return studies->balanced ? 0 : 3;
+}
+
+struct CompareCommand {
+  AnalyzeOptions analysis;
+  std::string out_dir;
+  CompareOptions options;
+};
+
+// A file's error, naming the file unless the message already does.
+absl::Status namingFile(const absl::Status& s, const std::string& file) {
+  if (absl::StrContains(s.message(), file)) return s;
+  return absl::Status(s.code(), absl::StrCat(file, ": ", s.message()));
+}
+
+// Each file analysed alone (as `analyze FILE --json` would), then compared (src/compare). With --out, each
+// file goes through report's studies instead (its first pass is the same analysis), whose timeline and dense
+// curves the compare page overlays.
+int runCompare(const CompareCommand& c) {
+  std::vector<CompareInput> inputs;
+  std::vector<nlohmann::ordered_json> page_traces;
+  const bool page = !c.out_dir.empty();
+  if (page) {
+    if (absl::Status s = prepareReportDir(c.out_dir); !s.ok()) return fail(s, 1);
+  }
+  const bool terminal = isatty(STDERR_FILENO) != 0;
+  for (const std::string& file : c.analysis.files) {
+    int code = 0;
+    nlohmann::ordered_json analyze;
+    bool balanced = true;
+    if (page) {
+      ReportInputs in;
+      in.files = {file};
+      if (absl::Status s = analysisConfig(c.analysis, &in.pipeline, &in.decoder, &in.read); !s.ok()) return fail(s, 2);
+      if (terminal) in.progress = [&file](const ReportProgress& p) { showProgress("compare " + file, p); };
+      auto studies = computeStudies(in, g_stop);
+      if (terminal) std::fputs("\r\033[K", stderr);
+      if (!studies.ok()) return fail(namingFile(studies.status(), file), 1);
+      for (const std::string& w : studies->warnings) std::cerr << "burstscope: warning: " << file << ": " << w << "\n";
+      analyze = studies->analyze;
+      balanced = studies->balanced;
+      page_traces.push_back(comparePageTrace(*studies));
+    } else {
+      auto a = analyzeFiles(c.analysis, {file}, &code);
+      if (!a.ok()) return fail(namingFile(a.status(), file), code);
+      const PortResult& port = a->result.ports.front();
+      balanced = port.ledger.balanced();
+      analyze = reportJson(port, a->result.source, ReportContext{{file}, a->config.reorder_horizon_ns});
+    }
+    if (!balanced) std::cerr << "burstscope: warning: " << file << ": the ledger does not balance\n";
+    inputs.push_back({file, std::move(analyze)});
+  }
+  const nlohmann::ordered_json out = compareJson(inputs, c.options);
+  if (page) {
+    const std::string page_json = comparePageJson(out, page_traces).dump();
+    const std::pair<const char*, std::string> files[] = {{"compare.json", out.dump(1) + "\n"},
+                                                         {"traces.csv", compareCsv(out, "trace_clusters")},
+                                                         {"flows.csv", compareCsv(out, "flow_clusters")},
+                                                         {"compare.html", compareHtml(page_json)}};
+    for (const auto& [name, text] : files) {
+      const std::string path = (std::filesystem::path(c.out_dir) / name).string();
+      std::ofstream f(path, std::ios::binary | std::ios::trunc);
+      f << text;
+      if (!f.flush()) return fail(absl::InternalError(absl::StrCat("cannot write ", path)), 1);
+    }
+  }
+  if (c.analysis.json) {
+    std::cout << out.dump(1) << "\n";
+  } else {
+    std::cout << compareText(out);
+  }
+  return 0;
 }
 
 struct RunOptions {
@@ -455,6 +597,61 @@ int runLiveCommand(const RunOptions& o) {
   return balanced ? 0 : 3;
 }
 
+struct WhatifOptions {
+  std::vector<std::string> jobs;
+  std::string rate = "100G";
+  std::string buffer = "16MiB";
+  size_t trials = WhatifConfig{}.trials;
+  uint64_t seed = WhatifConfig{}.seed;
+  size_t search_grid = WhatifConfig{}.search_grid;
+  size_t search_sweeps = WhatifConfig{}.search_sweeps;
+  std::string scales_us = joinList(EngineConfig{}.scales_ns, 1e3);
+  bool json = false;
+};
+
+int runWhatifCommand(const WhatifOptions& o) {
+  WhatifConfig c;
+  for (const std::string& j : o.jobs) {
+    auto spec = parseWhatifJob(j);
+    if (!spec.ok()) return fail(spec.status(), 2);
+    c.jobs.push_back(*spec);
+  }
+  auto rate = parseRateBps("--rate", o.rate);
+  if (!rate.ok()) return fail(rate.status(), 2);
+  auto buffer = parseBufferBytes("--buffer", o.buffer);
+  if (!buffer.ok()) return fail(buffer.status(), 2);
+  auto scales = parseList("--scales-us", o.scales_us);
+  if (!scales.ok()) return fail(scales.status(), 2);
+  c.scales_ns.clear();
+  for (double v : *scales) c.scales_ns.push_back(std::llround(v * 1000));
+  std::sort(c.scales_ns.begin(), c.scales_ns.end());
+  c.scales_ns.erase(std::unique(c.scales_ns.begin(), c.scales_ns.end()), c.scales_ns.end());
+  c.rate_bps = *rate;
+  c.buffer_bytes = *buffer;
+  c.trials = o.trials;
+  c.seed = o.seed;
+  c.search_grid = o.search_grid;
+  c.search_sweeps = o.search_sweeps;
+  if (c.search_grid < 1) return fail(absl::InvalidArgumentError("--search-grid: must be at least 1"), 2);
+  // A progress line on a terminal only; redirected stderr stays quiet.
+  const bool tty = isatty(STDERR_FILENO) != 0;
+  if (tty) {
+    c.progress = [](std::string_view what, size_t done, size_t total) {
+      std::cerr << "\r\033[Kwhatif: " << what << " " << done << "/" << total << std::flush;
+    };
+  }
+  auto result = runWhatif(c);
+  if (tty) std::cerr << "\r\033[K" << std::flush;
+  // Flags and job syntax were checked above (2); what fails now is in the inputs: a file, a missing period.
+  if (!result.ok()) return fail(result.status(), 1);
+  if (o.json) {
+    std::cout << whatifJson(*result).dump(1) << "\n";
+  } else {
+    std::cout << whatifText(*result);
+  }
+  return 0;
+}
+
 int hashPasswordCommand() {
   std::string password;
   std::getline(std::cin, password);
@@ -498,6 +695,35 @@ int mainImpl(int argc, char** argv) {
                                    MirrorConfig{}.duplicate_horizon_ns / 1000, "us; docs/mirror.md)"));
   ao.metrics.add(analyze, /*live=*/false);
 
+  ReportOptions rpo;
+  CLI::App* report = app.add_subcommand(
+      "report",
+      "Analyse capture files as analyze does and write an HTML report (one self-contained file), its data as "
+      "JSON and CSV files into --out (docs/report.md)");
+  report->add_option("files", rpo.analysis.files, "capture files (- for standard input is not supported: two passes)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  report->add_option("-o,--out", rpo.out_dir, "directory to write report.html, report.json and *.csv into (created)")
+      ->required();
+  report->add_option("--dedup-window", rpo.analysis.dedup_window, "as for analyze");
+  report->add_option("--evidence-after", rpo.analysis.evidence_after, "as for analyze");
+  rpo.analysis.metrics.add(report, /*live=*/false);
+
+  CompareCommand co;
+  CLI::App* compare = app.add_subcommand(
+      "compare", "Compare capture files side by side: key figures, burst features, clusters (docs/compare.md)");
+  compare->add_option("files", co.analysis.files, "capture files, each analysed alone")
+      ->required()
+      ->check(CLI::ExistingFile);
+  compare->add_flag("--json", co.analysis.json, "print the comparison as JSON");
+  compare->add_option("--out", co.out_dir,
+                      "also write compare.html (the page), compare.json, traces.csv and flows.csv into this directory");
+  compare->add_option("--max-k", co.options.max_k, "most clusters tried")
+      ->capture_default_str()
+      ->check(CLI::Range(2, 64));
+  compare->add_option("--seed", co.options.seed, "seed of the k-means restarts")->capture_default_str();
+  co.analysis.metrics.add(compare, /*live=*/false);
+
   RunOptions ro;
   CLI::App* run = app.add_subcommand("run",
                                      "Live capture (DPDK or AF_XDP): per-interval summary, ledger on "
@@ -539,6 +765,28 @@ int mainImpl(int argc, char** argv) {
   ro.metrics.add(run, /*live=*/true);
   run->footer("EAL arguments follow --, e.g. burstscope run --port 0 -- -l 0-1 -a 0000:3b:00.0\n");
 
+  WhatifOptions wo;
+  CLI::App* whatif = app.add_subcommand(
+      "whatif",
+      "Superpose measured jobs (capture files) on one link: Bmax aligned, over random offsets, and for the offsets "
+      "that minimise it (docs/studies.md)");
+  whatif
+      ->add_option("jobs", wo.jobs,
+                   "capture files, each FILE[*N][@period=DURATION|@scale=FACTOR]: N independent copies, time "
+                   "stretched to a step period or by a factor")
+      ->required();
+  whatif->add_option("--rate", wo.rate, "link rate r, bit/s (100G, 25Gbit/s, 400M)")->capture_default_str();
+  whatif->add_option("--buffer", wo.buffer, "buffer to compare Bmax with (16MiB, 12MB, bytes)")->capture_default_str();
+  whatif->add_option("--trials", wo.trials, "schedules with random offsets")->capture_default_str();
+  whatif->add_option("--seed", wo.seed, "seed of the random offsets (same seed, same output)")->capture_default_str();
+  whatif->add_option("--search-grid", wo.search_grid, "offsets per job and sweep in the minimising search")
+      ->capture_default_str();
+  whatif->add_option("--search-sweeps", wo.search_sweeps, "at most this many sweeps of the search")
+      ->capture_default_str();
+  whatif->add_option("--scales-us", wo.scales_us, "window lengths tau of the envelope, in microseconds")
+      ->capture_default_str();
+  whatif->add_flag("--json", wo.json, "print the result as JSON");
+
   CLI::App* hash =
       app.add_subcommand("hash-password", "Read a password on stdin, print its bcrypt hash for export.basic-auth");
 
@@ -561,7 +809,10 @@ int mainImpl(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : 2;
   }
   if (analyze->parsed()) return runAnalyze(ao);
+  if (report->parsed()) return runReport(rpo);
+  if (compare->parsed()) return runCompare(co);
   if (hash->parsed()) return hashPasswordCommand();
+  if (whatif->parsed()) return runWhatifCommand(wo);
   if (run->parsed()) return runLiveCommand(ro);
   return 2;
 }

@@ -64,14 +64,16 @@ class Mailbox {
 class PortWorker {
  public:
   PortWorker(size_t index, const CapturePort& port, const EngineConfig& ec, const TrainingConfig& tc,
-             const EvidenceConfig& evc, const MirrorConfig& mc, int64_t horizon, Mailbox& mailbox)
+             const EvidenceConfig& evc, const MirrorConfig& mc, int64_t horizon, Mailbox& mailbox,
+             std::function<void(size_t, std::span<const PacketRecord>)> sink)
       : index_(index),
         port_(port),
         engine_config_(ec),
         engine_(ec),
         reorder_(horizon),
         horizon_ns_(horizon),
-        watermark_(port.rings.size(), INT64_MIN) {
+        watermark_(port.rings.size(), INT64_MIN),
+        sink_(std::move(sink)) {
     if (tc.enabled) engine_.addAggregator(makeTrainingAggregator(tc, ec.report_interval_ns > 0));
     if (evc.enabled) {
       auto evidence = std::make_unique<EvidenceAggregator>(evc, ec, ec.report_interval_ns > 0);
@@ -116,6 +118,8 @@ class PortWorker {
     analyse();
     engine_.finish();
   }
+
+  Engine& engine() { return engine_; }  // before run(): for PipelineConfig::extend_engine
 
   PortResult result() const {
     PortResult r;
@@ -172,6 +176,7 @@ class PortWorker {
   void analyse() {
     if (released_.empty()) return;
     analysed_ += released_.size();
+    if (sink_) sink_(index_, released_);
     engine_.add(released_);
     released_.clear();
   }
@@ -184,6 +189,7 @@ class PortWorker {
   int64_t horizon_ns_;
   std::vector<int64_t> watermark_;
   std::vector<PacketRecord> released_;
+  std::function<void(size_t, std::span<const PacketRecord>)> sink_;
   uint64_t analysed_ = 0;
   uint64_t measured_ = 0;  // records in the intervals closed so far
   uint64_t intervals_ = 0;
@@ -227,7 +233,8 @@ absl::StatusOr<RunResult> runCapture(CaptureSource& source, const PipelineConfig
       return absl::InvalidArgumentError(absl::StrCat("port ", ports[i].name, ": ", s.message()));
     }
     workers.push_back(std::make_unique<PortWorker>(i, ports[i], ec, tc, config.evidence, config.mirror,
-                                                   config.reorder_horizon_ns, mailbox));
+                                                   config.reorder_horizon_ns, mailbox, config.record_sink));
+    if (config.extend_engine) config.extend_engine(i, workers.back()->engine());
     if (tc.enabled) {
       analyzers.push_back(std::make_unique<TrainingAnalyzer>(tc, ec.link_capacity_bps, ec.scales_ns, ec.rates_bps));
       if (config.evidence.enabled) step_evidence.emplace_back(ec.base_bin_ns, tc.window_ns, kStepEvidenceEntries);

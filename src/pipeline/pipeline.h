@@ -13,6 +13,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,14 @@ struct PipelineConfig {
   EvidenceConfig evidence;
   // Duplicated frames and the mirror port's own load (docs/mirror.md); its TCP loss checks run in the evidence.
   MirrorConfig mirror;
+  // More aggregators and observers on each port's engine (the report's studies, src/studies): called once per
+  // port on the caller's thread, after the built-in ones are added and before the first record. What it adds
+  // runs on the port's worker; read its results after runCapture returns.
+  std::function<void(size_t port, Engine& engine)> extend_engine;
+  // Offline studies (src/studies: whatif) keep the packets as the engine measured them: called on each port's
+  // worker with every batch of records just before the engine takes it (time order, after the reorder
+  // stage). Empty: none. It runs on the packet path; it must not block.
+  std::function<void(size_t port, std::span<const PacketRecord> records)> record_sink;
 };
 
 // Every frame that reached the pipeline, counted once: received == analysed + ring_drops.

@@ -228,10 +228,6 @@ def capture_health():
     b.panel("timeseries", "Decode errors by reason", "pps",
             [q(f'sum by (reason) (rate(burstscope_decode_errors_total{{{SEL}}}[$__rate_interval]))', "{{reason}}")],
             description="Frames measured at the layer that decoded; the reason says what was malformed.")
-    b.panel("timeseries", "Mirror loss (ERSPAN/GRE sequence gaps)", "pps",
-            [q(f'sum by (sensor, port) (rate(burstscope_mirror_sequence_gaps_total{{{SEL}}}[$__rate_interval]))',
-               "{{sensor}} {{port}}")],
-            description="Packets the mirror session lost before they reached burstscope.")
     b.panel("timeseries", "Late and reordered frames", "pps",
             [q(f'sum by (sensor, port) (rate(burstscope_capture_late_packets_total{{{SEL}}}[$__rate_interval]))',
                "late {{sensor}} {{port}}"),
@@ -245,6 +241,34 @@ def capture_health():
             [q(f'time() - burstscope_last_interval_close_time_seconds{{{SEL}}}', "{{sensor}} {{port}}")])
     b.panel("stat", "Sensors up", "short", [q('up{job="burstscope"}', "{{instance}}")],
             description="Prometheus's own scrape status of every burstscope target.")
+    # Mirror self-checks (docs/mirror.md): whether the mirror itself lies; each panel names the alert it feeds.
+    b.row("Mirror self-checks")
+    b.panel("timeseries", "Frames the mirror duplicated", "percentunit",
+            [q(f'sum by (sensor, port) (rate(burstscope_mirror_duplicate_frames_total{{{SEL}, direction="all"}}'
+               f'[$__rate_interval])) / sum by (sensor, port) (rate(burstscope_mirror_duplicate_checked_frames_total'
+               f'{{{SEL}}}[$__rate_interval]))', "{{sensor}} {{port}}")],
+            description="Copies of a frame seen again within the duplicate horizon (50 us by default) over the frames "
+                        "checked: a frame mirrored at two places. BurstscopeMirrorDuplicating fires above 1% over "
+                        "5 minutes.")
+    b.panel("timeseries", "Frames the mirror lost", "pps",
+            [q(f'sum by (sensor, port) (rate(burstscope_mirror_tcp_checks_total{{{SEL}, direction="all", '
+               f'kind="hole_acked_unseen"}}[$__rate_interval]))', "TCP holes acked unseen {{sensor}} {{port}}"),
+             q(f'sum by (sensor, port) (rate(burstscope_mirror_sequence_gaps_total{{{SEL}}}[$__rate_interval]))',
+               "ERSPAN/GRE sequence gaps {{sensor}} {{port}}"),
+             q(f'sum by (sensor, port) (rate(burstscope_mirror_tcp_checks_total{{{SEL}, direction="all", '
+               f'kind="hole_refilled"}}[$__rate_interval]))', "TCP holes refilled (the network's) {{sensor}} {{port}}")],
+            description="TCP data the receivers acknowledged that the mirror never showed, and ERSPAN sequence gaps: "
+                        "the mirror's own loss (BurstscopeMirrorLosingFrames). Holes the senders refilled were lost "
+                        "in the network, not by the mirror.")
+    b.panel("timeseries", "Mirror port load: peak and overloaded windows", "percentunit",
+            [q(f'max by (sensor, port, scale) (burstscope_mirror_peak_load_ratio{{{SEL}}})',
+               "peak {{scale}} s {{sensor}} {{port}}"),
+             q(f'sum by (sensor, port, scale) (rate(burstscope_mirror_overloaded_windows_total{{{SEL}}}'
+               f'[$__rate_interval])) / sum by (sensor, port, scale) (rate(burstscope_mirror_load_windows_total'
+               f'{{{SEL}}}[$__rate_interval]))', "overloaded share {{scale}} s {{sensor}} {{port}}")],
+            w=24, description="The highest 100 us and 1 ms window load since the start (1 = the mirror port's line "
+                              "rate, frames plus 24 bytes each), and the share of windows at 95% or more. "
+                              "BurstscopeMirrorOverloaded fires when more than 1% of the 1 ms windows are.")
     return b
 
 

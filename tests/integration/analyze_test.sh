@@ -51,6 +51,17 @@ packets=$(json "$TMP/plain.json" "d['packets']")
 check "ERSPAN sequence gaps count the frames the mirror lost" test \
   "$(json "$TMP/lossy.json" "d['decode']['mirror_seq_gaps']")" = "$(( (packets - 1) / 100 ))"
 
+# 4b. A looped replay (wrap_trace pad-usec --repeat, what the exporter tests feed DPDK) continues the TCP
+#     connections from copy to copy: three copies hold three times one copy's retransmissions and
+#     out-of-order segments, not every later segment counted as sent again.
+"$WRAP" pad-usec "$TRACE" "$TMP/once.pcap"
+"$WRAP" pad-usec "$TRACE" "$TMP/thrice.pcap" --repeat 3
+"$BS" analyze --json "$TMP/once.pcap" >"$TMP/once.json"
+"$BS" analyze --json "$TMP/thrice.pcap" >"$TMP/thrice.json"
+tcp_counts="(lambda t: (t['tcp_data_segments'], t['tcp_retransmissions'], t['tcp_out_of_order']))(d['evidence']['totals'])"
+check "pad-usec --repeat 3 continues the connections: 3x one copy's data, retransmitted and out-of-order segments" \
+  test "$(json "$TMP/thrice.json" "$tcp_counts")" = "$(json "$TMP/once.json" "tuple(3 * x for x in $tcp_counts)")"
+
 # 5. Bad input: one clear error line, non-zero exit, no core dump.
 expect_error() {  # name, expected exit code, pattern, command...
   local name=$1 code=$2 pattern=$3; shift 3

@@ -28,7 +28,8 @@ start_sensor() {  # start_sensor NAME EXTRA-ARGS...; sets SENSOR_PID
   # The trace, 1.4 s long, 1000 times over (23 minutes, longer than the test's own timeout) into a pipe; the
   # writer ends when the sensor closes the pipe.
   mkfifo "$TMP/$name.pcap"
-  "$WRAP" pad-usec "$ROOT/data/ddp-gloo-w3-3steps.pcap" "$TMP/$name.pcap" --repeat 1000 2>/dev/null &
+  # shellcheck disable=SC2086
+  "$WRAP" pad-usec "$ROOT/data/ddp-gloo-w3-3steps.pcap" "$TMP/$name.pcap" --repeat 1000 ${MIRROR_FAULTS:-} 2>/dev/null &
   PIDS+=($!)
   # shellcheck disable=SC2068
   "$BS" run -q --listen 127.0.0.1:0 --port net_pcap0 --vdev "net_pcap0,rx_pcap=$TMP/$name.pcap" --replay-speed 1 \
@@ -37,7 +38,10 @@ start_sensor() {  # start_sensor NAME EXTRA-ARGS...; sets SENSOR_PID
   SENSOR_PID=$!
   PIDS+=("$SENSOR_PID")
 }
-start_sensor sensor-a --link-gbps 1 --switch-buffer-bytes 2e6
+# sensor-a's mirror is a faulty one: it copies every 50th frame twice and loses every 300th, so the mirror
+# self-check rules (docs/mirror.md) see duplicates and holes the receivers acknowledged. Not sensor-b: its
+# ring drops most frames, and holes the capture made outnumber the two tracked per direction.
+MIRROR_FAULTS="--duplicate-every 50 --drop-every 300" start_sensor sensor-a --link-gbps 1 --switch-buffer-bytes 2e6
 A_PID=$SENSOR_PID
 start_sensor sensor-b --link-gbps 10 --ring-size 16
 B_PID=$SENSOR_PID
@@ -158,6 +162,14 @@ while IFS=$'\t' read -r where expr; do
   check "$where returns data" wait_for 60 has_data "$expr"
 done <"$TMP/exprs.tsv"
 check "found the dashboards' and rules' expressions ($exprs)" test "$exprs" -ge 45
+
+# The mirror self-check rules name the faulty mirror and only it.
+rule_expr() { awk -F'\t' -v w="rule $1" '$1 == w {print $2}' "$TMP/exprs.tsv"; }
+only_sensor_a() { curl -sf "$API/query" --data-urlencode "query=$1" | python3 -c \
+  'import json,sys; r=json.load(sys.stdin)["data"]["result"]; sys.exit(0 if r and {x["metric"]["sensor"] for x in r} == {"sensor-a"} else 1)'; }
+for rule in BurstscopeMirrorDuplicating BurstscopeMirrorLosingFrames; do
+  check "rule $rule holds for sensor-a (faulty mirror) only" wait_for 60 only_sensor_a "$(rule_expr $rule)"
+done
 
 # The fleet rule equals the sum of the two sensors' own rates at the rule's evaluation time.
 cat >"$TMP/fleet.py" <<'EOF'

@@ -25,6 +25,7 @@
 #include "src/config/run_config.h"
 #include "src/export/http_server.h"
 #include "src/export/metrics.h"
+#include "src/live/live_view.h"
 #include "src/pipeline/pipeline.h"
 #include "src/privileges/privileges.h"
 #include "src/studies/render.h"
@@ -564,11 +565,12 @@ int runLiveCommand(const RunOptions& o) {
   if (!left.ok()) return fail(left.status(), 1);
   summary << "burstscope run: capabilities after set-up: "
           << (left->empty() ? std::string("none") : absl::StrJoin(*left, ",")) << std::endl;
-  const PipelineConfig& pc = config->live.pipeline;
+  PipelineConfig pc = config->live.pipeline;
   std::vector<EngineConfig> port_engines;
   for (const CapturePort& p : (*backend)->ports()) port_engines.push_back(portEngineConfig(pc.engine, p.link_bps));
   // Prometheus export: a snapshot per port per interval; /metrics reads the latest ones.
   std::shared_ptr<LiveMetrics> metrics;
+  std::shared_ptr<LiveView> live;  // declared before the server: the server (and its viewers) goes first
   std::unique_ptr<MetricsServer> server;
   if (!config->exporter.listen.empty()) {
     std::vector<ExportPortInfo> infos;
@@ -577,16 +579,38 @@ int runLiveCommand(const RunOptions& o) {
       infos.push_back(ExportPortInfo{(*backend)->ports()[i].name, ec.link_capacity_bps, ec.scales_ns, ec.rates_bps});
     }
     metrics = std::make_shared<LiveMetrics>(config->exporter, std::move(infos), (*backend)->name());
-    auto started = MetricsServer::start(config->exporter, metrics);
+    // The live view: a tap on each port's engine (one ring slot per non-empty 100 µs bin), its page and
+    // events on the same listener.
+    if (config->exporter.live.enabled) {
+      std::vector<LivePortInfo> ports;
+      for (size_t i = 0; i < port_engines.size(); ++i) {
+        const EngineConfig& ec = port_engines[i];
+        ports.push_back(LivePortInfo{(*backend)->ports()[i].name, ec.link_capacity_bps, ec.base_bin_ns,
+                                     ec.microburst_tau_ns, ec.microburst_threshold, ec.scales_ns});
+      }
+      live = std::make_shared<LiveView>(config->exporter.live, std::move(ports), liveHtml());
+      pc.extend_engine = [&live, inner = pc.extend_engine](size_t port, Engine& engine) {
+        if (inner) inner(port, engine);
+        engine.subscribe(live->tap(port));
+      };
+      live->start();
+    }
+    auto started = MetricsServer::start(config->exporter, metrics, live);
     if (!started.ok()) return fail(started.status(), 1);
     server = std::move(*started);
     summary << "burstscope run: metrics at " << server->url() << std::endl;
+    if (live) {
+      std::string base = server->url();
+      base.resize(base.size() - std::string("/metrics").size());
+      summary << "burstscope run: live view at " << base << "/live" << std::endl;
+    }
   }
   std::signal(SIGHUP, onHangup);
   const bool quiet = config->live.quiet;
   auto on_interval = [&](size_t port, const PortSnapshot& s) {
     if (!quiet) summary << intervalSummary((*backend)->ports()[port].name, s, port_engines[port]) << std::endl;
     if (metrics) metrics->publish(port, s);
+    if (live) live->onInterval(port, s);
   };
   auto result = runCapture(**backend, pc, g_stop, (quiet && !metrics) ? IntervalCallback() : on_interval);
   if (!result.ok()) return fail(result.status(), 1);

@@ -437,7 +437,8 @@ absl::Status readLabels(const Reader& rd, const YAML::Node& n, const std::string
 absl::Status readExport(const Reader& rd, const YAML::Node& n, RunConfig* c) {
   BS_RETURN_IF_ERROR(rd.checkKeys(
       n, "export",
-      {"listen", "sensor", "labels", "top-k", "switch-buffer-bytes", "basic-auth", "web-config", "http", "ports"}));
+      {"listen", "sensor", "labels", "top-k", "switch-buffer-bytes", "basic-auth", "web-config", "http", "ports",
+       "live"}));
   ExportConfig& x = c->exporter;
   if (n["listen"]) BS_RETURN_IF_ERROR(rd.scalar(n["listen"], "export.listen", &x.listen));
   if (x.listen == "none") x.listen.clear();
@@ -469,6 +470,19 @@ absl::Status readExport(const Reader& rd, const YAML::Node& n, RunConfig* c) {
       BS_RETURN_IF_ERROR(rd.duration(h["read-timeout"], "export.http.read-timeout", &hc.read_timeout_ns));
     if (h["idle-timeout"])
       BS_RETURN_IF_ERROR(rd.duration(h["idle-timeout"], "export.http.idle-timeout", &hc.idle_timeout_ns));
+  }
+  if (const YAML::Node l = n["live"]) {
+    BS_RETURN_IF_ERROR(rd.checkKeys(l, "export.live", {"enabled", "window", "update"}));
+    LiveViewConfig& lc = x.live;
+    if (l["enabled"]) BS_RETURN_IF_ERROR(rd.boolean(l["enabled"], "export.live.enabled", &lc.enabled));
+    if (l["window"]) BS_RETURN_IF_ERROR(rd.duration(l["window"], "export.live.window", &lc.window_ns));
+    if (l["update"]) BS_RETURN_IF_ERROR(rd.duration(l["update"], "export.live.update", &lc.update_ns));
+    if (lc.window_ns < 100'000'000 || lc.window_ns > 60'000'000'000) {
+      return rd.error(l["window"], "export.live.window", "must be between 100ms and 60s");
+    }
+    if (lc.update_ns < 20'000'000 || lc.update_ns > 10'000'000'000) {
+      return rd.error(l["update"], "export.live.update", "must be between 20ms and 10s");
+    }
   }
   if (const YAML::Node ports = n["ports"]) {
     if (!ports.IsMap()) return rd.error(ports, "export.ports", "must be a mapping of port name to settings");

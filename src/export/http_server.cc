@@ -90,6 +90,17 @@ struct Request {
   unsigned code = 0;
 };
 
+// One viewer's event stream (/live/events): the events it has not had yet, and whether the library holds the
+// connection suspended until the next one.
+struct Stream {
+  Generation* g = nullptr;
+  MHD_Connection* c = nullptr;
+  uint64_t next = 0;  // the next event this viewer needs (0: a snapshot first)
+  std::string pending;
+  size_t sent = 0;
+  bool suspended = false;  // under Impl::streams_mu
+};
+
 }  // namespace httpd
 
 using httpd::Conn;
@@ -101,6 +112,7 @@ using httpd::kCodes;
 using httpd::monoNs;
 using httpd::Request;
 using httpd::Stats;
+using httpd::Stream;
 
 struct MetricsServer::Impl {
   ExportConfig config;
@@ -116,6 +128,12 @@ struct MetricsServer::Impl {
 
   std::mutex conns_mu;
   std::unordered_set<Conn*> conns;
+
+  // The live view, if served; its viewers' streams (suspended while they have had every event).
+  std::shared_ptr<LiveView> live;
+  std::mutex streams_mu;
+  std::unordered_set<Stream*> streams;
+  void resumeStreams(const Generation* only_of, bool all);
 
   // bcrypt costs ~95 ms a check here (cost 10): results are kept under a salted SHA-256 of user and password (as the
   // exporter-toolkit caches them), so that a scrape every second does not spend a core on it.
@@ -141,8 +159,14 @@ struct Generation {
   std::map<std::string, std::string> users;
   MHD_Daemon* daemon = nullptr;
   std::atomic<int> open{0};
+  std::atomic<bool> ending{false};  // retired or stopping: event streams end at their next turn
   ~Generation() {
-    if (daemon != nullptr) MHD_stop_daemon(daemon);
+    if (daemon == nullptr) return;
+    // The library must not stop with a suspended connection: every stream of this daemon is resumed first
+    // (and ends, seeing `ending`).
+    ending.store(true);
+    server->resumeStreams(this, true);
+    MHD_stop_daemon(daemon);
   }
 };
 
@@ -263,6 +287,65 @@ std::string gzip(const std::string& in) {
   return rc == Z_STREAM_END ? out : "";
 }
 
+// The event stream's body, produced as the viewer's socket takes it: the events after its last one, or, when
+// it has them all, the connection suspended until the housekeeping thread resumes it for the next event.
+ssize_t readStream(void* cls, uint64_t /*pos*/, char* buf, size_t max) {
+  auto* st = static_cast<Stream*>(cls);
+  MetricsServer::Impl* s = st->g->server;
+  if (st->sent == st->pending.size()) {
+    if (s->stopping.load() || st->g->ending.load()) return MHD_CONTENT_READER_END_OF_STREAM;
+    st->pending = s->live->eventsAfter(&st->next);
+    st->sent = 0;
+    if (st->pending.empty()) {
+      const std::lock_guard<std::mutex> lock(s->streams_mu);
+      st->suspended = true;
+      MHD_suspend_connection(st->c);
+      return 0;
+    }
+  }
+  const size_t n = std::min(max, st->pending.size() - st->sent);
+  std::memcpy(buf, st->pending.data() + st->sent, n);
+  st->sent += n;
+  return static_cast<ssize_t>(n);
+}
+
+void freeStream(void* cls) {
+  auto* st = static_cast<Stream*>(cls);
+  MetricsServer::Impl* s = st->g->server;
+  {
+    const std::lock_guard<std::mutex> lock(s->streams_mu);
+    s->streams.erase(st);
+  }
+  s->live->viewerClosed();
+  delete st;
+}
+
+MHD_Result queueStream(MHD_Connection* c, Generation* g, Request* r) {
+  MetricsServer::Impl* s = g->server;
+  auto* st = new Stream;
+  st->g = g;
+  st->c = c;
+  MHD_Response* resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, &readStream, st, &freeStream);
+  if (resp == nullptr) {
+    delete st;
+    return MHD_NO;
+  }
+  s->live->viewerOpened();
+  {
+    const std::lock_guard<std::mutex> lock(s->streams_mu);
+    s->streams.insert(st);
+  }
+  MHD_add_response_header(resp, "Content-Type", "text/event-stream; charset=utf-8");
+  MHD_add_response_header(resp, "Cache-Control", "no-store");
+  if (g->web) {
+    for (const auto& [k, v] : g->web->headers) MHD_add_response_header(resp, k.c_str(), v.c_str());
+  }
+  r->code = 200;
+  const MHD_Result ok = MHD_queue_response(c, 200, resp);
+  MHD_destroy_response(resp);
+  return ok;
+}
+
 MHD_Result onRequest(void* cls, MHD_Connection* c, const char* url, const char* method, const char* /*version*/,
                      const char* /*upload_data*/, size_t* upload_data_size, void** req_cls) {
   auto* g = static_cast<Generation*>(cls);
@@ -295,13 +378,23 @@ MHD_Result onRequest(void* cls, MHD_Connection* c, const char* url, const char* 
     if (password != nullptr) MHD_free(password);
     if (!ok) return queue(c, *g, r, 401, "burstscope: unauthorised\n", textHeaders(), /*auth_fail=*/true);
   }
-  if (std::strcmp(url, "/metrics") != 0) {
-    return queue(c, *g, r, 404, "burstscope: not found; the metrics are at /metrics\n", textHeaders());
+  const bool live_page = s->live && std::strcmp(url, "/live") == 0;
+  const bool live_events = s->live && std::strcmp(url, "/live/events") == 0;
+  if (std::strcmp(url, "/metrics") != 0 && !live_page && !live_events) {
+    return queue(c, *g, r, 404,
+                 s->live ? "burstscope: not found; the metrics are at /metrics, the live view at /live\n"
+                         : "burstscope: not found; the metrics are at /metrics\n",
+                 textHeaders());
   }
   if (std::strcmp(method, "GET") != 0 && std::strcmp(method, "HEAD") != 0) {
     return queue(c, *g, r, 405, "burstscope: method not allowed\n",
                  {{"Content-Type", "text/plain; charset=utf-8"}, {"Allow", "GET, HEAD"}});
   }
+  if (live_page) {
+    return queue(c, *g, r, 200, s->live->page(),
+                 {{"Content-Type", "text/html; charset=utf-8"}, {"Cache-Control", "no-store"}});
+  }
+  if (live_events) return queueStream(c, g, r);
   std::vector<prometheus::MetricFamily> families = s->metrics->Collect();
   for (prometheus::MetricFamily& f : s->ownFamilies()) families.push_back(std::move(f));
   std::string body = prometheus::TextSerializer().Serialize(families);
@@ -432,6 +525,27 @@ std::vector<prometheus::MetricFamily> MetricsServer::Impl::ownFamilies() const {
                    MetricType::Counter,
                    {metricWith(id, {{"result", "success"}}, static_cast<double>(stats.reloads_ok.load()), true),
                     metricWith(id, {{"result", "failure"}}, static_cast<double>(stats.reloads_failed.load()), true)}});
+  if (live) {
+    const LiveViewStats l = live->stats();
+    f.push_back(MetricFamily{"burstscope_live_viewers",
+                             "event streams of the live view (/live/events) open now",
+                             MetricType::Gauge,
+                             {metricWith(id, {}, static_cast<double>(l.viewers), false)}});
+    f.push_back(MetricFamily{"burstscope_live_events_total",
+                             "events the live view published (one per export.live.update)",
+                             MetricType::Counter,
+                             {metricWith(id, {}, static_cast<double>(l.events), true)}});
+    f.push_back(MetricFamily{"burstscope_live_snapshots_total",
+                             "snapshots of the window sent to live viewers (new, or too far behind)",
+                             MetricType::Counter,
+                             {metricWith(id, {}, static_cast<double>(l.snapshots), true)}});
+    f.push_back(MetricFamily{"burstscope_live_bins_total",
+                             "100 us bins the live view took from the workers, and bins it read too late (overwritten: "
+                             "missing from the view, never from the measurements)",
+                             MetricType::Counter,
+                             {metricWith(id, {{"result", "shown"}}, static_cast<double>(l.bins), true),
+                              metricWith(id, {{"result", "overwritten"}}, static_cast<double>(l.bins_overwritten), true)}});
+  }
   f.push_back(MetricFamily{"burstscope_http_config_last_reload_successful",
                            "1 if the last reload of the web configuration file succeeded (or none was asked)",
                            MetricType::Gauge,
@@ -483,8 +597,8 @@ absl::StatusOr<std::shared_ptr<Generation>> MetricsServer::Impl::startGeneration
       {MHD_OPTION_NOTIFY_COMPLETED, reinterpret_cast<intptr_t>(&onCompleted), g.get()},
       {MHD_OPTION_EXTERNAL_LOGGER, reinterpret_cast<intptr_t>(&onLog), nullptr},
   };
-  unsigned flags =
-      MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC | MHD_USE_ERROR_LOG;
+  unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC |
+                   MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME;
   if (g->web && g->web->tls) {
     const TlsServerConfig& t = g->web->tls_config;
     flags |= MHD_USE_TLS;
@@ -541,10 +655,24 @@ void MetricsServer::Impl::acceptLoop() {
   }
 }
 
+void MetricsServer::Impl::resumeStreams(const Generation* only_of, bool all) {
+  const uint64_t latest = live ? live->latest() : 0;
+  const std::lock_guard<std::mutex> lock(streams_mu);
+  for (Stream* st : streams) {
+    if (st->suspended && (only_of == nullptr || st->g == only_of) && (all || st->next <= latest)) {
+      st->suspended = false;
+      MHD_resume_connection(st->c);
+    }
+  }
+}
+
 void MetricsServer::Impl::housekeeping() {
+  // Every 100 ms (every 20 ms while the live view is served: its viewers wait for the next event no longer).
+  const int tick_ms = live ? 20 : 100;
   while (!stopping.load()) {
     pollfd p{stop_fd, POLLIN, 0};
-    if (poll(&p, 1, 100) > 0) break;
+    if (poll(&p, 1, tick_ms) > 0) break;
+    resumeStreams(nullptr, false);
     const int64_t now = monoNs();
     {
       const std::lock_guard<std::mutex> lock(conns_mu);
@@ -602,6 +730,8 @@ absl::Status MetricsServer::Impl::reload() {
   }
   {
     const std::lock_guard<std::mutex> lock(gen_mu);
+    current->ending.store(true);  // its live viewers reconnect (EventSource does) to the new settings
+    resumeStreams(current.get(), true);
     retired.emplace_back(std::move(current), monoNs());
     current = std::move(*g);
   }
@@ -619,6 +749,7 @@ MetricsServer::~MetricsServer() {
   }
   if (impl_->acceptor.joinable()) impl_->acceptor.join();
   if (impl_->housekeeper.joinable()) impl_->housekeeper.join();
+  impl_->resumeStreams(nullptr, true);  // streams end (stopping), so the daemons can stop
   impl_->retired.clear();
   impl_->current.reset();  // stops the daemon: every connection is closed and notified
   if (impl_->listen_fd >= 0) close(impl_->listen_fd);
@@ -635,12 +766,14 @@ absl::Status MetricsServer::reload() { return impl_->reload(); }
 void MetricsServer::requestReload() { g_reload_requested.store(true); }
 
 absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::start(const ExportConfig& config,
-                                                                    const std::shared_ptr<LiveMetrics>& metrics) {
+                                                                    const std::shared_ptr<LiveMetrics>& metrics,
+                                                                    std::shared_ptr<LiveView> live) {
   std::unique_ptr<MetricsServer> s(new MetricsServer());
   s->impl_ = std::make_unique<Impl>();
   Impl& m = *s->impl_;
   m.config = config;
   m.metrics = metrics;
+  m.live = std::move(live);
   m.hard_limit = config.http.max_connections + config.http.max_connections / 4 + 1;
   std::array<unsigned char, 16> salt{};
   if (gnutls_rnd(GNUTLS_RND_NONCE, salt.data(), salt.size()) == 0) m.auth_salt.assign(salt.begin(), salt.end());

@@ -20,13 +20,17 @@
 
 #include "absl/status/statusor.h"
 #include "src/export/metrics.h"
+#include "src/live/live_view.h"
 
 namespace burstscope {
 
 class MetricsServer {
  public:
+  // With `live`, the same listener (same TLS, auth and connection bounds) also serves the live view: the page
+  // at /live and its Server-Sent Events at /live/events (docs/live.md).
   static absl::StatusOr<std::unique_ptr<MetricsServer>> start(const ExportConfig& config,
-                                                              const std::shared_ptr<LiveMetrics>& metrics);
+                                                              const std::shared_ptr<LiveMetrics>& metrics,
+                                                              std::shared_ptr<LiveView> live = nullptr);
   ~MetricsServer();
   MetricsServer(const MetricsServer&) = delete;
   MetricsServer& operator=(const MetricsServer&) = delete;

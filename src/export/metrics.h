@@ -21,6 +21,7 @@
 #include "absl/status/statusor.h"
 #include "prometheus/collectable.h"
 #include "prometheus/metric_family.h"
+#include "src/live/live_view.h"
 #include "src/pipeline/pipeline.h"
 
 namespace burstscope {
@@ -55,6 +56,7 @@ struct ExportConfig {
   std::string web_config_file;
   HttpServerConfig http;
   std::map<std::string, ExportPortConfig> ports;  // by capture port name
+  LiveViewConfig live;                            // the live view at /live (docs/live.md)
 };
 
 // Label names must be valid and must not clash with the labels burstscope or Prometheus set.

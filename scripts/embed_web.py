@@ -2,6 +2,7 @@
 """Embeds the report and compare pages' files into a C++ source (src/studies/web_assets.h declares the names).
 
 usage: embed_web.py OUT.cc REPORT_HTML REPORT_CSS REPORT_JS UPLOT_CSS UPLOT_JS PLOT_JS COMPARE_HTML COMPARE_JS ERRORS_JS
+                      LIVE_HTML LIVE_JS
 
 Each file becomes a char array (unsigned bytes as numbers: no quoting or raw-string delimiter can go wrong). Each
 template (REPORT_HTML, COMPARE_HTML) must hold each of the three markers exactly once, or the build fails naming the file. With
@@ -11,8 +12,9 @@ kComplete is false.
 import sys
 
 MARKERS = ["<!-- burstscope:style -->", "<!-- burstscope:script -->", "<!-- burstscope:data -->"]
-NAMES = ["kReportHtml", "kReportCss", "kReportJs", "kUplotCss", "kUplotJs", "kPlotJs", "kCompareHtml", "kCompareJs", "kErrorsJs"]
-TEMPLATES = [0, 6]  # the indices of the pages with markers
+NAMES = ["kReportHtml", "kReportCss", "kReportJs", "kUplotCss", "kUplotJs", "kPlotJs", "kCompareHtml", "kCompareJs", "kErrorsJs",
+         "kLiveHtml", "kLiveJs"]
+TEMPLATES = [0, 6, 9]  # the indices of the pages with markers
 PLACEHOLDER = (b"<!doctype html><html><head><meta charset=\"utf-8\"><title>burstscope report</title>"
                b"<!-- burstscope:style --></head><body><p>This burstscope was built without its report page "
                b"(web/report/ was missing at build time); the data is in report.json.</p>"
@@ -33,7 +35,7 @@ def main():
         args = args[1:]
     out, paths = args[0], args[1:]
     if placeholder:
-        contents = [PLACEHOLDER, b"", b"", b"", b"", b"", PLACEHOLDER, b"", b""]
+        contents = [PLACEHOLDER, b"", b"", b"", b"", b"", PLACEHOLDER, b"", b"", PLACEHOLDER, b""]
     else:
         if len(paths) != len(NAMES):
             sys.exit(f"embed_web.py: expected {len(NAMES)} input files")

@@ -146,6 +146,8 @@ std::string compareHtml(const std::string& json_text) {
   return pageHtml(web::kCompareHtml, web::kCompareJs, json_text);
 }
 
+std::string liveHtml() { return pageHtml(web::kLiveHtml, web::kLiveJs, "{\"schema\":\"burstscope-live/1\"}"); }
+
 std::vector<std::pair<std::string, std::string>> reportCsvs(const StudiesResult& r) {
   std::vector<std::pair<std::string, std::string>> out;
   const Timeline& tl = r.timeline;

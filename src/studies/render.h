@@ -21,6 +21,8 @@ nlohmann::ordered_json studiesJson(const StudiesResult& r);
 std::string reportHtml(const std::string& json_text);
 // The compare page (web/compare/, docs/compare.md), the same way: `json_text` is compare-page.json.
 std::string compareHtml(const std::string& json_text);
+// The live view's page (web/live): `run` serves it at /live; its data comes as Server-Sent Events.
+std::string liveHtml();
 // What the compare page draws of one trace (schema burstscope-compare-page/1, docs/compare.md): its file, the
 // 100 µs timeline, the dense E(τ)/PtM(τ) curves and Bmax(r), as studiesJson has them.
 nlohmann::ordered_json comparePageTrace(const StudiesResult& r);

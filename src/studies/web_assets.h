@@ -15,7 +15,9 @@ extern const std::string_view kUplotJs;
 extern const std::string_view kPlotJs;       // web/common/plot.js: what both pages share
 extern const std::string_view kCompareHtml;  // the compare page's template, with the same three markers
 extern const std::string_view kCompareJs;
-extern const std::string_view kErrorsJs;  // web/common/errors.js: the error capture both pages load first
+extern const std::string_view kErrorsJs;  // web/common/errors.js: the error capture every page loads first
+extern const std::string_view kLiveHtml;  // the live view's template (web/live), served by `run` at /live
+extern const std::string_view kLiveJs;
 // False when the build found no web/ files (a placeholder page is embedded instead).
 extern const bool kComplete;
 

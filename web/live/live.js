@@ -1,0 +1,239 @@
+// The live view (docs/live.md): a snapshot of every port's last few seconds of 100 µs bins, then one event per
+// publisher tick with the bins and microbursts closed since. Each port's picture is an oscilloscope: scroll
+// (the window follows the newest bin) or trigger (the picture stops, centred on the next microburst). `hold`
+// stops it at once. The URL fragment sets the same: #mode=trigger, #hold=N (hold after N events), #window=S.
+(function () {
+  const P = window.burstscopePlot;
+  const params = new URLSearchParams(location.hash.slice(1));
+  const state = {
+    mode: params.get('mode') === 'trigger' ? 'trigger' : 'scroll',
+    holdAfter: params.has('hold') ? Math.max(1, parseInt(params.get('hold'), 10) || 1) : 0,
+    windowS: params.has('window') ? parseFloat(params.get('window')) : 0,
+    events: 0,
+    held: false,
+    source: null,
+    ports: [],
+    trigger: null,  // {port, at}: the microburst the trigger waits to centre
+  };
+
+  function setStatus(text, cls) {
+    const s = document.getElementById('status');
+    s.textContent = text;
+    s.className = cls;
+  }
+
+  // ---- one port: its bins (index -> [bytes, packets]) within the window, its microbursts, its chart ----
+  function makePort(info, windowNs) {
+    const baseNs = info.base_bin_ns;
+    const section = P.el('section', {class: 'port', id: 'port-' + state.ports.length});
+    const chart = P.el('div', {class: 'chart'});
+    const figures = P.el('p', {class: 'figures'});
+    const readout = P.el('p', {class: 'readout'});
+    const csv = P.el('pre', {class: 'bins', id: 'bins-' + state.ports.length});
+    section.append(P.el('h2', {}, info.port), figures, chart, readout,
+                   P.el('details', {}, P.el('summary', {}, '100 µs bins shown (start s, bytes, packets)'), csv));
+    document.getElementById('ports').append(section);
+    const capacityGbps = info.link_bps / 1e9;
+    const port = {
+      info, baseNs, section, chart, figures, readout, csv,
+      windowBins: Math.round((state.windowS > 0 ? state.windowS * 1e9 : windowNs) / baseNs),
+      bins: new Map(), bursts: [], newest: null, plot: null,
+      capacityGbps, thresholdGbps: capacityGbps * info.microburst_threshold,
+    };
+    const width = Math.max(400, P.widthOf('ports') - 40);
+    port.plot = new uPlot({
+      width, height: 260,
+      scales: {x: {time: false}, y: {range: (u, lo, hi) => [0, Math.max(hi, capacityGbps) * 1.05]}},
+      // Ticks in seconds before the window's end (the absolute times are in the readout below the chart).
+      axes: [{label: 'seconds before the newest bin shown', values: (u, ticks) => ticks.map(t => (t - u.scales.x.max).toFixed(2))},
+             {label: 'Gb/s per 100 µs'}],
+      series: [{}, {label: 'traffic', stroke: P.COLOURS[0], width: 1, points: {show: false}},
+               {label: 'capacity', stroke: '#cf222e', width: 1, dash: [6, 4], points: {show: false}},
+               {label: 'microburst threshold', stroke: '#bc4c00', width: 1, dash: [2, 3], points: {show: false}}],
+      hooks: {drawClear: [u => shadeBursts(u, port)]},
+      legend: {show: true},
+    }, [[], [], [], []], chart);
+    return port;
+  }
+
+  function shadeBursts(u, port) {
+    const ctx = u.ctx;
+    ctx.save();
+    ctx.fillStyle = 'rgba(207, 34, 46, 0.12)';
+    for (const b of port.bursts) {
+      const x0 = u.valToPos(b[0], 'x', true), x1 = u.valToPos(b[1], 'x', true);
+      if (x1 < u.bbox.left || x0 > u.bbox.left + u.bbox.width) continue;
+      ctx.fillRect(Math.max(x0, u.bbox.left), u.bbox.top, Math.max(1, Math.min(x1, u.bbox.left + u.bbox.width) - x0),
+                   u.bbox.height);
+    }
+    ctx.restore();
+  }
+
+  function addBins(port, bins) {
+    for (const [index, bytes, packets] of bins) {
+      port.bins.set(index, [bytes, packets]);
+      if (port.newest === null || index > port.newest) port.newest = index;
+    }
+  }
+  function addBursts(port, bursts, fresh) {
+    for (const b of bursts) {
+      port.bursts.push(b);
+      if (fresh && state.mode === 'trigger' && !state.trigger) state.trigger = {port, at: b[0]};
+    }
+  }
+  // Drops what left the window (kept a little longer while a trigger waits for its second half).
+  function trim(port) {
+    if (port.newest === null) return;
+    const from = port.newest - port.windowBins;
+    for (const index of port.bins.keys()) if (index < from) port.bins.delete(index);
+    const fromS = from * port.baseNs / 1e9;
+    port.bursts = port.bursts.filter(b => b[1] >= fromS);
+  }
+
+  // The window shown: [newest - window, newest], or centred on the trigger's microburst.
+  function range(port) {
+    if (state.trigger && state.trigger.port === port) {
+      const half = port.windowBins / 2;
+      const at = Math.floor(state.trigger.at * 1e9 / port.baseNs);
+      return [at - half, at + half];
+    }
+    return port.newest === null ? [0, 0] : [port.newest - port.windowBins, port.newest];
+  }
+
+  function draw(port) {
+    const [lo, hi] = range(port);
+    const shown = [...port.bins.keys()].filter(i => i >= lo && i <= hi).sort((a, b) => a - b);
+    const binS = port.baseNs / 1e9;
+    const toGbps = bytes => bytes * 8 / port.baseNs;  // bytes per bin -> Gb/s
+    // Each bin as a pulse: zero before and after a run of non-empty bins, so that empty bins read as zero.
+    const xs = [], ys = [];
+    let prev = null;
+    for (const i of shown) {
+      if (prev === null || i !== prev + 1) {
+        if (prev !== null) { xs.push((prev + 1) * binS); ys.push(0); }
+        xs.push(i * binS); ys.push(0);
+      }
+      xs.push(i * binS); ys.push(toGbps(port.bins.get(i)[0]));
+      xs.push((i + 1) * binS - binS * 1e-3); ys.push(toGbps(port.bins.get(i)[0]));
+      prev = i;
+    }
+    if (prev !== null) { xs.push((prev + 1) * binS); ys.push(0); }
+    const x0 = lo * binS, x1 = hi * binS;
+    const cap = xs.map(() => port.capacityGbps), thr = xs.map(() => port.thresholdGbps);
+    port.plot.setData([xs, ys, cap, thr], false);
+    port.plot.setScale('x', {min: x0, max: x1 > x0 ? x1 : x0 + binS});
+    // What the picture shows, in numbers: the window, its bytes, the busiest bin; and every bin (the CSV).
+    let total = 0, peak = null;
+    const lines = [];
+    for (const i of shown) {
+      const [bytes, packets] = port.bins.get(i);
+      total += bytes;
+      if (peak === null || bytes > port.bins.get(peak)[0]) peak = i;
+      lines.push(`${(i * binS).toFixed(4)},${bytes},${packets}`);
+    }
+    port.readout.textContent = peak === null
+      ? `window ${x0.toFixed(4)} s to ${x1.toFixed(4)} s: no traffic`
+      : `window ${x0.toFixed(4)} s to ${x1.toFixed(4)} s: ${P.fmtBytes(total)} in ${shown.length} non-empty bins; ` +
+        `busiest 100 µs bin at ${(peak * binS).toFixed(4)} s: ${port.bins.get(peak)[0]} bytes ` +
+        `(${P.shortGbps(toGbps(port.bins.get(peak)[0]))} Gb/s, ${P.fmtPercent(toGbps(port.bins.get(peak)[0]) / port.capacityGbps)} of the link)`;
+    port.readout.dataset.windowStart = String(lo);
+    port.readout.dataset.windowEnd = String(hi);
+    port.csv.textContent = `# bins ${lo} to ${hi} (index = start / 100 µs)\n` + lines.join('\n');
+    showFigures(port);
+  }
+
+  function showFigures(port) {
+    const f = port.info.figures;
+    if (!f || f.scales === undefined) { port.figures.textContent = 'figures: after the first report interval'; return; }
+    const scales = f.scales.map(s => `E(${P.fmtSeconds(s.tau_ns / 1e9)}) ${P.fmtBytes(s.envelope_bytes)}` +
+                                     (s.ptm === null ? '' : `, PtM ${P.fmtRatio(s.ptm)}`));
+    port.figures.textContent = `last report interval: ${P.fmtBps(f.mean_bps)} mean, ${f.microbursts} microbursts ` +
+                               `(${f.microbursts_total} since start); ` + scales.join('; ');
+  }
+
+  function hold(why) {
+    if (state.held) return;
+    state.held = true;
+    if (state.source) state.source.close();
+    state.source = null;
+    setStatus('held (' + why + ')', 'held');
+    for (const p of state.ports) draw(p);
+    done();
+  }
+
+  // Layout and the rendered flag, for the headless test and for screenshots.
+  function done() {
+    requestAnimationFrame(() => setTimeout(() => {
+      const boxes = {};
+      for (const s of document.querySelectorAll('section.port')) {
+        const b = s.getBoundingClientRect();
+        boxes[s.id] = {x: Math.round(b.left + scrollX), y: Math.round(b.top + scrollY), width: Math.round(b.width),
+                       height: Math.round(b.height)};
+      }
+      boxes.page = {width: document.documentElement.scrollWidth, height: document.documentElement.scrollHeight};
+      document.getElementById('page-layout').textContent = JSON.stringify(boxes);
+      if (window.__burstscopeFlushErrors) window.__burstscopeFlushErrors();
+      document.body.dataset.events = String(state.events);
+      document.body.dataset.rendered = '1';
+    }, 0));
+  }
+
+  function onSnapshot(e) {
+    const d = JSON.parse(e.data);
+    document.getElementById('ports').replaceChildren();
+    state.ports = [];
+    for (const info of d.ports) {
+      const port = makePort(info, d.window_ns);
+      addBins(port, info.bins);
+      addBursts(port, info.bursts, false);
+      trim(port);
+      state.ports.push(port);
+    }
+    for (const p of state.ports) draw(p);
+    setStatus('live', 'live');
+  }
+
+  function onBins(e) {
+    const d = JSON.parse(e.data);
+    state.events += 1;
+    d.ports.forEach((info, k) => {
+      const port = state.ports[k];
+      if (!port) return;
+      port.info.figures = info.figures;
+      addBins(port, info.bins);
+      addBursts(port, info.bursts, true);
+      if (!(state.trigger && state.trigger.port === port)) trim(port);
+    });
+    if (state.trigger) {
+      const p = state.trigger.port;
+      if (p.newest !== null && p.newest * p.baseNs / 1e9 >= state.trigger.at + p.windowBins * p.baseNs / 2e9) {
+        hold('triggered by a microburst at ' + state.trigger.at.toFixed(4) + ' s');
+        return;
+      }
+    }
+    for (const p of state.ports) draw(p);
+    if (state.holdAfter > 0 && state.events >= state.holdAfter) hold('after ' + state.events + ' updates');
+  }
+
+  function connect() {
+    state.held = false;
+    state.trigger = null;
+    state.events = 0;
+    const es = new EventSource('live/events');
+    state.source = es;
+    es.addEventListener('snapshot', onSnapshot);
+    es.addEventListener('bins', onBins);
+    es.onerror = () => { if (!state.held) setStatus('reconnecting', 'down'); };
+  }
+
+  function main() {
+    const mode = document.getElementById('mode');
+    mode.value = state.mode;
+    mode.addEventListener('change', () => { state.mode = mode.value; state.trigger = null; });
+    document.getElementById('hold').addEventListener('click', () => hold('by hand'));
+    document.getElementById('resume').addEventListener('click', () => { state.holdAfter = 0; if (state.held) connect(); });
+    connect();
+  }
+  if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', main);
+  else main();
+})();

@@ -54,9 +54,7 @@ void outerIpv4(std::vector<uint8_t>& b, uint8_t proto, size_t payload_len) {
   put32(b, 0xC0A80A02);  // 192.168.10.2: the collector
 }
 
-uint32_t get32(const uint8_t* p) {
-  return uint32_t{p[0]} << 24 | uint32_t{p[1]} << 16 | uint32_t{p[2]} << 8 | p[3];
-}
+uint32_t get32(const uint8_t* p) { return uint32_t{p[0]} << 24 | uint32_t{p[1]} << 16 | uint32_t{p[2]} << 8 | p[3]; }
 void set32(uint8_t* p, uint32_t v) {
   for (int i = 0; i < 4; ++i) p[i] = static_cast<uint8_t>(v >> (24 - 8 * i));
 }

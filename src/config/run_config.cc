@@ -435,10 +435,9 @@ absl::Status readLabels(const Reader& rd, const YAML::Node& n, const std::string
 }
 
 absl::Status readExport(const Reader& rd, const YAML::Node& n, RunConfig* c) {
-  BS_RETURN_IF_ERROR(rd.checkKeys(
-      n, "export",
-      {"listen", "sensor", "labels", "top-k", "switch-buffer-bytes", "basic-auth", "web-config", "http", "ports",
-       "live"}));
+  BS_RETURN_IF_ERROR(rd.checkKeys(n, "export",
+                                  {"listen", "sensor", "labels", "top-k", "switch-buffer-bytes", "basic-auth",
+                                   "web-config", "http", "ports", "live"}));
   ExportConfig& x = c->exporter;
   if (n["listen"]) BS_RETURN_IF_ERROR(rd.scalar(n["listen"], "export.listen", &x.listen));
   if (x.listen == "none") x.listen.clear();

@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cerrno>
@@ -304,7 +305,7 @@ ssize_t readStream(void* cls, uint64_t /*pos*/, char* buf, size_t max) {
     }
   }
   const size_t n = std::min(max, st->pending.size() - st->sent);
-  std::memcpy(buf, st->pending.data() + st->sent, n);
+  std::copy_n(st->pending.data() + st->sent, n, buf);
   st->sent += n;
   return static_cast<ssize_t>(n);
 }
@@ -539,12 +540,13 @@ std::vector<prometheus::MetricFamily> MetricsServer::Impl::ownFamilies() const {
                              "snapshots of the window sent to live viewers (new, or too far behind)",
                              MetricType::Counter,
                              {metricWith(id, {}, static_cast<double>(l.snapshots), true)}});
-    f.push_back(MetricFamily{"burstscope_live_bins_total",
-                             "100 us bins the live view took from the workers, and bins it read too late (overwritten: "
-                             "missing from the view, never from the measurements)",
-                             MetricType::Counter,
-                             {metricWith(id, {{"result", "shown"}}, static_cast<double>(l.bins), true),
-                              metricWith(id, {{"result", "overwritten"}}, static_cast<double>(l.bins_overwritten), true)}});
+    f.push_back(
+        MetricFamily{"burstscope_live_bins_total",
+                     "100 us bins the live view took from the workers, and bins it read too late (overwritten: "
+                     "missing from the view, never from the measurements)",
+                     MetricType::Counter,
+                     {metricWith(id, {{"result", "shown"}}, static_cast<double>(l.bins), true),
+                      metricWith(id, {{"result", "overwritten"}}, static_cast<double>(l.bins_overwritten), true)}});
   }
   f.push_back(MetricFamily{"burstscope_http_config_last_reload_successful",
                            "1 if the last reload of the web configuration file succeeded (or none was asked)",

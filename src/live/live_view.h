@@ -41,11 +41,11 @@ struct LivePortInfo {
 
 // The counters the exporter shows about the view (burstscope_live_*).
 struct LiveViewStats {
-  uint64_t events = 0;          // events published
-  uint64_t bins = 0;            // bins taken from the workers
+  uint64_t events = 0;            // events published
+  uint64_t bins = 0;              // bins taken from the workers
   uint64_t bins_overwritten = 0;  // bins the publisher read too late (ring overrun): missing from the view
-  uint64_t snapshots = 0;       // snapshots served to viewers (new, or too far behind)
-  int64_t viewers = 0;          // event streams open now
+  uint64_t snapshots = 0;         // snapshots served to viewers (new, or too far behind)
+  int64_t viewers = 0;            // event streams open now
 };
 
 class LiveView {

@@ -31,6 +31,8 @@ PKGS=(
   chromium python3-pil fonts-dejavu-core
   # the monitoring stack the exporter, rules and dashboards are tested against
   prometheus prometheus-alertmanager
+  # the man page, made from the CLI's own help at build time (meson.build); systemd-analyze checks the installed units
+  help2man systemd
 )
 
 missing=()

@@ -28,7 +28,7 @@ fi
 ninja -C build-asan -j "$JOBS"
 # The DPDK suite runs in the release build only: the EAL's own allocations at exit are not ours to fix. The
 # stress suite (10 M flows) too: it checks memory and scale, which the sanitizers' shadow memory would blur.
-meson test -C build-asan --print-errorlogs --num-processes "$JOBS" --no-suite dpdk --no-suite stress
+meson test -C build-asan --print-errorlogs --num-processes "$JOBS" --no-suite dpdk --no-suite stress --no-suite ship
 
 step "ThreadSanitizer build: ring, pipeline, live merge, live view, exporter and AF_XDP capture tests"
 if [ ! -d build-tsan/meson-info ]; then

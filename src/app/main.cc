@@ -20,6 +20,7 @@
 #include "absl/strings/str_split.h"
 #include "burstscope/capture.h"
 #include "burstscope/status.h"
+#include "src/revision.h"
 #include "src/analysis/report.h"
 #include "src/compare/compare.h"
 #include "src/config/run_config.h"
@@ -698,7 +699,10 @@ int mainImpl(int argc, char** argv) {
   using namespace burstscope;
   CLI::App app{"burstscope: burst metrics for ML-training traffic on a mirror port"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", BURSTSCOPE_VERSION);
+  // "burstscope 0.1.0 (revision 8f3c2a1b9d0e)": the package version and the git revision built from, as the
+  // burstscope_build_info metric carries them.
+  app.set_version_flag("--version", std::string("burstscope ") + BURSTSCOPE_VERSION + " (revision " +
+                                        BURSTSCOPE_REVISION + ")");
 
   AnalyzeOptions ao;
   CLI::App* analyze = app.add_subcommand(

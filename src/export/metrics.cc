@@ -17,6 +17,7 @@
 #include "burstscope/mirror.h"
 #include "burstscope/status.h"
 #include "src/export/web_config.h"
+#include "src/revision.h"
 
 namespace burstscope {
 
@@ -487,8 +488,9 @@ std::vector<MetricFamily> LiveMetrics::Collect() const {
     for (const PortState& p : ports_) views.push_back(p.view);
   }
   Families f;
-  f.gauge("burstscope_build_info", "burstscope version and capture backend (always 1)",
-          with(identity_, {{"version", BURSTSCOPE_VERSION}, {"backend", backend_}}), 1);
+  f.gauge("burstscope_build_info", "burstscope version, git revision and capture backend (always 1)",
+          with(identity_, {{"version", BURSTSCOPE_VERSION}, {"revision", BURSTSCOPE_REVISION}, {"backend", backend_}}),
+          1);
   f.gauge("burstscope_start_time_seconds", "when this burstscope process started, seconds since the epoch", identity_,
           start_time_s_);
   for (size_t port = 0; port < ports_.size(); ++port) {

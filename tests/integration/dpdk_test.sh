@@ -146,6 +146,15 @@ wait_for() {  # wait_for SECONDS COMMAND...: polls COMMAND until it succeeds, at
   until "$@"; do [ $SECONDS -ge $deadline ] && return 1; sleep 0.2; done
 }
 check "overload: the sensor counts ring drops (bounded wait)" wait_for 60 ring_drops
+# --version and the build_info series say the same version and git revision.
+version_line=$("$BS" --version)
+check "--version names the version and the git revision ($version_line)" \
+  sh -c "echo '$version_line' | grep -Eq '^burstscope [0-9]+\.[0-9]+\.[0-9]+ \(revision ([0-9a-f]{7,}(-dirty)?|unknown)\)\$'"
+revision=$(echo "$version_line" | sed -E 's/.*\(revision (.*)\)$/\1/')
+version=$(echo "$version_line" | awk '{print $2}')
+metrics_url=$(grep -o 'http://127.0.0.1:[0-9]*/metrics' "$TMP/null.err")
+check "burstscope_build_info carries the same version and revision" sh -c \
+  "curl -sf '$metrics_url' | grep '^burstscope_build_info{' | grep 'version=\"$version\"' | grep -q 'revision=\"$revision\"'"
 rss_start=$(awk '/VmRSS/ {print $2}' /proc/$pid/status)
 sleep 3
 rss_end=$(awk '/VmRSS/ {print $2}' /proc/$pid/status)

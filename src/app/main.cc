@@ -20,7 +20,6 @@
 #include "absl/strings/str_split.h"
 #include "burstscope/capture.h"
 #include "burstscope/status.h"
-#include "src/revision.h"
 #include "src/analysis/report.h"
 #include "src/compare/compare.h"
 #include "src/config/run_config.h"
@@ -29,6 +28,7 @@
 #include "src/live/live_view.h"
 #include "src/pipeline/pipeline.h"
 #include "src/privileges/privileges.h"
+#include "src/revision.h"
 #include "src/studies/render.h"
 #include "src/studies/studies.h"
 #include "src/studies/whatif.h"
@@ -701,8 +701,8 @@ int mainImpl(int argc, char** argv) {
   app.require_subcommand(1);
   // "burstscope 0.1.0 (revision 8f3c2a1b9d0e)": the package version and the git revision built from, as the
   // burstscope_build_info metric carries them.
-  app.set_version_flag("--version", std::string("burstscope ") + BURSTSCOPE_VERSION + " (revision " +
-                                        BURSTSCOPE_REVISION + ")");
+  app.set_version_flag("--version",
+                       std::string("burstscope ") + BURSTSCOPE_VERSION + " (revision " + BURSTSCOPE_REVISION + ")");
 
   AnalyzeOptions ao;
   CLI::App* analyze = app.add_subcommand(

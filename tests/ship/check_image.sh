@@ -10,18 +10,13 @@ set -u
 BUILD=$1 ROOT=$2
 TMP=$(mktemp -d /var/tmp/bs-image.XXXXXX)
 P=(podman --root "$TMP/storage" --runroot "$TMP/run" --storage-driver vfs)
-MNT=()
 cleanup() {
-  for m in "${MNT[@]}"; do umount -R "$m" 2>/dev/null; done
+  ship_cleanup
   "${P[@]}" image unmount --all >/dev/null 2>&1
   rm -rf "$TMP"
 }
 trap cleanup EXIT
-n=0 failed=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-notok() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $1"; }
-check() { local name=$1; shift; if "$@" >"$TMP/out" 2>&1; then ok "$name"; else notok "$name"; sed 's/^/# /' "$TMP/out" | tail -40; fi; }
-finish() { echo "1..$n"; [ "$failed" -eq 0 ]; exit; }
+. "$(dirname "$0")/ship.sh"
 
 for tool in podman mmdebstrap; do
   command -v "$tool" >/dev/null || { notok "$tool is installed (scripts/setup.sh installs it)"; finish; }
@@ -57,23 +52,9 @@ check "the user burstscope (10001) exists in the image" grep -q '^burstscope:x:1
 "$BUILD/burstscope" analyze --json "$ROOT/data/ddp-gloo-w3-3steps.pcap" >"$TMP/build.json"
 check "chroot into the image: burstscope analyze of the bundled trace runs" sh -c \
   "chroot --userspec=10001:10001 '$mnt' /usr/bin/burstscope analyze --json /usr/share/burstscope/traces/ddp-gloo-w3-3steps.pcap >'$TMP/image.json'"
-check "its JSON equals the build tree's (but the file's path and the time analysis took)" python3 -c "
-import json, sys
-a, b = json.load(open('$TMP/build.json')), json.load(open('$TMP/image.json'))
-def strip(d):
-    d.pop('files')
-    for f in d['inputs']['files']:
-        f.pop('path')
-    d['training'].pop('analysis_ms')
-    return d
-sys.exit(0 if strip(a) == strip(b) else 1)"
+check "its JSON equals the build tree's (but the file's path and the time analysis took)" \
+  same_analysis "$TMP/build.json" "$TMP/image.json"
 check "--version in the image equals the build tree's" test "$(chroot "$mnt" /usr/bin/burstscope --version)" = "$version_line"
 
-for m in proc sys dev; do
-  mkdir -p "$mnt/$m"
-  if [ "$m" = proc ]; then mount -t proc proc "$mnt/proc"; else mount --rbind "/$m" "$mnt/$m"; fi
-  MNT+=("$mnt/$m")
-done
-check "chroot into the image: burstscope run on a DPDK null device for 1 s exits 0 with a balanced ledger" sh -c \
-  "timeout 60 chroot '$mnt' /usr/bin/burstscope run --listen none -q --port net_null0 --vdev net_null0 --duration 1 -- -l 0-1 --no-huge -m 512 --no-pci --file-prefix bs_img_$$ 2>&1 | tee /dev/stderr | grep -q '^  balanced'"
+check_null_capture "chroot into the image" "$mnt" /usr/bin/burstscope
 finish

@@ -7,11 +7,8 @@
 set -u
 BUILD=$1 ROOT=$2 PREFIX=$3
 TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-n=0 failed=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-notok() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $1"; }
-check() { local name=$1; shift; if "$@" >"$TMP/out" 2>&1; then ok "$name"; else notok "$name"; sed 's/^/# /' "$TMP/out" | head -40; fi; }
+trap 'ship_cleanup; rm -rf "$TMP"' EXIT
+. "$(dirname "$0")/ship.sh"
 
 DEST=$TMP/dest
 check "meson install --destdir succeeds" meson install -C "$BUILD" --destdir "$DEST" --no-rebuild --quiet
@@ -65,18 +62,9 @@ done
 "$BUILD/burstscope" analyze --json "$ROOT/data/ddp-gloo-w3-3steps.pcap" >"$TMP/build.json"
 check "the installed burstscope analyses the installed trace" sh -c \
   "'$P/bin/burstscope' analyze --json '$P/share/burstscope/traces/ddp-gloo-w3-3steps.pcap' >'$TMP/installed.json'"
-check "its JSON equals the build tree's on the source trace (but the file's path and the time analysis took)" python3 -c "
-import json, sys
-a, b = json.load(open('$TMP/build.json')), json.load(open('$TMP/installed.json'))
-def strip(d):
-    d.pop('files')
-    for f in d['inputs']['files']:
-        f.pop('path')
-    d['training'].pop('analysis_ms')
-    return d
-sys.exit(0 if strip(a) == strip(b) else 1)"
+check "its JSON equals the build tree's on the source trace (but the file's path and the time analysis took)" \
+  same_analysis "$TMP/build.json" "$TMP/installed.json"
 check "--version of the installed binary names the version and revision" sh -c \
   "'$P/bin/burstscope' --version | grep -Eq '^burstscope [0-9.]+ \\(revision [^)]+\\)\$'"
 
-echo "1..$n"
-[ "$failed" -eq 0 ]
+finish

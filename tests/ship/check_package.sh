@@ -9,17 +9,12 @@
 set -u
 BUILD=$1 ROOT=$2
 TMP=$(mktemp -d /var/tmp/bs-package.XXXXXX)
-MNT=()
 cleanup() {
-  for m in "${MNT[@]}"; do umount -R "$m" 2>/dev/null; done
+  ship_cleanup
   rm -rf "$TMP"
 }
 trap cleanup EXIT
-n=0 failed=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-notok() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $1"; }
-check() { local name=$1; shift; if "$@" >"$TMP/out" 2>&1; then ok "$name"; else notok "$name"; sed 's/^/# /' "$TMP/out" | tail -40; fi; }
-finish() { echo "1..$n"; [ "$failed" -eq 0 ]; exit; }
+. "$(dirname "$0")/ship.sh"
 
 for tool in dpkg-buildpackage dh lintian mmdebstrap; do
   command -v "$tool" >/dev/null || { notok "$tool is installed (scripts/setup.sh installs it)"; finish; }
@@ -59,27 +54,12 @@ echo "# root made and package installed in $((SECONDS - start)) s"
 "$BUILD/burstscope" analyze --json "$ROOT/data/ddp-gloo-w3-3steps.pcap" >"$TMP/build.json"
 check "in the root: burstscope analyze /usr/share/burstscope/traces/ddp-gloo-w3-3steps.pcap --json runs" sh -c \
   "chroot '$R' burstscope analyze /usr/share/burstscope/traces/ddp-gloo-w3-3steps.pcap --json >'$TMP/root.json'"
-check "its JSON equals the build tree's (but the file's path and the time analysis took)" python3 -c "
-import json, sys
-a, b = json.load(open('$TMP/build.json')), json.load(open('$TMP/root.json'))
-def strip(d):
-    d.pop('files')
-    for f in d['inputs']['files']:
-        f.pop('path')
-    d['training'].pop('analysis_ms')
-    return d
-sys.exit(0 if strip(a) == strip(b) else 1)"
+check "its JSON equals the build tree's (but the file's path and the time analysis took)" \
+  same_analysis "$TMP/build.json" "$TMP/root.json"
 check "--version in the root equals the build tree's (package version and git revision)" \
   test "$(chroot "$R" burstscope --version)" = "$("$BUILD/burstscope" --version)"
 check "the units are installed, not enabled (a capture daemon needs its configuration first)" sh -c \
   "test -f '$R/lib/systemd/system/burstscope.service' && ! ls '$R'/etc/systemd/system/*.wants/burstscope* 2>/dev/null"
 
-# Live capture in the root: DPDK's EAL on a null device for a second.
-for m in proc sys dev; do
-  mkdir -p "$R/$m"
-  if [ "$m" = proc ]; then mount -t proc proc "$R/proc"; else mount --rbind "/$m" "$R/$m"; fi
-  MNT+=("$R/$m")
-done
-check "in the root: burstscope run on a DPDK null device for 1 s exits 0 with a balanced ledger" sh -c \
-  "timeout 60 chroot '$R' burstscope run --listen none -q --port net_null0 --vdev net_null0 --duration 1 -- -l 0-1 --no-huge -m 512 --no-pci --file-prefix bs_pkg_$$ 2>&1 | tee /dev/stderr | grep -q '^  balanced'"
+check_null_capture "in the root" "$R" burstscope
 finish

@@ -310,5 +310,5 @@ window.burstscopePlot = (function () {
     else main();
   }
 
-  return {BASE_NS, COLOURS, parseExact, exactText, exactBig, fmtBytes, fmtBps, fmtSeconds, fmtNs, fmtCount, fmtRatio, fmtPercent, tickSeconds, shortTime, shortBytes, shortGbps, el, widthOf, get, holderOf, aggregate, lowerBound, columns, Timelines, TimelineChart, logAxis, curveChart, positiveOrNull, runPage, whiteCanvas};
+  return {BASE_NS, COLOURS, parseExact, exactText, exactBig, fmtBytes, fmtBps, fmtSeconds, fmtNs, fmtCount, fmtRatio, fmtPercent, tickSeconds, shortTime, shortBytes, shortGbps, el, widthOf, get, holderOf, aggregate, lowerBound, columns, Timelines, TimelineChart, logAxis, curveChart, positiveOrNull, runPage, writeLayout, whiteCanvas};
 })();

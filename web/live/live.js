@@ -161,17 +161,10 @@
     done();
   }
 
-  // Layout and the rendered flag, for the headless test and for screenshots.
+  // Layout and the rendered flag, for the headless test and for screenshots (the pages' shared writeLayout).
   function done() {
     requestAnimationFrame(() => setTimeout(() => {
-      const boxes = {};
-      for (const s of document.querySelectorAll('section.port')) {
-        const b = s.getBoundingClientRect();
-        boxes[s.id] = {x: Math.round(b.left + scrollX), y: Math.round(b.top + scrollY), width: Math.round(b.width),
-                       height: Math.round(b.height)};
-      }
-      boxes.page = {width: document.documentElement.scrollWidth, height: document.documentElement.scrollHeight};
-      document.getElementById('page-layout').textContent = JSON.stringify(boxes);
+      P.writeLayout();
       if (window.__burstscopeFlushErrors) window.__burstscopeFlushErrors();
       document.body.dataset.events = String(state.events);
       document.body.dataset.rendered = '1';

@@ -16,8 +16,8 @@
 #include "burstscope/evidence.h"
 #include "burstscope/mirror.h"
 #include "burstscope/status.h"
+#include "src/export/revision.h"
 #include "src/export/web_config.h"
-#include "src/revision.h"
 
 namespace burstscope {
 

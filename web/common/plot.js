@@ -299,12 +299,12 @@ window.burstscopePlot = (function () {
       for (const [name, fn] of steps) {
         try { fn(d); } catch (e) { console.error('rendering ' + name + ' failed: ' + (e && e.stack ? e.stack : e)); }
       }
-      requestAnimationFrame(() => setTimeout(() => {
-        writeLayout();
-        if (window.__burstscopeFlushErrors) window.__burstscopeFlushErrors();
-        document.body.dataset.renderMs = String(Math.round(performance.now() - started));
-        document.body.dataset.rendered = '1';
-      }, 0));
+      // At once, not after a frame: getBoundingClientRect lays the page out, and a headless browser under load may
+      // dump the DOM before any frame callback runs (the charts are drawn by then; only the paint is not).
+      writeLayout();
+      if (window.__burstscopeFlushErrors) window.__burstscopeFlushErrors();
+      document.body.dataset.renderMs = String(Math.round(performance.now() - started));
+      document.body.dataset.rendered = '1';
     }
     if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', main);
     else main();

@@ -163,12 +163,10 @@
 
   // Layout and the rendered flag, for the headless test and for screenshots (the pages' shared writeLayout).
   function done() {
-    requestAnimationFrame(() => setTimeout(() => {
-      P.writeLayout();
-      if (window.__burstscopeFlushErrors) window.__burstscopeFlushErrors();
-      document.body.dataset.events = String(state.events);
-      document.body.dataset.rendered = '1';
-    }, 0));
+    P.writeLayout();
+    if (window.__burstscopeFlushErrors) window.__burstscopeFlushErrors();
+    document.body.dataset.events = String(state.events);
+    document.body.dataset.rendered = '1';
   }
 
   function onSnapshot(e) {

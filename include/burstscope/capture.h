@@ -83,6 +83,14 @@ struct TimestampInfo {
   int64_t max_resync_step_ns = 0;  // largest correction seen at a re-synchronisation (tsc, nic, kernel)
 };
 
+// A copy of each frame's first bytes on the capture path, for the flight recorder (src/recorder). Called by the
+// queue's producer thread only, before the frame is decoded; it must never block.
+class FrameTap {
+ public:
+  virtual ~FrameTap() = default;
+  virtual void onFrame(std::span<const uint8_t> data, uint32_t wire_len, int64_t ts_ns, LinkType link) = 0;
+};
+
 struct CapturePort {
   std::string name;
   double link_bps = 0;                         // capacity of the mirrored link; 0: the configured default
@@ -113,6 +121,8 @@ class CaptureSource {
   virtual TimestampInfo timestampInfo() const = 0;
   // Lines worth telling the operator at start (e.g. the XDP mode taken, a stale program replaced).
   virtual std::vector<std::string> notes() const { return {}; }
+  // Before start(): every frame of the queue also goes to `tap` (the flight recorder).
+  virtual absl::Status setFrameTap(size_t port, size_t queue, FrameTap* tap);
 };
 
 // One queue's producer side, the same for every backend: decode each frame into the pending batch with its
@@ -126,6 +136,8 @@ class QueueProducer {
   // Decodes one frame into the next pending record. At most kMaxBatch pending records; flush() before.
   PacketRecord& add(std::span<const uint8_t> data, uint32_t wire_len, int64_t ts_ns,
                     LinkType link = LinkType::kEthernet) {
+    if (tap_ != nullptr) [[unlikely]]
+      tap_->onFrame(data, wire_len, ts_ns, link);
     PacketRecord& r = pending_[n_++];
     decoder_.decode(data, wire_len, &r, link);
     r.ts_ns = ts_ns;
@@ -144,9 +156,11 @@ class QueueProducer {
   const QueueCounters& counters() const { return counters_; }
   const DecodeStats& decodeStats() const { return decoder_.stats(); }
   uint64_t received() const { return received_; }
+  void setFrameTap(FrameTap* tap) { tap_ = tap; }
 
  private:
   Decoder decoder_;
+  FrameTap* tap_ = nullptr;
   SpscRing<PacketRecord> ring_;
   QueueCounters counters_;
   bool lossless_;

@@ -29,6 +29,7 @@
 #include "src/live/live_view.h"
 #include "src/pipeline/pipeline.h"
 #include "src/privileges/privileges.h"
+#include "src/recorder/flight_recorder.h"
 #include "src/studies/render.h"
 #include "src/studies/studies.h"
 #include "src/studies/whatif.h"
@@ -51,6 +52,11 @@ void onSignal(int) { g_stop.store(true); }
 // SIGHUP: the metrics endpoint re-reads its web configuration file (TLS certificates, users); the rest of the
 // configuration takes effect on restart.
 void onHangup(int) { MetricsServer::requestReload(); }
+// SIGUSR2: a flight recorder file now (docs/flight-recorder.md).
+std::atomic<FlightRecorder*> g_recorder{nullptr};
+void onFlightSignal(int) {
+  if (FlightRecorder* r = g_recorder.load()) r->requestFromSignal();
+}
 
 // "100,1000,5000" with a unit factor; names the flag in the error.
 absl::StatusOr<std::vector<double>> parseList(const std::string& flag, const std::string& text) {
@@ -396,6 +402,8 @@ struct RunOptions {
   std::string sensor;
   std::vector<std::string> labels;  // name=value
   double switch_buffer_bytes = 0;
+  std::string flight_recorder;           // a directory: the flight recorder on, writing there
+  uint64_t flight_microburst_bytes = 0;  // its microburst trigger
   MetricFlags metrics{defaultRunConfig().live.pipeline.engine};
   CLI::App* app = nullptr;
   bool given(const char* flag) const { return app->get_option(flag)->count() > 0; }
@@ -504,6 +512,11 @@ absl::StatusOr<RunConfig> buildRunConfig(const RunOptions& o) {
     x.labels.emplace_back(l.substr(0, eq), l.substr(eq + 1));
   }
   if (o.given("--switch-buffer-bytes")) x.switch_buffer_bytes = o.switch_buffer_bytes;
+  if (o.given("--flight-recorder")) {
+    c.recorder.enabled = true;
+    c.recorder.directory = o.flight_recorder;
+  }
+  if (o.given("--flight-microburst-bytes")) c.recorder.microburst_bytes = o.flight_microburst_bytes;
   if (absl::Status s = validateExportConfig(x); !s.ok()) return s;
   e.report_top_k = x.top_k;
   if (o.quiet) c.live.quiet = true;
@@ -572,6 +585,38 @@ int runLiveCommand(const RunOptions& o) {
   // Prometheus export: a snapshot per port per interval; /metrics reads the latest ones.
   std::shared_ptr<LiveMetrics> metrics;
   std::shared_ptr<LiveView> live;  // declared before the server: the server (and its viewers) goes first
+  // The flight recorder: a tap on every capture queue and an observer on each port's engine.
+  std::shared_ptr<FlightRecorder> recorder;
+  if (config->recorder.enabled) {
+    std::vector<FlightPortInfo> infos;
+    for (size_t i = 0; i < port_engines.size(); ++i) {
+      const CapturePort& p = (*backend)->ports()[i];
+      infos.push_back(
+          FlightPortInfo{p.name, port_engines[i].link_capacity_bps, port_engines[i].base_bin_ns, p.rings.size()});
+    }
+    auto made = FlightRecorder::create(config->recorder, std::move(infos));
+    if (!made.ok()) return fail(made.status(), 2);
+    recorder = std::move(*made);
+    for (size_t i = 0; i < port_engines.size(); ++i) {
+      for (size_t q = 0; q < (*backend)->ports()[i].rings.size(); ++q) {
+        if (absl::Status s = (*backend)->setFrameTap(i, q, recorder->tap(i, q)); !s.ok()) return fail(s, 1);
+      }
+    }
+    pc.extend_engine = [&recorder, inner = pc.extend_engine](size_t port, Engine& engine) {
+      if (inner) inner(port, engine);
+      engine.subscribe(recorder->observer(port));
+    };
+    recorder->start();
+    g_recorder.store(recorder.get());
+    std::signal(SIGUSR2, onFlightSignal);
+    const FlightRecorderConfig& f = config->recorder;
+    summary << "burstscope run: flight recorder into " << f.directory << " ("
+            << recorder->stats().memory_bytes / (1 << 20) << " MiB of frames, " << f.snap_length
+            << " bytes each; triggers: "
+            << (f.microburst_bytes ? absl::StrCat("microburst >= ", f.microburst_bytes, " B, ") : "")
+            << (f.backlog_bytes ? absl::StrCat("backlog > ", f.backlog_bytes, " B, ") : "") << "on demand (SIGUSR2"
+            << (config->exporter.listen.empty() ? "" : ", POST /flight-recorder/trigger") << "))" << std::endl;
+  }
   std::unique_ptr<MetricsServer> server;
   if (!config->exporter.listen.empty()) {
     std::vector<ExportPortInfo> infos;
@@ -596,7 +641,7 @@ int runLiveCommand(const RunOptions& o) {
       };
       live->start();
     }
-    auto started = MetricsServer::start(config->exporter, metrics, live);
+    auto started = MetricsServer::start(config->exporter, metrics, live, recorder);
     if (!started.ok()) return fail(started.status(), 1);
     server = std::move(*started);
     summary << "burstscope run: metrics at " << server->url() << std::endl;
@@ -614,6 +659,19 @@ int runLiveCommand(const RunOptions& o) {
     if (live) live->onInterval(port, s);
   };
   auto result = runCapture(**backend, pc, g_stop, (quiet && !metrics) ? IntervalCallback() : on_interval);
+  if (recorder) {
+    // The files owed are written before the summary (their windows end with the capture at the latest).
+    g_recorder.store(nullptr);
+    recorder->stop();
+    const FlightRecorderStats fs = recorder->stats();
+    uint64_t written = 0;
+    for (const FlightPortStats& p : fs.ports) {
+      for (int t = 0; t < kFlightTriggerCount; ++t) written += p.triggers[t][static_cast<int>(FlightResult::kWritten)];
+    }
+    summary << "burstscope run: flight recorder wrote " << written << " file" << (written == 1 ? "" : "s")
+            << (fs.last_file.empty() ? "" : ", the last " + fs.last_file)
+            << (fs.last_error.empty() ? "" : "; last error: " + fs.last_error) << std::endl;
+  }
   if (!result.ok()) return fail(result.status(), 1);
   summary << "stopped (" << result->stop_reason << ")\n" << ledgerText(*result);
   if (o.json) std::cout << runJson(*result, pc.reorder_horizon_ns).dump(1) << "\n";
@@ -790,6 +848,11 @@ int mainImpl(int argc, char** argv) {
   run->add_option("--switch-buffer-bytes", ro.switch_buffer_bytes,
                   "buffer of the mirrored switch port, for the congestion alert");
   run->add_flag("--json", ro.json, "print the final report as JSON on stdout (the summary goes to stderr)");
+  run->add_option("--flight-recorder", ro.flight_recorder,
+                  "keep the last seconds of frames in memory and write pcapng files of the window around a trigger "
+                  "into DIR (docs/flight-recorder.md; on demand: SIGUSR2 or POST /flight-recorder/trigger)");
+  run->add_option("--flight-microburst-bytes", ro.flight_microburst_bytes,
+                  "flight recorder trigger: a microburst carrying at least this many bytes (0: off)");
   ro.metrics.add(run, /*live=*/true);
   run->footer("EAL arguments follow --, e.g. burstscope run --port 0 -- -l 0-1 -a 0000:3b:00.0\n");
 

@@ -323,6 +323,46 @@ absl::Status readMirror(const Reader& rd, const YAML::Node& n, RunConfig* c) {
   return absl::OkStatus();
 }
 
+// flight-recorder: the last seconds of frames in memory, pcapng files around triggers (docs/flight-recorder.md).
+absl::Status readRecorder(const Reader& rd, const YAML::Node& n, RunConfig* c) {
+  BS_RETURN_IF_ERROR(rd.checkKeys(n, "flight-recorder",
+                                  {"enabled", "directory", "memory-bytes", "snap-length", "before", "after",
+                                   "min-interval", "max-files", "max-disk-bytes", "triggers"}));
+  FlightRecorderConfig& f = c->recorder;
+  if (n["enabled"]) BS_RETURN_IF_ERROR(rd.boolean(n["enabled"], "flight-recorder.enabled", &f.enabled));
+  if (n["directory"]) BS_RETURN_IF_ERROR(rd.scalar(n["directory"], "flight-recorder.directory", &f.directory));
+  if (n["memory-bytes"]) {
+    BS_RETURN_IF_ERROR(
+        rd.integer(n["memory-bytes"], "flight-recorder.memory-bytes", &f.memory_bytes, 1 << 20, int64_t{1} << 40));
+  }
+  if (n["snap-length"])
+    BS_RETURN_IF_ERROR(rd.integer(n["snap-length"], "flight-recorder.snap-length", &f.snap_length, 64, 65535));
+  if (n["before"]) BS_RETURN_IF_ERROR(rd.duration(n["before"], "flight-recorder.before", &f.before_ns));
+  if (n["after"]) BS_RETURN_IF_ERROR(rd.duration(n["after"], "flight-recorder.after", &f.after_ns));
+  if (n["min-interval"])
+    BS_RETURN_IF_ERROR(rd.duration(n["min-interval"], "flight-recorder.min-interval", &f.min_interval_ns));
+  if (n["max-files"])
+    BS_RETURN_IF_ERROR(rd.integer(n["max-files"], "flight-recorder.max-files", &f.max_files, 1, 1'000'000));
+  if (n["max-disk-bytes"]) {
+    BS_RETURN_IF_ERROR(rd.integer(n["max-disk-bytes"], "flight-recorder.max-disk-bytes", &f.max_disk_bytes, 1 << 20,
+                                  int64_t{1} << 50));
+  }
+  if (const YAML::Node t = n["triggers"]) {
+    BS_RETURN_IF_ERROR(rd.checkKeys(t, "flight-recorder.triggers", {"microburst-bytes", "backlog-bytes"}));
+    if (t["microburst-bytes"]) {
+      BS_RETURN_IF_ERROR(rd.integer(t["microburst-bytes"], "flight-recorder.triggers.microburst-bytes",
+                                    &f.microburst_bytes, 0, int64_t{1} << 50));
+    }
+    if (t["backlog-bytes"]) {
+      BS_RETURN_IF_ERROR(rd.integer(t["backlog-bytes"], "flight-recorder.triggers.backlog-bytes", &f.backlog_bytes, 0,
+                                    int64_t{1} << 50));
+    }
+  }
+  if (f.before_ns > 60'000'000'000) return rd.error(n["before"], "flight-recorder.before", "must be at most 60s");
+  if (f.after_ns > 60'000'000'000) return rd.error(n["after"], "flight-recorder.after", "must be at most 60s");
+  return absl::OkStatus();
+}
+
 // training: jobs, periods, topology, co-bursts (docs/training.md).
 absl::Status readTraining(const Reader& rd, const YAML::Node& n, RunConfig* c) {
   BS_RETURN_IF_ERROR(
@@ -582,7 +622,7 @@ absl::StatusOr<RunConfig> parseRunConfig(const std::string& yaml, const std::str
   if (root.IsNull()) return c;  // an empty file: all defaults
   BS_RETURN_IF_ERROR(rd.checkKeys(root, "",
                                   {"capture", "dpdk", "af-xdp", "metrics", "decoder", "report", "ring-size", "export",
-                                   "training", "evidence", "mirror"}));
+                                   "training", "evidence", "mirror", "flight-recorder"}));
   if (root["capture"]) BS_RETURN_IF_ERROR(readChoice(rd, root["capture"], "capture", captureWords(), &c.capture));
   if (root["dpdk"]) BS_RETURN_IF_ERROR(readDpdk(rd, root["dpdk"], &c));
   if (root["af-xdp"]) BS_RETURN_IF_ERROR(readAfXdp(rd, root["af-xdp"], &c));
@@ -593,6 +633,7 @@ absl::StatusOr<RunConfig> parseRunConfig(const std::string& yaml, const std::str
   if (root["training"]) BS_RETURN_IF_ERROR(readTraining(rd, root["training"], &c));
   if (root["evidence"]) BS_RETURN_IF_ERROR(readEvidence(rd, root["evidence"], &c));
   if (root["mirror"]) BS_RETURN_IF_ERROR(readMirror(rd, root["mirror"], &c));
+  if (root["flight-recorder"]) BS_RETURN_IF_ERROR(readRecorder(rd, root["flight-recorder"], &c));
   // The decoder hashes each frame's header for the duplicate check only when the check runs (~9 ns a frame).
   c.dpdk.decoder.duplicate_keys = c.live.pipeline.mirror.enabled;
   // The fan-in alert's receiver buffer defaults to the switch port's.

@@ -13,6 +13,7 @@
 #include "src/capture/dpdk/dpdk_backend.h"
 #include "src/export/metrics.h"
 #include "src/pipeline/pipeline.h"
+#include "src/recorder/flight_recorder.h"
 
 namespace burstscope {
 
@@ -29,6 +30,7 @@ struct RunConfig {
   AfXdpConfig afxdp;
   LiveConfig live;
   ExportConfig exporter;
+  FlightRecorderConfig recorder;  // off unless flight-recorder.enabled (docs/flight-recorder.md)
 };
 
 // Every default in one place: what an empty file gives (report intervals of 1 s, the backlog at each port's

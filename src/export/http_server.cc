@@ -28,6 +28,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "burstscope/status.h"
 #include "prometheus/text_serializer.h"
 #include "src/export/web_config.h"
@@ -132,6 +133,7 @@ struct MetricsServer::Impl {
 
   // The live view, if served; its viewers' streams (suspended while they have had every event).
   std::shared_ptr<LiveView> live;
+  std::shared_ptr<FlightRecorder> recorder;  // the flight recorder, if on
   std::mutex streams_mu;
   std::unordered_set<Stream*> streams;
   void resumeStreams(const Generation* only_of, bool all);
@@ -381,11 +383,21 @@ MHD_Result onRequest(void* cls, MHD_Connection* c, const char* url, const char* 
   }
   const bool live_page = s->live && std::strcmp(url, "/live") == 0;
   const bool live_events = s->live && std::strcmp(url, "/live/events") == 0;
-  if (std::strcmp(url, "/metrics") != 0 && !live_page && !live_events) {
-    return queue(c, *g, r, 404,
-                 s->live ? "burstscope: not found; the metrics are at /metrics, the live view at /live\n"
-                         : "burstscope: not found; the metrics are at /metrics\n",
-                 textHeaders());
+  const bool flight = s->recorder && std::strcmp(url, "/flight-recorder/trigger") == 0;
+  if (std::strcmp(url, "/metrics") != 0 && !live_page && !live_events && !flight) {
+    return queue(
+        c, *g, r, 404,
+        absl::StrCat("burstscope: not found; the metrics are at /metrics", s->live ? ", the live view at /live" : "",
+                     s->recorder ? ", the flight recorder's trigger at POST /flight-recorder/trigger" : "", "\n"),
+        textHeaders());
+  }
+  if (flight) {
+    if (std::strcmp(method, "POST") != 0) {
+      return queue(c, *g, r, 405, "burstscope: POST to trigger the flight recorder\n",
+                   {{"Content-Type", "text/plain; charset=utf-8"}, {"Allow", "POST"}});
+    }
+    // 202: the files are written once their windows have passed (docs/flight-recorder.md).
+    return queue(c, *g, r, 202, absl::StrCat(absl::StrJoin(s->recorder->triggerNow(), "\n"), "\n"), textHeaders());
   }
   if (std::strcmp(method, "GET") != 0 && std::strcmp(method, "HEAD") != 0) {
     return queue(c, *g, r, 405, "burstscope: method not allowed\n",
@@ -547,6 +559,63 @@ std::vector<prometheus::MetricFamily> MetricsServer::Impl::ownFamilies() const {
                      MetricType::Counter,
                      {metricWith(id, {{"result", "shown"}}, static_cast<double>(l.bins), true),
                       metricWith(id, {{"result", "overwritten"}}, static_cast<double>(l.bins_overwritten), true)}});
+  }
+  if (recorder) {
+    const FlightRecorderStats fr = recorder->stats();
+    MetricFamily triggers{"burstscope_flight_recorder_triggers_total",
+                          "flight recorder triggers by what raised them and what came of them: written (a file), "
+                          "rate_limited (sooner than flight-recorder.min-interval after the port's last file), "
+                          "in_window (inside the window of a file already written or owed), failed (not written)",
+                          MetricType::Counter,
+                          {}};
+    MetricFamily frames{"burstscope_flight_recorder_frames_total",
+                        "frames in the flight recorder's files (written), and frames of a window overwritten in "
+                        "memory before they could be copied out (torn: missing from a file)",
+                        MetricType::Counter,
+                        {}};
+    MetricFamily held{"burstscope_flight_recorder_held_seconds",
+                      "the span of traffic the flight recorder's memory holds now (oldest to newest frame)",
+                      MetricType::Gauge,
+                      {}};
+    for (const FlightPortStats& p : fr.ports) {
+      for (int t = 0; t < kFlightTriggerCount; ++t) {
+        for (int res = 0; res < kFlightResultCount; ++res) {
+          triggers.metric.push_back(metricWith(id,
+                                               {{"port", p.name},
+                                                {"trigger", flightTriggerName(static_cast<FlightTrigger>(t))},
+                                                {"result", flightResultName(static_cast<FlightResult>(res))}},
+                                               static_cast<double>(p.triggers[t][res]), true));
+        }
+      }
+      frames.metric.push_back(
+          metricWith(id, {{"port", p.name}, {"result", "written"}}, static_cast<double>(p.frames_written), true));
+      frames.metric.push_back(
+          metricWith(id, {{"port", p.name}, {"result", "torn"}}, static_cast<double>(p.frames_torn), true));
+      held.metric.push_back(metricWith(id, {{"port", p.name}}, static_cast<double>(p.held_ns) * 1e-9, false));
+    }
+    f.push_back(std::move(triggers));
+    f.push_back(std::move(frames));
+    f.push_back(std::move(held));
+    f.push_back(MetricFamily{"burstscope_flight_recorder_written_bytes_total",
+                             "bytes of pcapng the flight recorder wrote",
+                             MetricType::Counter,
+                             {metricWith(id, {}, static_cast<double>(fr.bytes_written), true)}});
+    f.push_back(MetricFamily{"burstscope_flight_recorder_deleted_files_total",
+                             "flight recorder files removed to keep flight-recorder.max-files and max-disk-bytes",
+                             MetricType::Counter,
+                             {metricWith(id, {}, static_cast<double>(fr.files_deleted), true)}});
+    f.push_back(MetricFamily{"burstscope_flight_recorder_disk_bytes",
+                             "bytes of the flight recorder's files in its directory now",
+                             MetricType::Gauge,
+                             {metricWith(id, {}, static_cast<double>(fr.disk_bytes), false)}});
+    f.push_back(MetricFamily{"burstscope_flight_recorder_files",
+                             "the flight recorder's files in its directory now",
+                             MetricType::Gauge,
+                             {metricWith(id, {}, static_cast<double>(fr.disk_files), false)}});
+    f.push_back(MetricFamily{"burstscope_flight_recorder_memory_bytes",
+                             "memory of the flight recorder's frame rings",
+                             MetricType::Gauge,
+                             {metricWith(id, {}, static_cast<double>(fr.memory_bytes), false)}});
   }
   f.push_back(MetricFamily{"burstscope_http_config_last_reload_successful",
                            "1 if the last reload of the web configuration file succeeded (or none was asked)",
@@ -769,13 +838,15 @@ void MetricsServer::requestReload() { g_reload_requested.store(true); }
 
 absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::start(const ExportConfig& config,
                                                                     const std::shared_ptr<LiveMetrics>& metrics,
-                                                                    std::shared_ptr<LiveView> live) {
+                                                                    std::shared_ptr<LiveView> live,
+                                                                    std::shared_ptr<FlightRecorder> recorder) {
   std::unique_ptr<MetricsServer> s(new MetricsServer());
   s->impl_ = std::make_unique<Impl>();
   Impl& m = *s->impl_;
   m.config = config;
   m.metrics = metrics;
   m.live = std::move(live);
+  m.recorder = std::move(recorder);
   m.hard_limit = config.http.max_connections + config.http.max_connections / 4 + 1;
   std::array<unsigned char, 16> salt{};
   if (gnutls_rnd(GNUTLS_RND_NONCE, salt.data(), salt.size()) == 0) m.auth_salt.assign(salt.begin(), salt.end());

@@ -21,16 +21,20 @@
 #include "absl/status/statusor.h"
 #include "src/export/metrics.h"
 #include "src/live/live_view.h"
+#include "src/recorder/flight_recorder.h"
 
 namespace burstscope {
 
 class MetricsServer {
  public:
   // With `live`, the same listener (same TLS, auth and connection bounds) also serves the live view: the page
-  // at /live and its Server-Sent Events at /live/events (docs/live.md).
+  // at /live and its Server-Sent Events at /live/events (docs/live.md). With `recorder`, POST
+  // /flight-recorder/trigger asks the flight recorder for a file now (docs/flight-recorder.md), and its
+  // burstscope_flight_recorder_* series come with every scrape.
   static absl::StatusOr<std::unique_ptr<MetricsServer>> start(const ExportConfig& config,
                                                               const std::shared_ptr<LiveMetrics>& metrics,
-                                                              std::shared_ptr<LiveView> live = nullptr);
+                                                              std::shared_ptr<LiveView> live = nullptr,
+                                                              std::shared_ptr<FlightRecorder> recorder = nullptr);
   ~MetricsServer();
   MetricsServer(const MetricsServer&) = delete;
   MetricsServer& operator=(const MetricsServer&) = delete;

@@ -35,6 +35,10 @@ DecodeStats CaptureSource::decodeStats(size_t port) const {
   return s;
 }
 
+absl::Status CaptureSource::setFrameTap(size_t /*port*/, size_t /*queue*/, FrameTap* /*tap*/) {
+  return absl::UnimplementedError(name() + " capture: the flight recorder is not available with it");
+}
+
 QueueProducer::QueueProducer(const DecoderConfig& decoder, size_t ring_capacity, bool lossless)
     : decoder_(decoder), ring_(ring_capacity), lossless_(lossless) {}
 

@@ -385,6 +385,11 @@ class PcapCapture final : public CaptureSource, private FrameSink {
   DeviceStats deviceStats(size_t) const override { return {}; }
   SourceStats sourceStats() const override { return reader_->stats(); }
   TimestampInfo timestampInfo() const override { return {"pcap_file", "the capture file's recorded timestamps", 0, 0}; }
+  absl::Status setFrameTap(size_t port, size_t queue, FrameTap* tap) override {
+    if (port != 0 || queue != 0) return absl::OutOfRangeError("no such capture queue for the flight recorder");
+    producer_.setFrameTap(tap);
+    return absl::OkStatus();
+  }
 
  private:
   void onFrame(const Frame& f) override {

@@ -1,0 +1,222 @@
+#!/usr/bin/python3
+"""The flight recorder (issue 19) in a real `burstscope run`: DPDK's net_pcap replays the bundled trace (3 copies,
+at its recorded pace, with the file's timestamps) into a run whose flight recorder is set by the YAML file, with a
+microburst trigger; then a request by HTTP POST once the replay is over.
+    check_flight_dpdk.py BURSTSCOPE WRAP_TRACE SOURCE_ROOT
+- microbursts write files; each file holds exactly the replayed frames whose time is inside the window its
+  comment states (times, wire lengths and the first snap-length bytes, compared with the source file), in order;
+- the files open in tshark (Wireshark's reader), `burstscope analyze` and `burstscope report`, with the same
+  frame count;
+- POST /flight-recorder/trigger writes an on-demand file around the newest frame; GET is refused (405);
+- burstscope_flight_recorder_* count every file and every skipped trigger, and the bytes on disk;
+- after SIGTERM the ledger balances: recording cost the worker no frame.
+Needs root (DPDK EAL) and tshark.
+"""
+import calendar
+import json
+import os
+import re
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
+from tap import check, done  # noqa: E402
+
+SNAP = 128
+
+
+def wait_for(what, fn, timeout_s):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        v = fn()
+        if v:
+            return v
+        time.sleep(0.2)
+    check(False, f'{what} (within {timeout_s} s)')
+    return None
+
+
+def read_pcap(path):
+    """Classic pcap (µs or ns): [(ts_ns, wire_len, data)]."""
+    with open(path, 'rb') as f:
+        b = f.read()
+    magic = struct.unpack('<I', b[:4])[0]
+    scale = {0xa1b2c3d4: 1000, 0xa1b23c4d: 1}[magic]
+    out, off = [], 24
+    while off + 16 <= len(b):
+        sec, frac, cap, wire = struct.unpack('<IIII', b[off:off + 16])
+        out.append((sec * 1_000_000_000 + frac * scale, wire, b[off + 16:off + 16 + cap]))
+        off += 16 + cap
+    return out
+
+
+def read_pcapng(path):
+    """The recorder's pcapng (one section, nanosecond interfaces): ([(ts_ns, wire_len, data)], comment)."""
+    with open(path, 'rb') as f:
+        b = f.read()
+    frames, comment, off = [], '', 0
+    while off + 12 <= len(b):
+        btype, blen = struct.unpack('<II', b[off:off + 8])
+        body = b[off + 8:off + blen - 4]
+        if btype == 0x0A0D0D0A:
+            opt = 16
+            while opt + 4 <= len(body):
+                code, olen = struct.unpack('<HH', body[opt:opt + 4])
+                if code == 0:
+                    break
+                if code == 1:
+                    comment = body[opt + 4:opt + 4 + olen].decode()
+                opt += 4 + (olen + 3) // 4 * 4
+        elif btype == 6:
+            _, hi, lo, cap, wire = struct.unpack('<IIIII', body[:20])
+            frames.append(((hi << 32) | lo, wire, body[20:20 + cap]))
+        off += blen
+    return frames, comment
+
+
+def iso_ns(text):
+    m = re.match(r'(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)\.(\d{9})Z', text)
+    y, mo, d, h, mi, s, frac = (int(x) for x in m.groups())
+    return calendar.timegm((y, mo, d, h, mi, s)) * 1_000_000_000 + frac
+
+
+def metric(base, name, **labels):
+    try:
+        text = urllib.request.urlopen(base + '/metrics', timeout=10).read().decode()
+    except OSError:
+        return None
+    total = None
+    for line in text.splitlines():
+        m = re.match(r'^' + name + r'(\{[^}]*\})? (\S+)$', line)
+        if not m:
+            continue
+        if all(f'{k}="{v}"' in (m.group(1) or '') for k, v in labels.items()):
+            total = (total or 0) + float(m.group(2))
+    return total
+
+
+def main():
+    exe, wrap, root = sys.argv[1:4]
+    if os.geteuid() != 0:
+        print('1..0 # SKIP needs root (DPDK EAL)')
+        return
+    if shutil.which('tshark') is None:
+        check(False, 'tshark is installed (scripts/setup.sh installs it)')
+        done()
+    tmp = tempfile.mkdtemp(prefix='bs-flight-')
+    trace = os.path.join(tmp, 'replay.pcap')
+    subprocess.run([wrap, 'pad-usec', os.path.join(root, 'data/ddp-gloo-w3-3steps.pcap'), trace, '--repeat', '3'],
+                   check=True, capture_output=True)
+    source = read_pcap(trace)
+    out_dir = os.path.join(tmp, 'flight')
+    config = os.path.join(tmp, 'burstscope.yaml')
+    with open(config, 'w') as f:
+        f.write(f'''flight-recorder:
+  enabled: true
+  directory: {out_dir}
+  memory-bytes: 67108864
+  snap-length: {SNAP}
+  before: 100ms
+  after: 20ms
+  min-interval: 1s
+  triggers:
+    microburst-bytes: 50000
+''')
+    err = open(os.path.join(tmp, 'run.err'), 'w')
+    run = subprocess.Popen([exe, 'run', '-q', '--json', '--config', config, '--listen', '127.0.0.1:0', '--port',
+                            'net_pcap0', '--vdev', f'net_pcap0,rx_pcap={trace}', '--replay-speed', '1',
+                            '--interval', '1s', '--', '-l', '0-1', '--no-huge', '-m', '512', '--no-pci',
+                            f'--file-prefix=bs_flight_{os.getpid()}'],
+                           stdout=subprocess.PIPE, stderr=err, text=True)
+    try:
+        def metrics_url():
+            m = re.search(r'metrics at (http://127\.0\.0\.1:\d+)/metrics', open(err.name).read())
+            return m.group(1) if m else None
+        base = wait_for('run says where its metrics are', metrics_url, 60)
+        if not base:
+            return
+        check('flight recorder into ' + out_dir in open(err.name).read(), 'run says where the flight recorder writes')
+        # The replay is over once every frame is in: the counters stop moving.
+        wait_for('the replay is received', lambda: (metric(base, 'burstscope_capture_received_packets_total') or 0)
+                 >= len(source), 60)
+        written = wait_for('microbursts write files', lambda: metric(
+            base, 'burstscope_flight_recorder_triggers_total', trigger='microburst', result='written'), 30)
+        check(written is not None and written >= 1, f'microburst files written: {written}')
+        skipped = metric(base, 'burstscope_flight_recorder_triggers_total', trigger='microburst',
+                         result='rate_limited') + metric(base, 'burstscope_flight_recorder_triggers_total',
+                                                         trigger='microburst', result='in_window')
+        check(skipped >= 1, f'microbursts close to a file are counted as skipped, not written: {skipped:.0f}')
+
+        # On demand: GET is refused; POST, once the last file is over a second old, asks for one.
+        try:
+            urllib.request.urlopen(base + '/flight-recorder/trigger', timeout=10)
+            check(False, 'GET /flight-recorder/trigger is refused')
+        except urllib.error.HTTPError as e:
+            check(e.code == 405, f'GET /flight-recorder/trigger is refused with 405 ({e.code})')
+        time.sleep(1.5)
+        req = urllib.request.Request(base + '/flight-recorder/trigger', method='POST')
+        with urllib.request.urlopen(req, timeout=10) as r:
+            said = r.read().decode()
+            check(r.status == 202 and '.pcapng' in said, f'POST /flight-recorder/trigger: {r.status} {said.strip()}')
+        wait_for('the on-demand file is written', lambda: metric(
+            base, 'burstscope_flight_recorder_triggers_total', trigger='on_demand', result='written'), 30)
+        files = sorted(os.listdir(out_dir))
+        on_disk = sum(os.path.getsize(os.path.join(out_dir, f)) for f in files)
+        check(metric(base, 'burstscope_flight_recorder_files') == len(files),
+              f'burstscope_flight_recorder_files counts the {len(files)} files in the directory')
+        check(metric(base, 'burstscope_flight_recorder_disk_bytes') == on_disk,
+              f'burstscope_flight_recorder_disk_bytes is their size ({on_disk})')
+        check(metric(base, 'burstscope_flight_recorder_written_bytes_total') == on_disk,
+              'burstscope_flight_recorder_written_bytes_total is what was written')
+        check(sum(f.endswith('-microburst.pcapng') for f in files) == written and
+              sum(f.endswith('-on_demand.pcapng') for f in files) == 1,
+              f'one file per written trigger: {files}')
+    finally:
+        run.send_signal(signal.SIGTERM)
+        try:
+            run_out, _ = run.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            run.kill()
+            run_out, _ = run.communicate()
+        err.close()
+    check(run.returncode == 0, f'run exits 0 with its ledger balanced (exit {run.returncode})')
+    result = json.loads(run_out) if run_out.strip() else {}
+    ring_drops = sum(p['ledger']['dropped']['ring_full'] for p in result.get('ports', []))
+    check(ring_drops == 0, f'no ring drop while recording ({ring_drops})')
+
+    for name in sorted(os.listdir(out_dir)):
+        path = os.path.join(out_dir, name)
+        frames, comment = read_pcapng(path)
+        m = re.search(r'window_start=(\S+) window_end=(\S+)', comment)
+        check(m is not None and 'trigger=' in comment, f'{name}: the trigger and window are in its comment')
+        if not m:
+            continue
+        lo, hi = iso_ns(m.group(1)), iso_ns(m.group(2))
+        # In time order (the file is; the capture steps back by a microsecond now and then), ties as captured.
+        want = sorted([(t, w, d[:SNAP]) for t, w, d in source if lo <= t <= hi], key=lambda f: f[0])
+        check(frames == want, f'{name}: exactly the {len(want)} source frames of its window ({len(frames)})')
+        tshark = subprocess.run(['tshark', '-r', path, '-T', 'fields', '-e', 'frame.number'], capture_output=True,
+                                text=True)
+        check(tshark.returncode == 0 and len(tshark.stdout.split()) == len(frames),
+              f'{name}: tshark reads {len(tshark.stdout.split())} frames')
+        a = subprocess.run([exe, 'analyze', '--json', path], capture_output=True, text=True)
+        check(a.returncode == 0 and json.loads(a.stdout)['packets'] == len(frames),
+              f'{name}: burstscope analyze reads it ({a.stderr.strip()[:200]})')
+    report_dir = os.path.join(tmp, 'report')
+    first = os.path.join(out_dir, sorted(os.listdir(out_dir))[0])
+    rep = subprocess.run([exe, 'report', first, '--out', report_dir], capture_output=True, text=True)
+    check(rep.returncode == 0 and os.path.exists(os.path.join(report_dir, 'report.html')),
+          f'burstscope report makes a page of a file ({rep.stderr.strip()[:200]})')
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == '__main__':
+    main()
+    done()

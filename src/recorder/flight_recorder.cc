@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <system_error>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
@@ -168,7 +169,8 @@ absl::Status writeFlightPcapng(const std::string& path, const std::string& inter
     w.finish();
   }
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) return absl::UnavailableError(absl::StrCat(path, ": cannot be written: ", std::strerror(errno)));
+  if (!out)
+    return absl::UnavailableError(absl::StrCat(path, ": cannot be written: ", std::system_category().message(errno)));
   uint64_t total = 0;
   auto flush = [&] {
     out.write(reinterpret_cast<const char*>(w.bytes().data()), static_cast<std::streamsize>(w.bytes().size()));
@@ -192,7 +194,8 @@ absl::Status writeFlightPcapng(const std::string& path, const std::string& inter
   }
   flush();
   out.close();
-  if (!out) return absl::UnavailableError(absl::StrCat(path, ": write failed: ", std::strerror(errno)));
+  if (!out)
+    return absl::UnavailableError(absl::StrCat(path, ": write failed: ", std::system_category().message(errno)));
   if (bytes_written) *bytes_written = total;
   return absl::OkStatus();
 }
@@ -353,7 +356,8 @@ FlightRecorder::FlightRecorder(const FlightRecorderConfig& config, std::vector<F
   size_t queues = 0;
   for (const FlightPortInfo& p : ports) queues += p.queues;
   const size_t slot_bytes = 8 * (3 + (config.snap_length + 7) / 8);
-  const size_t capacity = std::bit_floor(std::max<size_t>(config.memory_bytes / slot_bytes / queues, 1));
+  const size_t capacity =
+      std::bit_floor(std::max<size_t>(config.memory_bytes / slot_bytes / std::max<size_t>(queues, 1), 1));
   for (size_t i = 0; i < ports.size(); ++i) {
     auto p = std::make_unique<Port>();
     p->recorder = this;

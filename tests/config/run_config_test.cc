@@ -137,6 +137,44 @@ TEST(RunConfigTest, ErrorsNameTheKeyAndLine) {
   EXPECT_NE(errorOf("evidence:\n  after: soon\n").find("evidence.after: 'soon' is not a duration"), std::string::npos);
 }
 
+TEST(RunConfigTest, FlightRecorderSectionMapsOntoTheStructAndNamesBadKeys) {
+  auto c = parseRunConfig(R"(
+flight-recorder:
+  enabled: true
+  directory: /srv/flight
+  memory-bytes: 16777216
+  snap-length: 256
+  before: 2s
+  after: 50ms
+  min-interval: 30s
+  max-files: 7
+  max-disk-bytes: 10485760
+  triggers: {microburst-bytes: 500000, backlog-bytes: 12000000}
+)",
+                          "f.yaml");
+  ASSERT_TRUE(c.ok()) << c.status();
+  const FlightRecorderConfig& f = c->recorder;
+  EXPECT_TRUE(f.enabled);
+  EXPECT_EQ(f.directory, "/srv/flight");
+  EXPECT_EQ(f.memory_bytes, 16777216u);
+  EXPECT_EQ(f.snap_length, 256u);
+  EXPECT_EQ(f.before_ns, 2'000'000'000);
+  EXPECT_EQ(f.after_ns, 50'000'000);
+  EXPECT_EQ(f.min_interval_ns, 30'000'000'000);
+  EXPECT_EQ(f.max_files, 7u);
+  EXPECT_EQ(f.max_disk_bytes, 10485760u);
+  EXPECT_EQ(f.microburst_bytes, 500000u);
+  EXPECT_EQ(f.backlog_bytes, 12000000u);
+  EXPECT_FALSE(defaultRunConfig().recorder.enabled);
+  EXPECT_NE(errorOf("flight-recorder:\n  befor: 1s\n").find("f.yaml:2: flight-recorder.befor: unknown key"),
+            std::string::npos);
+  EXPECT_NE(errorOf("flight-recorder:\n  triggers: {fanin: 3}\n").find("flight-recorder.triggers.fanin: unknown key"),
+            std::string::npos);
+  EXPECT_NE(errorOf("flight-recorder:\n  snap-length: 10\n").find("flight-recorder.snap-length: 10 is not in"),
+            std::string::npos);
+  EXPECT_NE(errorOf("flight-recorder:\n  after: 2min\n").find("flight-recorder.after"), std::string::npos);
+}
+
 // Every word a setting takes is accepted in the file (any case), from the one list the flags use too.
 TEST(RunConfigTest, EveryWordOfEveryListIsAcceptedInTheFile) {
   auto all = [](const auto& words, const std::string& key, const std::string& section, auto get) {

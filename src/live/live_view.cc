@@ -4,6 +4,8 @@
 #include <chrono>
 #include <nlohmann/json.hpp>
 
+#include "burstscope/training.h"
+
 namespace burstscope {
 namespace {
 
@@ -127,7 +129,30 @@ void LiveView::onInterval(size_t port, const PortSnapshot& s) {
             {"microbursts", st.microbursts},
             {"microbursts_total", s.interval.microbursts_total},
             {"scales", std::move(scales)}};
+  // The jobs the training analysis read (once it runs and has found any), each with its steps inside the view's
+  // window as [start s, end s, bytes]: the page draws them as step markers. An interval without an analysis
+  // (several handed over at once) keeps the jobs last shown.
+  if (s.training) {
+    json jobs = json::array();
+    const int64_t from = s.interval.end_ns - config_.window_ns;
+    for (const JobReport& jr : s.training->jobs) {
+      json steps = json::array();
+      for (const StepSpan& st : jr.steps) {
+        if (st.end_ns <= from) continue;  // nothing of it inside the window
+        steps.push_back({static_cast<double>(st.start_ns) * 1e-9, static_cast<double>(st.end_ns) * 1e-9, st.bytes});
+      }
+      jobs.push_back({{"name", jr.name},
+                      {"hosts", jr.hosts.size()},
+                      {"period_s", jr.period.period_s ? json(*jr.period.period_s) : json(nullptr)},
+                      {"period_why", jr.period.why},
+                      {"step_bytes", jr.step_bytes_mean},
+                      {"topology", jr.topology.kind},
+                      {"steps", std::move(steps)}});
+    }
+    f["jobs"] = std::move(jobs);
+  }
   const std::lock_guard<std::mutex> lock(mu_);
+  if (!s.training && ports_[port]->figures.contains("jobs")) f["jobs"] = ports_[port]->figures["jobs"];
   ports_[port]->figures = std::move(f);
 }
 

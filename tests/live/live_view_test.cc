@@ -110,5 +110,54 @@ TEST(LiveView, OverrunIsCountedNotHidden) {
   EXPECT_EQ(s.bins, static_cast<uint64_t>(int64_t{1} << 16));
 }
 
+// The training jobs of an interval's analysis reach the page with their steps inside the window (the step
+// markers); an interval without an analysis keeps the jobs last shown.
+TEST(LiveView, JobsAndTheirStepsInTheWindowReachTheViewers) {
+  LiveView v(fastConfig(), {LivePortInfo{"p0", 10e9, kBin, kBin, 0.5, {kBin}}}, "");
+  auto report = std::make_shared<TrainingReport>();
+  JobReport job;
+  job.name = "10.0.0.0/29";
+  job.hosts = {"10.0.0.1", "10.0.0.2", "10.0.0.3"};
+  job.period.period_s = 0.25;
+  job.step_bytes_mean = 48e6;
+  job.topology.kind = "ring";
+  // Steps every 250 ms up to the interval's end at 10 s; the window (1 s) holds those ending at 9 s or later.
+  for (int i = 0; i < 40; ++i) {
+    StepSpan st;
+    st.index = static_cast<uint64_t>(i);
+    st.start_ns = int64_t{i} * 250'000'000;
+    st.end_ns = st.start_ns + 250'000'000;
+    st.bytes = 48e6 + i;
+    job.steps.push_back(st);
+  }
+  report->jobs.push_back(job);
+  PortSnapshot s;
+  s.interval.end_ns = 10'000'000'000;
+  s.interval.port.envelope_bytes = {1000};
+  s.interval.port.ptm = {2.0};
+  s.training = report;
+  v.onInterval(0, s);
+  PortSnapshot without = s;
+  without.training = nullptr;
+  v.onInterval(0, without);
+  v.tap(0)->onBaseBin(99'999 * kBin, 100, 1);
+  v.start();
+  ASSERT_TRUE(waitForEvent(v, 1));
+  uint64_t next = 0;
+  const auto events = parse(v.eventsAfter(&next));
+  ASSERT_EQ(events.size(), 1u);
+  const auto& jobs = events[0].second["ports"][0]["figures"]["jobs"];
+  ASSERT_EQ(jobs.size(), 1u);
+  EXPECT_EQ(jobs[0]["name"], "10.0.0.0/29");
+  EXPECT_EQ(jobs[0]["hosts"].get<int>(), 3);
+  EXPECT_EQ(jobs[0]["topology"], "ring");
+  EXPECT_DOUBLE_EQ(jobs[0]["period_s"].get<double>(), 0.25);
+  const auto& steps = jobs[0]["steps"];
+  ASSERT_EQ(steps.size(), 4u) << steps.dump();  // ending at 9.25, 9.5, 9.75, 10 s (9 s is the window's start)
+  EXPECT_DOUBLE_EQ(steps[0][0].get<double>(), 9.0);
+  EXPECT_DOUBLE_EQ(steps[3][1].get<double>(), 10.0);
+  EXPECT_DOUBLE_EQ(steps[3][2].get<double>(), 48e6 + 39);
+}
+
 }  // namespace
 }  // namespace burstscope

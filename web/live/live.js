@@ -29,13 +29,14 @@
     const chart = P.el('div', {class: 'chart'});
     const figures = P.el('p', {class: 'figures'});
     const readout = P.el('p', {class: 'readout'});
+    const jobs = P.el('ul', {class: 'jobs'});
     const csv = P.el('pre', {class: 'bins', id: 'bins-' + state.ports.length});
-    section.append(P.el('h2', {}, info.port), figures, chart, readout,
+    section.append(P.el('h2', {}, info.port), figures, jobs, chart, readout,
                    P.el('details', {}, P.el('summary', {}, '100 µs bins shown (start s, bytes, packets)'), csv));
     document.getElementById('ports').append(section);
     const capacityGbps = info.link_bps / 1e9;
     const port = {
-      info, baseNs, section, chart, figures, readout, csv,
+      info, baseNs, section, chart, figures, jobs, readout, csv,
       windowBins: Math.round((state.windowS > 0 ? state.windowS * 1e9 : windowNs) / baseNs),
       bins: new Map(), bursts: [], newest: null, plot: null,
       capacityGbps, thresholdGbps: capacityGbps * info.microburst_threshold,
@@ -50,7 +51,7 @@
       series: [{}, {label: 'traffic', stroke: P.COLOURS[0], width: 1, points: {show: false}},
                {label: 'capacity', stroke: '#cf222e', width: 1, dash: [6, 4], points: {show: false}},
                {label: 'microburst threshold', stroke: '#bc4c00', width: 1, dash: [2, 3], points: {show: false}}],
-      hooks: {drawClear: [u => shadeBursts(u, port)]},
+      hooks: {drawClear: [u => shadeBursts(u, port)], draw: [u => markSteps(u, port)]},
       legend: {show: true},
     }, [[], [], [], []], chart);
     return port;
@@ -66,6 +67,35 @@
       ctx.fillRect(Math.max(x0, u.bbox.left), u.bbox.top, Math.max(1, Math.min(x1, u.bbox.left + u.bbox.width) - x0),
                    u.bbox.height);
     }
+    ctx.restore();
+  }
+
+  // Step markers: a line at each step start of each job the training analysis found (its colour), the job's
+  // name by its first marker in view.
+  function markSteps(u, port) {
+    const f = port.info.figures;
+    if (!f || !f.jobs) return;
+    const ctx = u.ctx;
+    ctx.save();
+    ctx.font = `${11 * devicePixelRatio}px system-ui, sans-serif`;
+    f.jobs.forEach((job, k) => {
+      ctx.strokeStyle = ctx.fillStyle = P.COLOURS[(k + 2) % P.COLOURS.length];
+      ctx.lineWidth = devicePixelRatio;
+      ctx.setLineDash([4 * devicePixelRatio, 3 * devicePixelRatio]);
+      let labelled = false;
+      for (const st of job.steps) {
+        const x = u.valToPos(st[0], 'x', true);
+        if (x < u.bbox.left || x > u.bbox.left + u.bbox.width) continue;
+        ctx.beginPath();
+        ctx.moveTo(x, u.bbox.top);
+        ctx.lineTo(x, u.bbox.top + u.bbox.height);
+        ctx.stroke();
+        if (!labelled) {
+          ctx.fillText(`${job.name} step`, x + 3 * devicePixelRatio, u.bbox.top + (12 + 12 * k) * devicePixelRatio);
+          labelled = true;
+        }
+      }
+    });
     ctx.restore();
   }
 
@@ -149,6 +179,12 @@
                                      (s.ptm === null ? '' : `, PtM ${P.fmtRatio(s.ptm)}`));
     port.figures.textContent = `last report interval: ${P.fmtBps(f.mean_bps)} mean, ${f.microbursts} microbursts ` +
                                `(${f.microbursts_total} since start); ` + scales.join('; ');
+    // The training jobs on this port, with what the step markers mean.
+    port.jobs.replaceChildren(...(f.jobs || []).map((job, k) => P.el('li', {style: `color: ${P.COLOURS[(k + 2) % P.COLOURS.length]}`},
+      `job ${job.name} (${job.hosts} hosts, ${job.topology}): ` +
+      (job.period_s === null ? `no period yet (${job.period_why})`
+                             : `step every ${P.fmtSeconds(job.period_s)}, ${P.fmtBytes(job.step_bytes)} per step`) +
+      `; ${job.steps.length} steps in the window (dashed lines at their starts)`)));
   }
 
   function hold(why) {

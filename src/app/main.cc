@@ -614,8 +614,10 @@ int runLiveCommand(const RunOptions& o) {
             << recorder->stats().memory_bytes / (1 << 20) << " MiB of frames, " << f.snap_length
             << " bytes each; triggers: "
             << (f.microburst_bytes ? absl::StrCat("microburst >= ", f.microburst_bytes, " B, ") : "")
-            << (f.backlog_bytes ? absl::StrCat("backlog > ", f.backlog_bytes, " B, ") : "") << "on demand (SIGUSR2"
-            << (config->exporter.listen.empty() ? "" : ", POST /flight-recorder/trigger") << "))" << std::endl;
+            << (f.backlog_bytes ? absl::StrCat("backlog > ", f.backlog_bytes, " B, ") : "")
+            << (f.fanin_sources ? absl::StrCat("fan-in >= ", f.fanin_sources, " sources, ") : "")
+            << "on demand (SIGUSR2" << (config->exporter.listen.empty() ? "" : ", POST /flight-recorder/trigger")
+            << "))" << std::endl;
   }
   std::unique_ptr<MetricsServer> server;
   if (!config->exporter.listen.empty()) {
@@ -657,6 +659,14 @@ int runLiveCommand(const RunOptions& o) {
     if (!quiet) summary << intervalSummary((*backend)->ports()[port].name, s, port_engines[port]) << std::endl;
     if (metrics) metrics->publish(port, s);
     if (live) live->onInterval(port, s);
+    if (recorder && s.training) {
+      // The fan-in trigger: the destination with the most sources bursting toward it in one bin of the interval.
+      const DestinationReport* top = nullptr;
+      for (const DestinationReport& d : s.training->destinations) {
+        if (top == nullptr || d.max_sources > top->max_sources) top = &d;
+      }
+      if (top != nullptr) recorder->onFanIn(port, top->max_sources, top->host, s.interval.start_ns, s.interval.end_ns);
+    }
   };
   auto result = runCapture(**backend, pc, g_stop, (quiet && !metrics) ? IntervalCallback() : on_interval);
   if (recorder) {

@@ -348,7 +348,12 @@ absl::Status readRecorder(const Reader& rd, const YAML::Node& n, RunConfig* c) {
                                   int64_t{1} << 50));
   }
   if (const YAML::Node t = n["triggers"]) {
-    BS_RETURN_IF_ERROR(rd.checkKeys(t, "flight-recorder.triggers", {"microburst-bytes", "backlog-bytes"}));
+    BS_RETURN_IF_ERROR(
+        rd.checkKeys(t, "flight-recorder.triggers", {"microburst-bytes", "backlog-bytes", "fanin-sources"}));
+    if (t["fanin-sources"]) {
+      BS_RETURN_IF_ERROR(
+          rd.integer(t["fanin-sources"], "flight-recorder.triggers.fanin-sources", &f.fanin_sources, 0, 1'000'000));
+    }
     if (t["microburst-bytes"]) {
       BS_RETURN_IF_ERROR(rd.integer(t["microburst-bytes"], "flight-recorder.triggers.microburst-bytes",
                                     &f.microburst_bytes, 0, int64_t{1} << 50));

@@ -119,6 +119,8 @@ const char* flightTriggerName(FlightTrigger t) {
       return "backlog";
     case FlightTrigger::kOnDemand:
       return "on_demand";
+    case FlightTrigger::kFanIn:
+      return "fan_in";
   }
   return "on_demand";
 }
@@ -447,6 +449,13 @@ std::string FlightRecorder::request(size_t port, FlightTrigger trigger, int64_t 
   lock.unlock();
   cv_.notify_all();
   return path;
+}
+
+void FlightRecorder::onFanIn(size_t port, uint64_t sources, const std::string& destination, int64_t start_ns,
+                             int64_t end_ns) {
+  if (config_.fanin_sources == 0 || sources < config_.fanin_sources) return;
+  request(port, FlightTrigger::kFanIn, start_ns, end_ns,
+          absl::StrCat(sources, " sources bursting toward ", destination, " in one 100 us bin of the interval"));
 }
 
 std::vector<std::string> FlightRecorder::triggerNow() {

@@ -40,12 +40,13 @@ struct FlightRecorderConfig {
   uint64_t max_disk_bytes = uint64_t{1} << 30;
   uint64_t microburst_bytes = 0;  // trigger: a microburst carrying at least this many bytes (0: off)
   uint64_t backlog_bytes = 0;     // trigger: the port's backlog at its link speed above this (0: off)
+  uint64_t fanin_sources = 0;     // trigger: this many sources bursting toward one host in a 100 µs bin (0: off)
 };
 
 // What a trigger is, for the file name, its comment and the metrics' `trigger` label.
-enum class FlightTrigger : uint8_t { kMicroburst, kBacklog, kOnDemand };
-inline constexpr int kFlightTriggerCount = 3;
-const char* flightTriggerName(FlightTrigger t);  // "microburst", "backlog", "on_demand"
+enum class FlightTrigger : uint8_t { kMicroburst, kBacklog, kOnDemand, kFanIn };
+inline constexpr int kFlightTriggerCount = 4;
+const char* flightTriggerName(FlightTrigger t);  // "microburst", "backlog", "on_demand", "fan_in"
 
 // The outcome of a trigger, for the `result` label.
 enum class FlightResult : uint8_t { kWritten, kRateLimited, kInWindow, kFailed };
@@ -98,6 +99,11 @@ class FlightRecorder {
   // On demand, any thread: a file per port around the newest frame each holds (its before and after).
   // Returns the files that will be written, or why none will (rate limit).
   std::vector<std::string> triggerNow();
+  // On the control thread after the training analysis of a report interval [start, end): the most sources
+  // that burst toward one destination in a 100 µs bin of it. At or above triggers.fanin-sources, a file of the
+  // interval (widened by before and after). The analysis runs when the interval closes, so the memory must
+  // hold an interval plus `before` (at the defaults, 1 s + 1 s).
+  void onFanIn(size_t port, uint64_t sources, const std::string& destination, int64_t start_ns, int64_t end_ns);
   // Async-signal-safe: asks the writer thread for triggerNow() (SIGUSR2).
   void requestFromSignal() { signalled_.store(true, std::memory_order_relaxed); }
 

@@ -149,7 +149,7 @@ flight-recorder:
   min-interval: 30s
   max-files: 7
   max-disk-bytes: 10485760
-  triggers: {microburst-bytes: 500000, backlog-bytes: 12000000}
+  triggers: {microburst-bytes: 500000, backlog-bytes: 12000000, fanin-sources: 4}
 )",
                           "f.yaml");
   ASSERT_TRUE(c.ok()) << c.status();
@@ -165,6 +165,7 @@ flight-recorder:
   EXPECT_EQ(f.max_disk_bytes, 10485760u);
   EXPECT_EQ(f.microburst_bytes, 500000u);
   EXPECT_EQ(f.backlog_bytes, 12000000u);
+  EXPECT_EQ(f.fanin_sources, 4u);
   EXPECT_FALSE(defaultRunConfig().recorder.enabled);
   EXPECT_NE(errorOf("flight-recorder:\n  befor: 1s\n").find("f.yaml:2: flight-recorder.befor: unknown key"),
             std::string::npos);

@@ -221,6 +221,35 @@ TEST_F(FlightRecorderTest, BacklogAboveTheBufferTriggers) {
   EXPECT_NE(readBack(files[0]).comment.find("trigger=backlog"), std::string::npos);
 }
 
+// Fan-in comes from the training analysis at an interval's close: at or above the threshold, a file of the
+// interval widened by before and after; below it, nothing.
+TEST_F(FlightRecorderTest, FanInAtTheThresholdWritesTheInterval) {
+  FlightRecorderConfig c = config();
+  c.fanin_sources = 3;
+  c.before_ns = 0;
+  c.after_ns = 0;
+  auto rec = FlightRecorder::create(c, {FlightPortInfo{"mirror0", 10e9, 100'000, 1}});
+  ASSERT_TRUE(rec.ok()) << rec.status();
+  for (uint32_t i = 0; i < 30; ++i) {
+    const auto f = frame(i, 200);
+    (*rec)->tap(0, 0)->onFrame(f, 200, kT0 + int64_t{i} * 100'000'000, LinkType::kEthernet);
+  }
+  (*rec)->start();
+  (*rec)->onFanIn(0, 2, "10.0.0.4", kT0, kT0 + 1'000'000'000);  // below: nothing
+  ASSERT_TRUE((*rec)->waitIdle(30'000'000'000));
+  EXPECT_TRUE(filesIn(dir_).empty());
+  (*rec)->onFanIn(0, 3, "10.0.0.4", kT0 + 1'000'000'000, kT0 + 2'000'000'000);
+  ASSERT_TRUE((*rec)->waitIdle(30'000'000'000));
+  const auto files = filesIn(dir_);
+  ASSERT_EQ(files.size(), 1u);
+  EXPECT_NE(files[0].find("-fan_in.pcapng"), std::string::npos);
+  const ReadFile got = readBack(files[0]);
+  ASSERT_EQ(got.frames.size(), 11u);  // the frames at 1.0, 1.1, ..., 2.0 s (the interval's end included)
+  EXPECT_EQ(got.frames.front().ts_ns, kT0 + 1'000'000'000);
+  EXPECT_NE(got.comment.find("3 sources bursting toward 10.0.0.4"), std::string::npos) << got.comment;
+  EXPECT_EQ(count((*rec)->stats(), FlightTrigger::kFanIn, FlightResult::kWritten), 1u);
+}
+
 TEST_F(FlightRecorderTest, TriggerStormKeepsTheDiskAndRateBounds) {
   FlightRecorderConfig c = config();
   c.before_ns = 1'000'000;

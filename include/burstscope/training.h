@@ -176,7 +176,11 @@ struct JobReport {
   std::optional<double> gradient_bytes;  // ring only: mean rank bytes per step × N / (2(N−1)), wire bytes
   TopologyReport topology;
   std::vector<StepSpan> steps;  // with a period: the window's whole steps (the latest kMaxListedSteps)
+  // The job's own non-empty 100 µs bins of the analysed interval(s), (bin index = ts / bin, bytes) ascending:
+  // the live view's per-job picture. Only when they cover at most kMaxIntervalBinsSpan (a longer file: empty).
+  std::vector<std::pair<int64_t, uint64_t>> interval_bins;
 };
+inline constexpr int64_t kMaxIntervalBinsSpan = 60'000'000'000;
 
 struct DestinationReport {
   std::string host;

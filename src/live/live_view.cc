@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "burstscope/training.h"
@@ -83,6 +84,11 @@ struct LiveView::Port : EngineObserver {
   std::vector<std::array<int64_t, 3>> new_bins;
   std::vector<std::array<int64_t, 4>> new_bursts;
   json figures = json::object();
+  // Each training job's own 100 µs bins (bin index, bytes), from the analysis at each interval's close: the
+  // window's history, those not yet in an event, and those of the newest event. Jobs the analysis no longer
+  // reports are dropped.
+  std::map<std::string, std::deque<std::array<int64_t, 2>>> job_history;
+  std::map<std::string, std::vector<std::array<int64_t, 2>>> job_pending, job_new;
 
   void onBaseBin(int64_t start_ns, uint64_t bytes, uint64_t packets) override {
     bins.push({start_ns, static_cast<int64_t>(bytes), static_cast<int64_t>(packets)});
@@ -152,7 +158,23 @@ void LiveView::onInterval(size_t port, const PortSnapshot& s) {
     f["jobs"] = std::move(jobs);
   }
   const std::lock_guard<std::mutex> lock(mu_);
-  if (!s.training && ports_[port]->figures.contains("jobs")) f["jobs"] = ports_[port]->figures["jobs"];
+  Port& pp = *ports_[port];
+  if (!s.training && pp.figures.contains("jobs")) f["jobs"] = pp.figures["jobs"];
+  if (s.training) {
+    const int64_t from = (s.interval.end_ns - config_.window_ns) / pp.info.base_bin_ns;
+    std::map<std::string, std::deque<std::array<int64_t, 2>>> kept;
+    for (const JobReport& jr : s.training->jobs) {
+      std::deque<std::array<int64_t, 2>>& h = kept[jr.name];
+      if (auto it = pp.job_history.find(jr.name); it != pp.job_history.end()) h = std::move(it->second);
+      std::vector<std::array<int64_t, 2>>& pending = pp.job_pending[jr.name];
+      for (const auto& [index, bytes] : jr.interval_bins) {
+        h.push_back({index, static_cast<int64_t>(bytes)});
+        pending.push_back({index, static_cast<int64_t>(bytes)});
+      }
+      while (!h.empty() && h.front()[0] < from) h.pop_front();
+    }
+    pp.job_history = std::move(kept);
+  }
   ports_[port]->figures = std::move(f);
 }
 
@@ -192,6 +214,18 @@ std::string LiveView::portJson(const Port& p, bool history) const {
             {"bins", history ? binsJson(p.history_bins, p.info.base_bin_ns) : binsJson(p.new_bins, p.info.base_bin_ns)},
             {"bursts", history ? burstsJson(p.history_bursts) : burstsJson(p.new_bursts)},
             {"figures", p.figures}};
+  json jobs = json::object();
+  auto add = [&](const std::string& name, const auto& bins) {
+    json a = json::array();
+    for (const auto& b : bins) a.push_back({b[0], b[1]});
+    jobs[name] = std::move(a);
+  };
+  if (history) {
+    for (const auto& [name, bins] : p.job_history) add(name, bins);
+  } else {
+    for (const auto& [name, bins] : p.job_new) add(name, bins);
+  }
+  j["job_bins"] = std::move(jobs);
   if (history) {
     j["link_bps"] = p.info.link_bps;
     j["base_bin_ns"] = p.info.base_bin_ns;
@@ -216,6 +250,8 @@ void LiveView::publishOnce() {
     bins_ += bins.size();
     p.new_bins = bins;
     p.new_bursts = bursts;
+    p.job_new = std::move(p.job_pending);
+    p.job_pending.clear();
     p.history_bins.insert(p.history_bins.end(), bins.begin(), bins.end());
     p.history_bursts.insert(p.history_bursts.end(), bursts.begin(), bursts.end());
     if (!p.history_bins.empty()) {

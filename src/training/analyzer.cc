@@ -446,15 +446,23 @@ TrainingReport TrainingAnalyzer::Impl::analyze() {
       last_bin = std::max(last_bin, h->last_bin);
     }
     r.idle_s = last_bin == kMin ? window_s : std::max(0.0, static_cast<double>(now_ns - (last_bin + 1) * bin) / 1e9);
-    // The interval (offline: the file).
+    // The interval (offline: the file), and its 100 µs bins when it is interval-sized.
+    const bool keep_bins =
+        !pending.empty() && pending.back()->end_ns - pending.front()->start_ns <= kMaxIntervalBinsSpan;
+    absl::flat_hash_map<int64_t, uint64_t> job_bins;
     for (const auto& delta : pending) {
       for (const TrainingFlowBins& fb : delta->flows) {
         auto a = at.find(srcOf(fb.key)), b = at.find(dstOf(fb.key));
         if (a == at.end() || b == at.end()) continue;
         r.bytes += fb.bytes;
         r.packets += fb.packets;
+        if (keep_bins) {
+          for (const auto& [index, bytes] : fb.bins) job_bins[index] += bytes;
+        }
       }
     }
+    r.interval_bins.assign(job_bins.begin(), job_bins.end());
+    std::sort(r.interval_bins.begin(), r.interval_bins.end());
     r.rate_bps = interval_s > 0 ? static_cast<double>(r.bytes) * 8 / interval_s : 0;
     r.baseline_bps = window_s > 0 ? static_cast<double>(j.bytes) * 8 / window_s : 0;
     for (int64_t tau : scales) {

@@ -7,6 +7,7 @@ one long job, at its recorded pace) and the page at /live is opened in headless 
   computes from the same file (report.json's timeline), and no bin of the file inside the window shown,
   after the first one the page got, is missing;
 - ten viewers at once each get a snapshot and a stream of events; the exporter counts them;
+- the training job's own 100 µs bins (the per-job picture) are its share of the file's bins;
 - after SIGTERM the ledger balances with no ring drop: viewers cost the worker nothing it could not keep up with.
 Run with /usr/bin/python3 (Debian's python3-pil); needs Debian's chromium and root (DPDK EAL).
 """
@@ -70,6 +71,19 @@ def viewer(url, seconds, out):
     except OSError as e:
         names.append(f'error: {e}')
     out.append(names)
+
+
+def snapshot(url):
+    """The first event of a new viewer (the window's snapshot), parsed."""
+    try:
+        with urllib.request.urlopen(url, timeout=10) as r:
+            for raw in r:
+                line = raw.decode()
+                if line.startswith('data: '):
+                    return json.loads(line[6:])
+    except OSError:
+        return None
+    return None
 
 
 def metric(base, name):
@@ -165,6 +179,20 @@ def main():
         check(len(good) == 10, f'ten viewers each got a snapshot, then at least 5 updates in 3 s ({len(good)} did)')
         check(wait_for('the viewers are gone', lambda: metric(base, 'burstscope_live_viewers') == 0, 20) is not None,
               'closed viewers are no longer counted')
+        # The training job's own bins (the per-job picture), once the analysis has found the job: each is the
+        # job's share of the file's bin at that index (never more); the trace is nearly all the job's traffic
+        # (140 of its 53.7 MB are not), so nearly every one equals it.
+        def job_bins():
+            s = snapshot(base + '/live/events')
+            jb = s['ports'][0].get('job_bins', {}) if s else {}
+            return jb if any(jb.values()) else None
+        jb = wait_for('the snapshot carries a training job\'s own bins', job_bins, 30)
+        if jb:
+            bins = [b for v in jb.values() for b in v]
+            above = [b for b in bins if b[0] not in file_bins or b[1] > file_bins[b[0]][0]]
+            equal = sum(1 for b in bins if b[0] in file_bins and b[1] == file_bins[b[0]][0])
+            check(not above and equal >= 0.99 * len(bins),
+                  f'the job\'s {len(bins)} bins: none above the file\'s bin, {equal} equal to it ({above[:3]})')
         with urllib.request.urlopen(base + '/metrics', timeout=10) as r:
             text = r.read().decode()
         over = re.search(r'^burstscope_live_bins_total\{[^}]*result="overwritten"\} (\S+)$', text, re.M)

@@ -130,6 +130,8 @@ TEST(LiveView, JobsAndTheirStepsInTheWindowReachTheViewers) {
     st.bytes = 48e6 + i;
     job.steps.push_back(st);
   }
+  // Its own bins of the interval: one before the window's start (9 s = bin 90,000), two inside.
+  job.interval_bins = {{89'999, 5}, {95'000, 7}, {99'999, 9}};
   report->jobs.push_back(job);
   PortSnapshot s;
   s.interval.end_ns = 10'000'000'000;
@@ -157,6 +159,28 @@ TEST(LiveView, JobsAndTheirStepsInTheWindowReachTheViewers) {
   EXPECT_DOUBLE_EQ(steps[0][0].get<double>(), 9.0);
   EXPECT_DOUBLE_EQ(steps[3][1].get<double>(), 10.0);
   EXPECT_DOUBLE_EQ(steps[3][2].get<double>(), 48e6 + 39);
+  // The snapshot holds the job's bins inside the window; the next event only the next interval's.
+  EXPECT_EQ(events[0].second["ports"][0]["job_bins"]["10.0.0.0/29"], nlohmann::json::parse("[[95000,7],[99999,9]]"));
+  auto next_report = std::make_shared<TrainingReport>(*report);
+  next_report->jobs[0].interval_bins = {{100'000, 11}};
+  PortSnapshot s2 = s;
+  s2.interval.end_ns = 10'100'000'000;
+  s2.training = next_report;
+  v.onInterval(0, s2);
+  const uint64_t seq = next;
+  ASSERT_TRUE(waitForEvent(v, seq));
+  bool seen = false;
+  for (int round = 0; round < 3 && !seen; ++round) {
+    for (const auto& [name, data] : parse(v.eventsAfter(&next))) {
+      const auto& jb = data["ports"][0]["job_bins"];
+      if (jb.contains("10.0.0.0/29")) {
+        EXPECT_EQ(jb["10.0.0.0/29"], nlohmann::json::parse("[[100000,11]]"));
+        seen = true;
+      }
+    }
+    if (!seen) waitForEvent(v, next);
+  }
+  EXPECT_TRUE(seen) << "the next interval's job bins reach the viewers once";
 }
 
 }  // namespace

@@ -385,6 +385,41 @@ TEST(TrainingTest, CoburstsAndFanInBacklogEqualABruteForce) {
   check(live, live_max, "live");
 }
 
+// Each analysis carries the job's own 100 µs bins of the intervals it covers (the live view's per-job picture):
+// equal to a brute-force binning of the job's packets in those intervals.
+TEST(TrainingTest, IntervalBinsOfAJobEqualABruteForce) {
+  auto v = ringJob(4, steps(12, 250'000'000), {{0, 300'000}, {0.5, 100'000}});
+  burst(&v, kT0 + 500'000'000, 7, 8, 50'000);  // two hosts of no job
+  LiveRig rig(100'000'000);
+  std::vector<PacketRecord> sorted = v;
+  std::stable_sort(sorted.begin(), sorted.end(),
+                   [](const PacketRecord& a, const PacketRecord& b) { return a.ts_ns < b.ts_ns; });
+  int checked = 0;
+  int64_t from = INT64_MIN;
+  rig.run(v, [&](const IntervalReport& ir, TrainingAnalyzer& an) {
+    if (from == INT64_MIN) from = ir.start_ns;
+    const int64_t to = ir.end_ns;
+    const TrainingReport r = an.analyze();
+    const int64_t start = from;
+    from = to;
+    for (const JobReport& j : r.jobs) {
+      if (j.hosts != std::vector<std::string>{ip(1), ip(2), ip(3), ip(4)}) continue;
+      std::map<int64_t, uint64_t> want;
+      for (const PacketRecord& p : sorted) {
+        if (p.ts_ns < start || p.ts_ns >= to || p.key.src[3] > 4 || p.key.dst[3] > 4) continue;
+        want[p.ts_ns / 100'000] += p.wire_len;
+      }
+      const std::vector<std::pair<int64_t, uint64_t>> expect(want.begin(), want.end());
+      EXPECT_EQ(j.interval_bins, expect) << "interval ending " << to;
+      uint64_t sum = 0;
+      for (const auto& [index, bytes] : j.interval_bins) sum += bytes;
+      EXPECT_EQ(sum, j.bytes);
+      checked += !expect.empty();
+    }
+  });
+  EXPECT_GT(checked, 10);
+}
+
 TEST(TrainingTest, ConfiguredJobsTakeTheirHostsAndSeparateJobsAreFound) {
   std::vector<PacketRecord> v = ringJob(3, steps(20, 200'000'000), {{0, 200'000}});
   // A second job on hosts 11..12, its own pace.

@@ -39,6 +39,7 @@
       info, baseNs, section, chart, figures, jobs, readout, csv,
       windowBins: Math.round((state.windowS > 0 ? state.windowS * 1e9 : windowNs) / baseNs),
       bins: new Map(), bursts: [], newest: null, plot: null,
+      jobBins: new Map(),  // job name -> Map(bin index -> bytes): the job's own traffic, an interval behind
       capacityGbps, thresholdGbps: capacityGbps * info.microburst_threshold,
     };
     const width = Math.max(400, P.widthOf('ports') - 40);
@@ -51,7 +52,7 @@
       series: [{}, {label: 'traffic', stroke: P.COLOURS[0], width: 1, points: {show: false}},
                {label: 'capacity', stroke: '#cf222e', width: 1, dash: [6, 4], points: {show: false}},
                {label: 'microburst threshold', stroke: '#bc4c00', width: 1, dash: [2, 3], points: {show: false}}],
-      hooks: {drawClear: [u => shadeBursts(u, port)], draw: [u => markSteps(u, port)]},
+      hooks: {drawClear: [u => shadeBursts(u, port)], draw: [u => jobTraffic(u, port), u => markSteps(u, port)]},
       legend: {show: true},
     }, [[], [], [], []], chart);
     return port;
@@ -68,6 +69,37 @@
                    u.bbox.height);
     }
     ctx.restore();
+  }
+
+  // Each job's own traffic: its 100 µs bins as bars in its colour over the port's (which include them).
+  function jobTraffic(u, port) {
+    const f = port.info.figures;
+    if (!f || !f.jobs) return;
+    const ctx = u.ctx;
+    const binS = port.baseNs / 1e9;
+    ctx.save();
+    ctx.globalAlpha = 0.6;
+    f.jobs.forEach((job, k) => {
+      const bins = port.jobBins.get(job.name);
+      if (!bins) return;
+      ctx.fillStyle = P.COLOURS[(k + 2) % P.COLOURS.length];
+      const y0 = u.valToPos(0, 'y', true);
+      for (const [index, bytes] of bins) {
+        const x0 = u.valToPos(index * binS, 'x', true), x1 = u.valToPos((index + 1) * binS, 'x', true);
+        if (x1 < u.bbox.left || x0 > u.bbox.left + u.bbox.width) continue;
+        const y = u.valToPos(bytes * 8 / port.baseNs, 'y', true);
+        ctx.fillRect(x0, y, Math.max(1, x1 - x0), y0 - y);
+      }
+    });
+    ctx.restore();
+  }
+
+  function addJobBins(port, jobBins) {
+    for (const [name, bins] of Object.entries(jobBins || {})) {
+      if (!port.jobBins.has(name)) port.jobBins.set(name, new Map());
+      const m = port.jobBins.get(name);
+      for (const [index, bytes] of bins) m.set(index, bytes);
+    }
   }
 
   // Step markers: a line at each step start of each job the training analysis found (its colour), the job's
@@ -118,6 +150,12 @@
     for (const index of port.bins.keys()) if (index < from) port.bins.delete(index);
     const fromS = from * port.baseNs / 1e9;
     port.bursts = port.bursts.filter(b => b[1] >= fromS);
+    // Jobs the analysis no longer reports go; the others keep the window's bins.
+    const names = new Set(((port.info.figures || {}).jobs || []).map(j => j.name));
+    for (const [name, m] of port.jobBins) {
+      if (!names.has(name)) { port.jobBins.delete(name); continue; }
+      for (const index of m.keys()) if (index < from) m.delete(index);
+    }
   }
 
   // The window shown: [newest - window, newest], or centred on the trigger's microburst.
@@ -184,7 +222,8 @@
       `job ${job.name} (${job.hosts} hosts, ${job.topology}): ` +
       (job.period_s === null ? `no period yet (${job.period_why})`
                              : `step every ${P.fmtSeconds(job.period_s)}, ${P.fmtBytes(job.step_bytes)} per step`) +
-      `; ${job.steps.length} steps in the window (dashed lines at their starts)`)));
+      `; ${job.steps.length} steps in the window (dashed lines at their starts); its own traffic in this colour, ` +
+      'an interval behind')));
   }
 
   function hold(why) {
@@ -213,6 +252,7 @@
       const port = makePort(info, d.window_ns);
       addBins(port, info.bins);
       addBursts(port, info.bursts, false);
+      addJobBins(port, info.job_bins);
       trim(port);
       state.ports.push(port);
     }
@@ -229,6 +269,7 @@
       port.info.figures = info.figures;
       addBins(port, info.bins);
       addBursts(port, info.bursts, true);
+      addJobBins(port, info.job_bins);
       if (!(state.trigger && state.trigger.port === port)) trim(port);
     });
     if (state.trigger) {

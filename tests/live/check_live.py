@@ -16,7 +16,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -27,20 +26,10 @@ import urllib.request
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'report'))
 from tap import check, done  # noqa: E402
+from runs import dpdk_replay, stop, wait_for  # noqa: E402
 from check_report import browser_or_fail, non_blank, rendered_dom  # noqa: E402
 
 WIDTH = 1280
-
-
-def wait_for(what, fn, timeout_s):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        v = fn()
-        if v:
-            return v
-        time.sleep(0.2)
-    check(False, f'{what} (waited {timeout_s} s)')
-    return None
 
 
 def chromium(browser, profile, args, url):
@@ -112,13 +101,11 @@ def main():
     file_bins = {first + t: (b, p) for t, b, p in zip(timeline['t'], timeline['bytes'], timeline['packets'])}
 
     err = open(os.path.join(tmp, 'run.err'), 'w')
-    run = subprocess.Popen([exe, 'run', '-q', '--json', '--listen', '127.0.0.1:0', '--port', 'net_pcap0', '--vdev',
-                            f'net_pcap0,rx_pcap={trace}', '--replay-speed', '1', '--interval', '1s',
+    run = subprocess.Popen([exe, 'run', '-q', '--json', '--listen', '127.0.0.1:0', '--interval', '1s',
                             # A ring that holds seconds of this trace: Chromium shares the two cores with the
                             # sensor here, and the check is that viewers cost the worker nothing, not that a
                             # loaded machine schedules it at once.
-                            '--ring-size', '1048576', '--', '-l', '0-1',
-                            '--no-huge', '-m', '512', '--no-pci', f'--file-prefix=bs_live_{os.getpid()}'],
+                            '--ring-size', '1048576'] + dpdk_replay(trace, 'bs_live'),
                            stdout=subprocess.PIPE, stderr=err, text=True)
     try:
         def live_url():
@@ -198,12 +185,7 @@ def main():
         over = re.search(r'^burstscope_live_bins_total\{[^}]*result="overwritten"\} (\S+)$', text, re.M)
         check(over is not None and float(over.group(1)) == 0, 'the live view read every bin in time (none overwritten)')
     finally:
-        run.send_signal(signal.SIGTERM)
-        try:
-            out, _ = run.communicate(timeout=60)
-        except subprocess.TimeoutExpired:
-            run.kill()
-            out, _ = run.communicate()
+        out = stop(run)
         err.close()
         shutil.rmtree(tmp, ignore_errors=True)
     check(run.returncode == 0, f'run exits 0 on SIGTERM with viewers gone (exit {run.returncode})')

@@ -17,7 +17,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import struct
 import subprocess
 import sys
@@ -28,19 +27,9 @@ import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
 from tap import check, done  # noqa: E402
+from runs import dpdk_replay, stop, wait_for  # noqa: E402
 
 SNAP = 128
-
-
-def wait_for(what, fn, timeout_s):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        v = fn()
-        if v:
-            return v
-        time.sleep(0.2)
-    check(False, f'{what} (within {timeout_s} s)')
-    return None
 
 
 def read_pcap(path):
@@ -130,11 +119,8 @@ def main():
     microburst-bytes: 50000
 ''')
     err = open(os.path.join(tmp, 'run.err'), 'w')
-    run = subprocess.Popen([exe, 'run', '-q', '--json', '--config', config, '--listen', '127.0.0.1:0', '--port',
-                            'net_pcap0', '--vdev', f'net_pcap0,rx_pcap={trace}', '--replay-speed', '1',
-                            '--interval', '1s', '--', '-l', '0-1', '--no-huge', '-m', '512', '--no-pci',
-                            f'--file-prefix=bs_flight_{os.getpid()}'],
-                           stdout=subprocess.PIPE, stderr=err, text=True)
+    run = subprocess.Popen([exe, 'run', '-q', '--json', '--config', config, '--listen', '127.0.0.1:0', '--interval',
+                            '1s'] + dpdk_replay(trace, 'bs_flight'), stdout=subprocess.PIPE, stderr=err, text=True)
     try:
         def metrics_url():
             m = re.search(r'metrics at (http://127\.0\.0\.1:\d+)/metrics', open(err.name).read())
@@ -179,12 +165,7 @@ def main():
               sum(f.endswith('-on_demand.pcapng') for f in files) == 1,
               f'one file per written trigger: {files}')
     finally:
-        run.send_signal(signal.SIGTERM)
-        try:
-            run_out, _ = run.communicate(timeout=60)
-        except subprocess.TimeoutExpired:
-            run.kill()
-            run_out, _ = run.communicate()
+        run_out = stop(run)
         err.close()
     check(run.returncode == 0, f'run exits 0 with its ledger balanced (exit {run.returncode})')
     result = json.loads(run_out) if run_out.strip() else {}

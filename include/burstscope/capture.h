@@ -169,6 +169,21 @@ class QueueProducer {
   uint64_t received_ = 0, ring_drops_ = 0, batches_ = 0;
 };
 
+// A backend's setFrameTap over its queues (each with `port_index` and a QueueProducer `producer`, in port and
+// queue order): the queue-th queue of `port`.
+template <typename Queues>
+absl::Status setQueueFrameTap(Queues& queues, size_t port, size_t queue, FrameTap* tap) {
+  size_t k = 0;
+  for (auto& q : queues) {
+    if (q->port_index != port) continue;
+    if (k++ == queue) {
+      q->producer->setFrameTap(tap);
+      return absl::OkStatus();
+    }
+  }
+  return absl::OutOfRangeError("no such capture queue for the flight recorder");
+}
+
 // A clock read in nanoseconds (CLOCK_REALTIME: since the epoch).
 inline int64_t clockNs(clockid_t id) {
   timespec ts;

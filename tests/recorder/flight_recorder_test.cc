@@ -109,6 +109,13 @@ class FlightRecorderTest : public ::testing::Test {
     return c;
   }
 
+  // A recorder of one port and queue, its writer started.
+  static absl::StatusOr<std::unique_ptr<FlightRecorder>> started(const FlightRecorderConfig& c) {
+    auto rec = FlightRecorder::create(c, {FlightPortInfo{"mirror0", 10e9, 100'000, 1}});
+    if (rec.ok()) (*rec)->start();
+    return rec;
+  }
+
   std::string dir_;
 };
 
@@ -256,9 +263,8 @@ TEST_F(FlightRecorderTest, TriggerStormKeepsTheDiskAndRateBounds) {
   c.after_ns = 0;
   c.min_interval_ns = 0;
   c.max_files = 3;
-  auto rec = FlightRecorder::create(c, {FlightPortInfo{"mirror0", 10e9, 100'000, 1}});
+  auto rec = started(c);
   ASSERT_TRUE(rec.ok()) << rec.status();
-  (*rec)->start();
   FrameTap* tap = (*rec)->tap(0, 0);
   // 40 on-demand triggers, each around a new frame 10 ms after the last: 40 files written, the oldest removed.
   for (uint32_t i = 0; i < 40; ++i) {
@@ -310,9 +316,8 @@ TEST_F(FlightRecorderTest, DiskBytesBoundRemovesOldestFiles) {
   c.after_ns = 0;
   c.min_interval_ns = 0;
   c.max_disk_bytes = 1 << 20;
-  auto rec = FlightRecorder::create(c, {FlightPortInfo{"mirror0", 10e9, 100'000, 1}});
+  auto rec = started(c);
   ASSERT_TRUE(rec.ok()) << rec.status();
-  (*rec)->start();
   // Each file holds up to 2,000 frames of 128 kept bytes (~300 KB); the directory never goes past 1 MiB.
   uint32_t seq = 0;
   for (int k = 0; k < 10; ++k) {
@@ -372,9 +377,8 @@ TEST_F(FlightRecorderTest, ConcurrentProducerNeverPutsATornFrameInAFile) {
   c.after_ns = 0;
   c.min_interval_ns = 0;
   c.max_files = 3;
-  auto rec = FlightRecorder::create(c, {FlightPortInfo{"mirror0", 10e9, 100'000, 1}});
+  auto rec = started(c);
   ASSERT_TRUE(rec.ok()) << rec.status();
-  (*rec)->start();
   std::atomic<bool> done{false};
   std::atomic<uint32_t> produced{0};
   std::thread producer([&] {

@@ -159,15 +159,7 @@ class AfXdpBackend final : public CaptureSource {
   TimestampInfo timestampInfo() const override;
   std::vector<std::string> notes() const override;
   absl::Status setFrameTap(size_t port, size_t queue, FrameTap* tap) override {
-    size_t k = 0;
-    for (auto& q : sockets_) {
-      if (q->port_index != port) continue;
-      if (k++ == queue) {
-        q->producer->setFrameTap(tap);
-        return absl::OkStatus();
-      }
-    }
-    return absl::OutOfRangeError("no such capture queue for the flight recorder");
+    return setQueueFrameTap(sockets_, port, queue, tap);
   }
 
  private:

@@ -139,15 +139,7 @@ class DpdkBackend final : public CaptureSource {
   DeviceStats deviceStats(size_t port) const override;
   TimestampInfo timestampInfo() const override;
   absl::Status setFrameTap(size_t port, size_t queue, FrameTap* tap) override {
-    size_t k = 0;
-    for (auto& q : queues_) {
-      if (q->port_index != port) continue;
-      if (k++ == queue) {
-        q->producer->setFrameTap(tap);
-        return absl::OkStatus();
-      }
-    }
-    return absl::OutOfRangeError("no such capture queue for the flight recorder");
+    return setQueueFrameTap(queues_, port, queue, tap);
   }
 
  private:

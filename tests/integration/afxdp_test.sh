@@ -119,10 +119,16 @@ check "trace: no XDP program left on the interface" test "$(xdp_progs)" = 0
 # 2. Two queues: 64 flows spread over both RX queues (native mode), each frame measured once.
 python3 "$ROOT/tests/integration/make_flows.py" "$TMP/flows.pcap" 64 40
 "$BS" analyze --json --top-k 64 "$TMP/flows.pcap" >"$TMP/flows-analyze.json"
-start flows --xdp "$V1" --top-k 64 --idle-exit 3s
+# With the flight recorder on: SIGUSR2 once the frames are sent asks for a file of the last second.
+start flows --xdp "$V1" --top-k 64 --idle-exit 3s --flight-recorder "$TMP/flight"
 sent=$(send --pps 5000 "$TMP/flows.pcap")
+kill -USR2 "$pid"
 wait $pid
 check "two queues: exits 0" test $? = 0
+flight=$(ls "$TMP"/flight/burstscope-*-on_demand.pcapng 2>/dev/null | head -1)
+check "two queues: SIGUSR2 wrote one flight recorder file" test "$(ls "$TMP/flight" | wc -l)" = 1 -a -n "$flight"
+check "two queues: it holds every frame sent (both queues merged), as analyze and tshark read it" test \
+  "$("$BS" analyze --json "$flight" | python3 -c 'import json,sys; print(json.load(sys.stdin)["packets"])') $(tshark -r "$flight" 2>/dev/null | wc -l)" = "$sent $sent"
 check "two queues: both sockets carried traffic and they sum to the total" test "$(json "$TMP/flows.json" \
   "(lambda p: len(p['queues']) == 2 and all(q['received'] > 0 for q in p['queues']) and sum(q['received'] for q in p['queues']) == p['ledger']['received'])(d['ports'][0])")" = True
 check "two queues: ledger closes exactly" ledger_closes "$TMP/flows.json" "$sent"

@@ -269,6 +269,20 @@ def capture_health():
             w=24, description="The highest 100 us and 1 ms window load since the start (1 = the mirror port's line "
                               "rate, frames plus 24 bytes each), and the share of windows at 95% or more. "
                               "BurstscopeMirrorOverloaded fires when more than 1% of the 1 ms windows are.")
+    # Flight recorder (docs/flight-recorder.md): the files it keeps of the worst bursts, when it is on.
+    b.row("Flight recorder")
+    b.panel("timeseries", "Flight recorder triggers", "short",
+            [q(f'sum by (sensor, port, trigger, result) (increase(burstscope_flight_recorder_triggers_total{{{SEL}}}'
+               f'[$__rate_interval]))', "{{trigger}} {{result}} {{sensor}} {{port}}")],
+            description="Triggers (microburst, backlog, fan_in, on_demand) and what came of them: written (a pcapng "
+                        "file), rate_limited, in_window (a file already holds it), failed "
+                        "(BurstscopeFlightRecorderFailing).")
+    b.panel("timeseries", "Flight recorder memory and disk", "s",
+            [q(f'max by (sensor, port) (burstscope_flight_recorder_held_seconds{{{SEL}}})',
+               "seconds held in memory {{sensor}} {{port}}")],
+            description="The span of traffic the frame rings hold now: a file reaches back at most this far (set "
+                        "flight-recorder.memory-bytes to hold more than flight-recorder.before). The files on disk: "
+                        "burstscope_flight_recorder_files and _disk_bytes.")
     return b
 
 

@@ -41,7 +41,9 @@ start_sensor() {  # start_sensor NAME EXTRA-ARGS...; sets SENSOR_PID
 # sensor-a's mirror is a faulty one: it copies every 50th frame twice and loses every 300th, so the mirror
 # self-check rules (docs/mirror.md) see duplicates and holes the receivers acknowledged. Not sensor-b: its
 # ring drops most frames, and holes the capture made outnumber the two tracked per direction.
-MIRROR_FAULTS="--duplicate-every 50 --drop-every 300" start_sensor sensor-a --link-gbps 1 --switch-buffer-bytes 2e6
+# sensor-a also runs the flight recorder (its dashboard row and series; files of microbursts over 200 kB).
+MIRROR_FAULTS="--duplicate-every 50 --drop-every 300" start_sensor sensor-a --link-gbps 1 --switch-buffer-bytes 2e6 \
+  --flight-recorder "$TMP/flight-a" --flight-microburst-bytes 200000
 A_PID=$SENSOR_PID
 start_sensor sensor-b --link-gbps 10 --ring-size 16
 B_PID=$SENSOR_PID
@@ -145,11 +147,12 @@ EOF
 # its own half-hour baseline (the replayed job keeps its period and the test lasts minutes), a job that
 # stops sending (the replay loops), and congestion evidence the replayed TCP trace does not hold at the alerts'
 # rates (RoCEv2 CNPs and resends, PFC pauses; congesting bursts and TCP retransmissions are far below their
-# thresholds) - the PFC panel too, since pause series appear with the first pause frame. promtool covers them
-# (alerts/tests).
+# thresholds) - the PFC panel too, since pause series appear with the first pause frame - and a flight recorder
+# that cannot write. promtool covers them (alerts/tests).
 ONLY_PROMTOOL="rule BurstscopeAbsent|rule BurstscopeNotReporting|rule BurstscopeJobStepSlowdown|rule BurstscopeJobSilent"
 ONLY_PROMTOOL+="|rule BurstscopeCongestingMicrobursts|rule BurstscopeHighCnpRate|rule BurstscopeRoceGoBackNStorm"
 ONLY_PROMTOOL+="|rule BurstscopeHighPfcPauseFraction|rule BurstscopeHighTcpRetransmissionRatio"
+ONLY_PROMTOOL+="|rule BurstscopeFlightRecorderFailing"
 ONLY_PROMTOOL+="|burstscope-overview.json: PFC paused fraction by priority"
 exprs=0 empty=0
 while IFS=$'\t' read -r where expr; do

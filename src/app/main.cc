@@ -53,10 +53,15 @@ void onSignal(int) { g_stop.store(true); }
 // configuration takes effect on restart.
 void onHangup(int) { MetricsServer::requestReload(); }
 // SIGUSR2: a flight recorder file now (docs/flight-recorder.md).
+// Installed for every run, so that SIGUSR2 to a sensor without the recorder is ignored rather than fatal.
 std::atomic<FlightRecorder*> g_recorder{nullptr};
 void onFlightSignal(int) {
   if (FlightRecorder* r = g_recorder.load()) r->requestFromSignal();
 }
+// Clears g_recorder on every way out of the run, before the recorder it points to goes.
+struct RecorderSignalGuard {
+  ~RecorderSignalGuard() { g_recorder.store(nullptr); }
+};
 
 // "100,1000,5000" with a unit factor; names the flag in the error.
 absl::StatusOr<std::vector<double>> parseList(const std::string& flag, const std::string& text) {
@@ -586,7 +591,9 @@ int runLiveCommand(const RunOptions& o) {
   std::shared_ptr<LiveMetrics> metrics;
   std::shared_ptr<LiveView> live;  // declared before the server: the server (and its viewers) goes first
   // The flight recorder: a tap on every capture queue and an observer on each port's engine.
+  std::signal(SIGUSR2, onFlightSignal);
   std::shared_ptr<FlightRecorder> recorder;
+  const RecorderSignalGuard recorder_signal;  // declared after it: goes first
   if (config->recorder.enabled) {
     std::vector<FlightPortInfo> infos;
     for (size_t i = 0; i < port_engines.size(); ++i) {
@@ -608,7 +615,6 @@ int runLiveCommand(const RunOptions& o) {
     };
     recorder->start();
     g_recorder.store(recorder.get());
-    std::signal(SIGUSR2, onFlightSignal);
     const FlightRecorderConfig& f = config->recorder;
     summary << "burstscope run: flight recorder into " << f.directory << " ("
             << recorder->stats().memory_bytes / (1 << 20) << " MiB of frames, " << f.snap_length
@@ -655,23 +661,30 @@ int runLiveCommand(const RunOptions& o) {
   }
   std::signal(SIGHUP, onHangup);
   const bool quiet = config->live.quiet;
+  // The fan-in trigger covers every interval since the port's last training analysis (one analysis may take
+  // several intervals, and its fan-in figure is over all of them).
+  std::vector<int64_t> fanin_from(port_engines.size(), INT64_MIN);
   auto on_interval = [&](size_t port, const PortSnapshot& s) {
     if (!quiet) summary << intervalSummary((*backend)->ports()[port].name, s, port_engines[port]) << std::endl;
     if (metrics) metrics->publish(port, s);
     if (live) live->onInterval(port, s);
-    if (recorder && s.training) {
-      // The fan-in trigger: the destination with the most sources bursting toward it in one bin of the interval.
-      const DestinationReport* top = nullptr;
-      for (const DestinationReport& d : s.training->destinations) {
-        if (top == nullptr || d.max_sources > top->max_sources) top = &d;
+    if (recorder) {
+      if (fanin_from[port] == INT64_MIN) fanin_from[port] = s.interval.start_ns;
+      if (s.training) {
+        // The destination with the most sources bursting toward it in one bin of the analysed intervals.
+        const DestinationReport* top = nullptr;
+        for (const DestinationReport& d : s.training->destinations) {
+          if (top == nullptr || d.max_sources > top->max_sources) top = &d;
+        }
+        if (top != nullptr) recorder->onFanIn(port, top->max_sources, top->host, fanin_from[port], s.interval.end_ns);
+        fanin_from[port] = INT64_MIN;
       }
-      if (top != nullptr) recorder->onFanIn(port, top->max_sources, top->host, s.interval.start_ns, s.interval.end_ns);
     }
   };
   auto result = runCapture(**backend, pc, g_stop, (quiet && !metrics) ? IntervalCallback() : on_interval);
   if (recorder) {
     // The files owed are written before the summary (their windows end with the capture at the latest).
-    g_recorder.store(nullptr);
+    g_recorder.store(nullptr);  // (the guard does it too, on the early returns)
     recorder->stop();
     const FlightRecorderStats fs = recorder->stats();
     uint64_t written = 0;

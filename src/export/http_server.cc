@@ -396,8 +396,12 @@ MHD_Result onRequest(void* cls, MHD_Connection* c, const char* url, const char* 
       return queue(c, *g, r, 405, "burstscope: POST to trigger the flight recorder\n",
                    {{"Content-Type", "text/plain; charset=utf-8"}, {"Allow", "POST"}});
     }
-    // 202: the files are written once their windows have passed (docs/flight-recorder.md).
-    return queue(c, *g, r, 202, absl::StrCat(absl::StrJoin(s->recorder->triggerNow(), "\n"), "\n"), textHeaders());
+    // 202: the files are written once their windows have passed (docs/flight-recorder.md); 429 when no port
+    // will write one (rate limit, inside the last file's window, or no frame yet), with why per port.
+    const std::vector<std::string> said = s->recorder->triggerNow();
+    const bool any =
+        std::any_of(said.begin(), said.end(), [](const std::string& l) { return absl::EndsWith(l, ".pcapng"); });
+    return queue(c, *g, r, any ? 202 : 429, absl::StrCat(absl::StrJoin(said, "\n"), "\n"), textHeaders());
   }
   if (std::strcmp(method, "GET") != 0 && std::strcmp(method, "HEAD") != 0) {
     return queue(c, *g, r, 405, "burstscope: method not allowed\n",

@@ -234,7 +234,7 @@ struct FlightRecorder::Ring final : FrameTap {
     s[0].store(head + 1, std::memory_order_release);
     ++head;
     published.store(head, std::memory_order_release);
-    newest_ts.store(ts_ns, std::memory_order_relaxed);
+    newest_ts.store(ts_ns, std::memory_order_release);
   }
 
   // The whole frames with from <= ts <= to, read newest first back to the first one older than `from` by more
@@ -348,7 +348,7 @@ struct FlightRecorder::Port final : EngineObserver {
 
   int64_t newest() const {
     int64_t t = INT64_MIN;
-    for (const auto& r : rings) t = std::max(t, r->newest_ts.load(std::memory_order_relaxed));
+    for (const auto& r : rings) t = std::max(t, r->newest_ts.load(std::memory_order_acquire));
     return t;
   }
 };
@@ -406,10 +406,7 @@ FrameTap* FlightRecorder::tap(size_t port, size_t queue) { return ports_.at(port
 EngineObserver* FlightRecorder::observer(size_t port) { return ports_.at(port).get(); }
 
 void FlightRecorder::start() {
-  {
-    const std::lock_guard<std::mutex> lock(mu_);
-    enforceDiskBounds();  // files of an earlier run count against the bounds too
-  }
+  enforceDiskBounds("");  // files of an earlier run count against the bounds too
   writer_ = std::thread([this] { writerLoop(); });
 }
 
@@ -494,7 +491,9 @@ void FlightRecorder::writerLoop() {
     // The window's end must have passed on the port before its frames are copied out: wait for a newer frame,
     // for at most the window's after-part plus 2 s of wall time (an idle port sends none), never at a stop.
     const int64_t deadline = monoNs() + config_.after_ns + 2'000'000'000;
-    const int64_t want = r.end_ns + config_.after_ns;
+    // With several queues, a little past it on the newest: the others' last frames may still be on their way.
+    const int64_t want =
+        r.end_ns + config_.after_ns + (ports_[r.port]->rings.size() > 1 ? int64_t{50'000'000} : int64_t{0});
     while (ports_[r.port]->newest() < want && monoNs() < deadline) {
       {
         const std::lock_guard<std::mutex> check(mu_);
@@ -540,7 +539,7 @@ void FlightRecorder::write(const Request& r) {
     if (ec) st = absl::UnavailableError(absl::StrCat(r.path, ": cannot be renamed into place: ", ec.message()));
   }
   if (!st.ok()) fs::remove(part, ec);
-  const std::lock_guard<std::mutex> lock(mu_);
+  std::unique_lock<std::mutex> lock(mu_);
   const auto t = static_cast<int>(r.trigger);
   p.stats.frames_torn += torn;
   if (!st.ok()) {
@@ -552,39 +551,54 @@ void FlightRecorder::write(const Request& r) {
   p.stats.frames_written += frames.size();
   bytes_written_ += bytes;
   last_file_ = r.path;
-  enforceDiskBounds();
+  lock.unlock();
+  enforceDiskBounds(r.path);  // directory scans and removals never under mu_, which the workers' triggers take
 }
 
-// Under mu_: the recorder's files in the directory, oldest first (by the time in their names, then the port);
-// the oldest go until both bounds hold.
-void FlightRecorder::enforceDiskBounds() {
+// The recorder's files in the directory, oldest first (by the event time in their names, then the port); the
+// oldest go until both bounds hold, never `keep` (the file just written, which an old capture's replay or a
+// clock stepped back would otherwise sort first).
+void FlightRecorder::enforceDiskBounds(const std::string& keep) {
   struct File {
     std::string time, path;
     uint64_t size;
   };
   std::vector<File> files;
   std::error_code ec;
-  for (const fs::directory_entry& e : fs::directory_iterator(config_.directory, ec)) {
-    if (!e.is_regular_file(ec) || !isRecorderFile(e.path())) continue;
-    const std::string name = e.path().filename().string();
+  fs::directory_iterator it(config_.directory, ec);
+  for (; !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    const fs::directory_entry& e = *it;
+    std::error_code fe;
+    if (!e.is_regular_file(fe) || !isRecorderFile(e.path())) continue;
+    const uintmax_t size = e.file_size(fe);
+    if (fe) continue;  // gone meanwhile
     // burstscope-<port>-<YYYYmmddTHHMMSS.nnnnnnnnnZ>-<trigger>.pcapng: the time is the 26 characters before the
-    // trigger.
+    // trigger; a name without one sorts first.
+    const std::string name = e.path().filename().string();
     const size_t last = name.rfind('-');
-    const size_t t0 = last == std::string::npos || last < 26 ? 0 : last - 26;
-    files.push_back(File{name.substr(t0, 26), e.path().string(), static_cast<uint64_t>(e.file_size(ec))});
+    std::string time;
+    if (last != std::string::npos && last >= 11 + 26 && name[last - 1] == 'Z' && name[last - 18] == 'T') {
+      time = name.substr(last - 26, 26);
+    }
+    files.push_back(File{time, e.path().string(), static_cast<uint64_t>(size)});
   }
   std::sort(files.begin(), files.end(),
             [](const File& a, const File& b) { return a.time != b.time ? a.time < b.time : a.path < b.path; });
   uint64_t total = 0;
   for (const File& f : files) total += f.size;
-  size_t i = 0;
-  while (i < files.size() && (files.size() - i > config_.max_files || total > config_.max_disk_bytes)) {
-    if (fs::remove(files[i].path, ec)) files_deleted_ += 1;
-    total -= files[i].size;
-    ++i;
+  size_t left = files.size(), removed = 0;
+  for (const File& f : files) {
+    if (left <= config_.max_files && total <= config_.max_disk_bytes) break;
+    if (f.path == keep) continue;
+    std::error_code re;
+    if (fs::remove(f.path, re)) ++removed;
+    total -= f.size;
+    --left;
   }
+  const std::lock_guard<std::mutex> lock(mu_);
+  files_deleted_ += removed;
   disk_bytes_ = total;
-  disk_files_ = files.size() - i;
+  disk_files_ = left;
 }
 
 FlightRecorderStats FlightRecorder::stats() const {

@@ -128,7 +128,8 @@ class FlightRecorder {
   std::string request(size_t port, FlightTrigger trigger, int64_t start_ns, int64_t end_ns, std::string detail);
   void writerLoop();
   void write(const Request& r);
-  void enforceDiskBounds();
+  // The writer's (or start()'s, before it): scans and removes without mu_, then counts under it.
+  void enforceDiskBounds(const std::string& keep);
 
   FlightRecorderConfig config_;
   std::vector<std::unique_ptr<Port>> ports_;

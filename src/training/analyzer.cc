@@ -579,6 +579,7 @@ TrainingReport TrainingAnalyzer::Impl::analyze() {
     r.bytes = r.packets = 0;
     r.rate_bps = r.baseline_bps = 0;
     r.window_bytes = 0;
+    r.interval_bins.clear();  // silent now: none of its own traffic in this interval
     std::fill(r.envelope_bytes.begin(), r.envelope_bytes.end(), 0);
     std::fill(r.ptm.begin(), r.ptm.end(), std::nullopt);
     std::fill(r.backlog_bytes.begin(), r.backlog_bytes.end(), 0.0);

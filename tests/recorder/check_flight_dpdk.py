@@ -7,7 +7,8 @@ microburst trigger; then a request by HTTP POST once the replay is over.
   comment states (times, wire lengths and the first snap-length bytes, compared with the source file), in order;
 - the files open in tshark (Wireshark's reader), `burstscope analyze` and `burstscope report`, with the same
   frame count;
-- POST /flight-recorder/trigger writes an on-demand file around the newest frame; GET is refused (405);
+- POST /flight-recorder/trigger writes an on-demand file around the newest frame; a second one at once is
+  refused (429, rate limit); GET is refused (405);
 - burstscope_flight_recorder_* count every file and every skipped trigger, and the bytes on disk;
 - after SIGTERM the ledger balances: recording cost the worker no frame.
 Needs root (DPDK EAL) and tshark.
@@ -151,6 +152,12 @@ def main():
         with urllib.request.urlopen(req, timeout=10) as r:
             said = r.read().decode()
             check(r.status == 202 and '.pcapng' in said, f'POST /flight-recorder/trigger: {r.status} {said.strip()}')
+        try:
+            urllib.request.urlopen(urllib.request.Request(base + '/flight-recorder/trigger', method='POST'), timeout=10)
+            check(False, 'a second POST at once is refused (rate limit)')
+        except urllib.error.HTTPError as e:
+            why = e.read().decode().strip()
+            check(e.code == 429 and 'skipped' in why, f'a second POST at once is refused: {e.code} {why}')
         wait_for('the on-demand file is written', lambda: metric(
             base, 'burstscope_flight_recorder_triggers_total', trigger='on_demand', result='written'), 30)
         files = sorted(os.listdir(out_dir))

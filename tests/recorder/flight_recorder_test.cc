@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <string>
 #include <thread>
@@ -308,6 +309,28 @@ TEST_F(FlightRecorderTest, TriggerStormKeepsTheDiskAndRateBounds) {
   EXPECT_EQ(count(s, FlightTrigger::kOnDemand, FlightResult::kWritten), 1u);
   EXPECT_EQ(count(s, FlightTrigger::kOnDemand, FlightResult::kRateLimited), 99u);
   EXPECT_EQ(filesIn(dir_).size(), 1u);
+}
+
+// The file just written is never the one removed, even when its event time sorts first (a replayed old
+// capture, a clock stepped back): an older-looking name of the directory goes instead.
+TEST_F(FlightRecorderTest, TheNewestFileIsKeptWhateverItsTime) {
+  FlightRecorderConfig c = config();
+  c.max_files = 1;
+  c.after_ns = 0;
+  fs::create_directories(dir_);
+  const std::string later = dir_ + "/burstscope-mirror0-20991231T000000.000000000Z-on_demand.pcapng";
+  std::ofstream(later) << "x";
+  auto rec = started(c);
+  ASSERT_TRUE(rec.ok()) << rec.status();
+  const auto f = frame(1, 200);
+  (*rec)->tap(0, 0)->onFrame(f, 200, kT0, LinkType::kEthernet);  // 2023: sorts before 2099
+  const auto said = (*rec)->triggerNow();
+  ASSERT_TRUE((*rec)->waitIdle(30'000'000'000));
+  const auto files = filesIn(dir_);
+  ASSERT_EQ(files.size(), 1u);
+  EXPECT_EQ(files[0], (*rec)->stats().last_file);
+  EXPECT_NE(files[0], later);
+  EXPECT_EQ((*rec)->stats().files_deleted, 1u);
 }
 
 TEST_F(FlightRecorderTest, DiskBytesBoundRemovesOldestFiles) {

@@ -11,9 +11,10 @@
 #     and a full queue of Q bytes at rate R makes the round trip at least Q/R, so evidence.after is set to
 #     5 Q/R (TCP repairs a burst's losses over several round trips: RACK-TLP's probe timeout is 2 SRTT, and
 #     each round trip resends what the window allows);
-#   - without the bottleneck, the same job: the switch drops nothing, and burstscope counts what tshark counts
+#   - without the bottleneck, the same job: the switch drops nothing, and `analyze` counts what tshark counts
 #     (a few, not zero: on a loaded 2-core machine an ACK can come later than a tail-loss probe or the
-#     retransmission timer, and TCP resends what was not lost; the count is printed, not bounded).
+#     retransmission timer, and TCP resends what was not lost; the count is printed, not bounded); live, the
+#     same retransmitted + out-of-order segments (their split turns on timing, see the check).
 # TAP output for meson. Needs root, Debian's python3-torch, tshark, tcpdump, ethtool (scripts/setup.sh).
 # usage: congestion_test.sh BURSTSCOPE SOURCE_ROOT
 set -u
@@ -159,7 +160,7 @@ switch_dropped() { # frames the switch's ports dropped on the way out to the wor
 }
 check "plain: the switch dropped nothing on the way to the workers (veth TX drops: $(switch_dropped))" \
   test "$(switch_dropped)" = 0
-check "plain: analyze of tcpdump's file counts the retransmissions tshark counts, burstscope live within 5% (or 2)" \
+check "plain: analyze of tcpdump's file counts the retransmissions tshark counts; burstscope live saw the same resent and late segments (within 5% or 2)" \
   "$PY" - "$TMP/plain.bs.out" "$TMP/plain.analyze.json" "$TMP/plain.retx" "$BN_RETX" "$TMP/plain.pcap" <<'PY'
 import json, subprocess, sys
 live = json.load(open(sys.argv[1]))["ports"][0]["evidence"]["totals"]
@@ -171,9 +172,14 @@ spurious = subprocess.run(["tshark", "-n", "-r", sys.argv[5], "-Y", "tcp.analysi
 # or even the retransmission timer (tshark calls those whose data was acknowledged before spurious).
 print(f"tshark {ts} ({spurious} spurious), burstscope live {live['tcp_retransmissions']}, analyze "
       f"{off['tcp_retransmissions']}; with the bottleneck {bn}")
-# Live timestamps are burstscope's, the file's tcpdump's: the first-RTT threshold between a retransmission and
-# an out-of-order segment may fall differently for a segment or two.
-sys.exit(0 if off["tcp_retransmissions"] == ts and abs(live["tcp_retransmissions"] - ts) <= max(2, 0.05 * ts) else 1)
+# Live timestamps are burstscope's, the file's tcpdump's: whether a segment below the highest one seen is a
+# retransmission or out of order turns on the first round trip, timed differently by the two (on a loaded CI
+# machine, 114 against 99 once, with nothing lost), so live is held to the sum of the two, which timing
+# cannot move: every segment the flow had already carried or filled late. The bottleneck case above holds
+# live's retransmissions themselves within 5%.
+both = lambda e: e["tcp_retransmissions"] + e["tcp_out_of_order"]
+print(f"retransmitted + out of order: live {both(live)}, analyze {both(off)}")
+sys.exit(0 if off["tcp_retransmissions"] == ts and abs(both(live) - both(off)) <= max(2, 0.05 * both(off)) else 1)
 PY
 "$TB" down "$NAME" 2>/dev/null
 check "testbed down removes every namespace of the testbed" sh -c "! ip netns list | grep -q '^bstb-$NAME-'"

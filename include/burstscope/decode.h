@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -69,6 +70,8 @@ enum class LinkType : uint8_t {
 const char* linkTypeName(LinkType t);  // "ethernet", "linux_sll", "linux_sll2", "raw_ip", ...: stable
 // The link type of a LINKTYPE_ value (pcapng interfaces, classic pcap headers) or of libpcap's DLT_ value.
 LinkType linkTypeFromPcap(uint32_t linktype);
+// Its inverse, for writing captures (the flight recorder): the LINKTYPE_ value; none for kUnsupported.
+std::optional<uint32_t> linkTypeToPcap(LinkType t);
 
 // A frame's link header: its length and the protocol (an ethertype) it carries. For Ethernet the outer
 // ethertype (VLAN tags may follow); for raw IP the version's ethertype. `error` says why it cannot be read.

@@ -661,36 +661,18 @@ int runLiveCommand(const RunOptions& o) {
   }
   std::signal(SIGHUP, onHangup);
   const bool quiet = config->live.quiet;
-  // The fan-in trigger covers every interval since the port's last training analysis (one analysis may take
-  // several intervals, and its fan-in figure is over all of them).
-  std::vector<int64_t> fanin_from(port_engines.size(), INT64_MIN);
   auto on_interval = [&](size_t port, const PortSnapshot& s) {
     if (!quiet) summary << intervalSummary((*backend)->ports()[port].name, s, port_engines[port]) << std::endl;
     if (metrics) metrics->publish(port, s);
     if (live) live->onInterval(port, s);
-    if (recorder) {
-      if (fanin_from[port] == INT64_MIN) fanin_from[port] = s.interval.start_ns;
-      if (s.training) {
-        // The destination with the most sources bursting toward it in one bin of the analysed intervals.
-        const DestinationReport* top = nullptr;
-        for (const DestinationReport& d : s.training->destinations) {
-          if (top == nullptr || d.max_sources > top->max_sources) top = &d;
-        }
-        if (top != nullptr) recorder->onFanIn(port, top->max_sources, top->host, fanin_from[port], s.interval.end_ns);
-        fanin_from[port] = INT64_MIN;
-      }
-    }
+    if (recorder) recorder->onInterval(port, s.interval.start_ns, s.interval.end_ns, s.training.get());
   };
   auto result = runCapture(**backend, pc, g_stop, (quiet && !metrics) ? IntervalCallback() : on_interval);
   if (recorder) {
     // The files owed are written before the summary (their windows end with the capture at the latest).
-    g_recorder.store(nullptr);  // (the guard does it too, on the early returns)
     recorder->stop();
     const FlightRecorderStats fs = recorder->stats();
-    uint64_t written = 0;
-    for (const FlightPortStats& p : fs.ports) {
-      for (int t = 0; t < kFlightTriggerCount; ++t) written += p.triggers[t][static_cast<int>(FlightResult::kWritten)];
-    }
+    const uint64_t written = fs.written();
     summary << "burstscope run: flight recorder wrote " << written << " file" << (written == 1 ? "" : "s")
             << (fs.last_file.empty() ? "" : ", the last " + fs.last_file)
             << (fs.last_error.empty() ? "" : "; last error: " + fs.last_error) << std::endl;

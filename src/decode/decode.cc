@@ -90,6 +90,30 @@ LinkType linkTypeFromPcap(uint32_t linktype) {
   }
 }
 
+std::optional<uint32_t> linkTypeToPcap(LinkType t) {
+  switch (t) {
+    case LinkType::kEthernet:
+      return 1;
+    case LinkType::kLinuxSll:
+      return 113;
+    case LinkType::kLinuxSll2:
+      return 276;
+    case LinkType::kRawIp:
+      return 101;
+    case LinkType::kIpv4:
+      return 228;
+    case LinkType::kIpv6:
+      return 229;
+    case LinkType::kNull:
+      return 0;
+    case LinkType::kLoop:
+      return 108;
+    case LinkType::kUnsupported:
+      break;
+  }
+  return std::nullopt;
+}
+
 const char* directionName(Direction d) {
   switch (d) {
     case Direction::kIngress:

@@ -120,7 +120,7 @@ EngineObserver* LiveView::tap(size_t port) { return ports_.at(port).get(); }
 
 void LiveView::onInterval(size_t port, const PortSnapshot& s) {
   const IntervalStream& st = s.interval.port;
-  const Port& p = *ports_.at(port);
+  Port& p = *ports_.at(port);
   json scales = json::array();
   for (size_t i = 0; i < p.info.scales_ns.size() && i < st.envelope_bytes.size(); ++i) {
     json sc = {{"tau_ns", p.info.scales_ns[i]}, {"envelope_bytes", st.envelope_bytes[i]}};
@@ -136,15 +136,20 @@ void LiveView::onInterval(size_t port, const PortSnapshot& s) {
             {"microbursts_total", s.interval.microbursts_total},
             {"scales", std::move(scales)}};
   // The jobs the training analysis read (once it runs and has found any), each with its steps inside the view's
-  // window as [start s, end s, bytes]: the page draws them as step markers. An interval without an analysis
-  // (several handed over at once) keeps the jobs last shown.
-  if (s.training) {
+  // window as [start s, end s, bytes] (the page's step markers) and its own bins of the intervals analysed (kept
+  // for the window, and sent once). An interval without an analysis (several handed over at once) keeps the
+  // jobs last shown.
+  const int64_t from_ns = s.interval.end_ns - config_.window_ns;
+  const std::lock_guard<std::mutex> lock(mu_);
+  if (!s.training) {
+    if (p.figures.contains("jobs")) f["jobs"] = p.figures["jobs"];
+  } else {
     json jobs = json::array();
-    const int64_t from = s.interval.end_ns - config_.window_ns;
+    std::map<std::string, std::deque<std::array<int64_t, 2>>> kept;
     for (const JobReport& jr : s.training->jobs) {
       json steps = json::array();
       for (const StepSpan& st : jr.steps) {
-        if (st.end_ns <= from) continue;  // nothing of it inside the window
+        if (st.end_ns <= from_ns) continue;  // nothing of it inside the window
         steps.push_back({static_cast<double>(st.start_ns) * 1e-9, static_cast<double>(st.end_ns) * 1e-9, st.bytes});
       }
       jobs.push_back({{"name", jr.name},
@@ -154,28 +159,19 @@ void LiveView::onInterval(size_t port, const PortSnapshot& s) {
                       {"step_bytes", jr.step_bytes_mean},
                       {"topology", jr.topology.kind},
                       {"steps", std::move(steps)}});
-    }
-    f["jobs"] = std::move(jobs);
-  }
-  const std::lock_guard<std::mutex> lock(mu_);
-  Port& pp = *ports_[port];
-  if (!s.training && pp.figures.contains("jobs")) f["jobs"] = pp.figures["jobs"];
-  if (s.training) {
-    const int64_t from = (s.interval.end_ns - config_.window_ns) / pp.info.base_bin_ns;
-    std::map<std::string, std::deque<std::array<int64_t, 2>>> kept;
-    for (const JobReport& jr : s.training->jobs) {
       std::deque<std::array<int64_t, 2>>& h = kept[jr.name];
-      if (auto it = pp.job_history.find(jr.name); it != pp.job_history.end()) h = std::move(it->second);
-      std::vector<std::array<int64_t, 2>>& pending = pp.job_pending[jr.name];
+      if (auto it = p.job_history.find(jr.name); it != p.job_history.end()) h = std::move(it->second);
+      std::vector<std::array<int64_t, 2>>& pending = p.job_pending[jr.name];
       for (const auto& [index, bytes] : jr.interval_bins) {
         h.push_back({index, static_cast<int64_t>(bytes)});
         pending.push_back({index, static_cast<int64_t>(bytes)});
       }
-      while (!h.empty() && h.front()[0] < from) h.pop_front();
+      while (!h.empty() && h.front()[0] < from_ns / p.info.base_bin_ns) h.pop_front();
     }
-    pp.job_history = std::move(kept);
+    f["jobs"] = std::move(jobs);
+    p.job_history = std::move(kept);
   }
-  ports_[port]->figures = std::move(f);
+  p.figures = std::move(f);
 }
 
 void LiveView::start() {

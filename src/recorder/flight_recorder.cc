@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <system_error>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
@@ -17,10 +18,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-int64_t monoNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
+int64_t monoNs() { return clockNs(CLOCK_MONOTONIC); }
+
+// 64-bit words of a ring slot: stamp, ts, wire_len | cap_len | link, then the snap length's bytes.
+size_t slotWords(uint32_t snap_length) { return 3 + (snap_length + 7) / 8; }
 
 std::string utcText(int64_t ns) {
   return absl::FormatTime("%Y%m%dT%H%M%E9SZ", absl::FromUnixNanos(ns), absl::UTCTimeZone());
@@ -39,30 +40,6 @@ std::string fileNamePart(const std::string& s) {
     if (!ok) c = '_';
   }
   return out;
-}
-
-uint16_t pcapLinkType(LinkType t) {
-  switch (t) {
-    case LinkType::kEthernet:
-      return 1;
-    case LinkType::kLinuxSll:
-      return 113;
-    case LinkType::kLinuxSll2:
-      return 276;
-    case LinkType::kRawIp:
-      return 101;
-    case LinkType::kIpv4:
-      return 228;
-    case LinkType::kIpv6:
-      return 229;
-    case LinkType::kNull:
-      return 0;
-    case LinkType::kLoop:
-      return 108;
-    case LinkType::kUnsupported:
-      break;
-  }
-  return 1;
 }
 
 bool isRecorderFile(const fs::path& p) {
@@ -153,15 +130,16 @@ absl::Status writeFlightPcapng(const std::string& path, const std::string& inter
   w.option(4, std::string("burstscope ") + BURSTSCOPE_VERSION + " flight recorder");  // shb_userappl
   w.endOptions();
   w.finish();
-  // One interface per link type met, in order of first use; nanosecond timestamps (if_tsresol 9).
+  // One interface per link type met, in order of first use; nanosecond timestamps (if_tsresol 9). A frame of a
+  // link type with no LINKTYPE_ value is left out (live capture is all Ethernet).
   std::vector<LinkType> links;
   for (const FlightFrame& f : frames) {
-    if (std::find(links.begin(), links.end(), f.link) == links.end()) links.push_back(f.link);
+    if (linkTypeToPcap(f.link) && std::find(links.begin(), links.end(), f.link) == links.end()) links.push_back(f.link);
   }
   if (links.empty()) links.push_back(LinkType::kEthernet);
   for (LinkType l : links) {
     w.begin(1);
-    w.u16(pcapLinkType(l));
+    w.u16(static_cast<uint16_t>(linkTypeToPcap(l).value_or(1)));
     w.u16(0);
     w.u32(snap_length);
     w.option(2, interface_name);  // if_name
@@ -181,7 +159,9 @@ absl::Status writeFlightPcapng(const std::string& path, const std::string& inter
   };
   flush();
   for (const FlightFrame& f : frames) {
-    const auto ifc = static_cast<uint32_t>(std::find(links.begin(), links.end(), f.link) - links.begin());
+    const auto found = std::find(links.begin(), links.end(), f.link);
+    if (found == links.end()) continue;
+    const auto ifc = static_cast<uint32_t>(found - links.begin());
     const auto ts = static_cast<uint64_t>(f.ts_ns);
     w.begin(6);  // enhanced packet block
     w.u32(ifc);
@@ -208,8 +188,8 @@ absl::Status writeFlightPcapng(const std::string& path, const std::string& inter
 // stamp's reset too (its second stamp read differs from its first): a torn copy is always detected.
 struct FlightRecorder::Ring final : FrameTap {
   Ring(size_t capacity, uint32_t snap)
-      : words(std::make_unique<std::atomic<uint64_t>[]>(capacity * (3 + (snap + 7) / 8))),
-        slot_words(3 + (snap + 7) / 8),
+      : words(std::make_unique<std::atomic<uint64_t>[]>(capacity * slotWords(snap))),
+        slot_words(slotWords(snap)),
         mask(capacity - 1),
         snap_length(snap) {}
 
@@ -234,7 +214,6 @@ struct FlightRecorder::Ring final : FrameTap {
     s[0].store(head + 1, std::memory_order_release);
     ++head;
     published.store(head, std::memory_order_release);
-    newest_ts.store(ts_ns, std::memory_order_release);
   }
 
   // The whole frames with from <= ts <= to, read newest first back to the first one older than `from` by more
@@ -285,6 +264,14 @@ struct FlightRecorder::Ring final : FrameTap {
     out->insert(out->end(), std::make_move_iterator(got.rbegin()), std::make_move_iterator(got.rend()));
   }
 
+  // The newest frame's time, or INT64_MIN if none: the slot published last (a whole ring of frames would have to
+  // come before it is rewritten).
+  int64_t newestTs() const {
+    const uint64_t end = published.load(std::memory_order_acquire);
+    if (end == 0) return INT64_MIN;
+    return static_cast<int64_t>(words[((end - 1) & mask) * slot_words + 1].load(std::memory_order_acquire));
+  }
+
   // The oldest frame's time still held, or INT64_MIN if none (racy by nature: a figure for the metrics).
   int64_t oldestTs() const {
     const uint64_t end = published.load(std::memory_order_acquire);
@@ -302,7 +289,6 @@ struct FlightRecorder::Ring final : FrameTap {
   const uint32_t snap_length;
   uint64_t head = 0;  // producer's
   alignas(64) std::atomic<uint64_t> published{0};
-  std::atomic<int64_t> newest_ts{INT64_MIN};
 };
 
 // A port: its queues' rings, and the triggers its engine raises (an observer on the port's worker).
@@ -315,6 +301,8 @@ struct FlightRecorder::Port final : EngineObserver {
   double backlog = 0;
   int64_t last_end_ns = INT64_MIN;
   bool over = false;
+  // The control thread's: the start of the first interval since the last training analysis.
+  int64_t analysed_from = INT64_MIN;
   // Under recorder->mu_:
   FlightPortStats stats;
   int64_t last_request_mono = INT64_MIN;
@@ -348,7 +336,7 @@ struct FlightRecorder::Port final : EngineObserver {
 
   int64_t newest() const {
     int64_t t = INT64_MIN;
-    for (const auto& r : rings) t = std::max(t, r->newest_ts.load(std::memory_order_acquire));
+    for (const auto& r : rings) t = std::max(t, r->newestTs());
     return t;
   }
 };
@@ -357,7 +345,7 @@ FlightRecorder::FlightRecorder(const FlightRecorderConfig& config, std::vector<F
     : config_(config) {
   size_t queues = 0;
   for (const FlightPortInfo& p : ports) queues += p.queues;
-  const size_t slot_bytes = 8 * (3 + (config.snap_length + 7) / 8);
+  const size_t slot_bytes = 8 * slotWords(config.snap_length);
   const size_t capacity =
       std::bit_floor(std::max<size_t>(config.memory_bytes / slot_bytes / std::max<size_t>(queues, 1), 1));
   for (size_t i = 0; i < ports.size(); ++i) {
@@ -386,7 +374,7 @@ absl::StatusOr<std::unique_ptr<FlightRecorder>> FlightRecorder::create(const Fli
   size_t queues = 0;
   for (const FlightPortInfo& p : ports) queues += p.queues;
   if (queues == 0) return absl::InvalidArgumentError("flight recorder: no capture queue to record");
-  const uint64_t slot_bytes = 8 * (3 + (config.snap_length + 7) / 8);
+  const uint64_t slot_bytes = 8 * slotWords(config.snap_length);
   const uint64_t least = slot_bytes * 1024 * queues;
   if (config.memory_bytes < least) {
     return bad("memory-bytes", absl::StrCat("too small: at least ", least, " for 1024 frames in each of ", queues,
@@ -448,11 +436,18 @@ std::string FlightRecorder::request(size_t port, FlightTrigger trigger, int64_t 
   return path;
 }
 
-void FlightRecorder::onFanIn(size_t port, uint64_t sources, const std::string& destination, int64_t start_ns,
-                             int64_t end_ns) {
-  if (config_.fanin_sources == 0 || sources < config_.fanin_sources) return;
-  request(port, FlightTrigger::kFanIn, start_ns, end_ns,
-          absl::StrCat(sources, " sources bursting toward ", destination, " in one 100 us bin of the interval"));
+void FlightRecorder::onInterval(size_t port, int64_t start_ns, int64_t end_ns, const TrainingReport* training) {
+  Port& p = *ports_.at(port);
+  if (p.analysed_from == INT64_MIN) p.analysed_from = start_ns;
+  if (training == nullptr) return;
+  const int64_t from = std::exchange(p.analysed_from, INT64_MIN);
+  const DestinationReport* top = nullptr;
+  for (const DestinationReport& d : training->destinations) {
+    if (top == nullptr || d.max_sources > top->max_sources) top = &d;
+  }
+  if (config_.fanin_sources == 0 || top == nullptr || top->max_sources < config_.fanin_sources) return;
+  request(port, FlightTrigger::kFanIn, from, end_ns,
+          absl::StrCat(top->max_sources, " sources bursting toward ", top->host, " in one 100 us bin"));
 }
 
 std::vector<std::string> FlightRecorder::triggerNow() {

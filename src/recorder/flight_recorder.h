@@ -24,6 +24,7 @@
 
 #include "absl/status/statusor.h"
 #include "burstscope/capture.h"
+#include "burstscope/training.h"
 #include "burstscope/window.h"
 
 namespace burstscope {
@@ -70,6 +71,13 @@ struct FlightRecorderStats {
   uint64_t memory_bytes = 0;  // the rings' memory
   std::string last_file;      // path of the newest file written
   std::string last_error;     // why the last write failed (empty: none did)
+  uint64_t written() const {  // files written, every port and trigger
+    uint64_t n = 0;
+    for (const FlightPortStats& p : ports) {
+      for (const auto& t : p.triggers) n += t[static_cast<int>(FlightResult::kWritten)];
+    }
+    return n;
+  }
 };
 
 struct FlightPortInfo {
@@ -99,11 +107,11 @@ class FlightRecorder {
   // On demand, any thread: a file per port around the newest frame each holds (its before and after).
   // Returns the files that will be written, or why none will (rate limit).
   std::vector<std::string> triggerNow();
-  // On the control thread after the training analysis of a report interval [start, end): the most sources
-  // that burst toward one destination in a 100 µs bin of it. At or above triggers.fanin-sources, a file of the
-  // interval (widened by before and after). The analysis runs when the interval closes, so the memory must
-  // hold an interval plus `before` (at the defaults, 1 s + 1 s).
-  void onFanIn(size_t port, uint64_t sources, const std::string& destination, int64_t start_ns, int64_t end_ns);
+  // On the control thread at each report interval's close [start, end), with the training analysis when one
+  // ran (it may cover several intervals). When the destination with the most sources bursting toward it in
+  // one 100 µs bin reaches triggers.fanin-sources, a file of every interval since the last analysis (widened
+  // by before and after): the memory must hold them plus `before` (at the defaults, 1 s + 1 s).
+  void onInterval(size_t port, int64_t start_ns, int64_t end_ns, const TrainingReport* training);
   // Async-signal-safe: asks the writer thread for triggerNow() (SIGUSR2).
   void requestFromSignal() { signalled_.store(true, std::memory_order_relaxed); }
 

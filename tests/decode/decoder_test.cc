@@ -556,5 +556,15 @@ TEST(DecoderTest, LinkTypesFromPcapNumbers) {
   EXPECT_EQ(linkTypeFromPcap(105), LinkType::kUnsupported);  // 802.11
 }
 
+// Writing gives back what reading understands: every supported link type round-trips, the unsupported has none.
+TEST(DecoderTest, LinkTypesToPcapNumbersRoundTrip) {
+  for (LinkType t : {LinkType::kEthernet, LinkType::kLinuxSll, LinkType::kLinuxSll2, LinkType::kRawIp, LinkType::kIpv4,
+                     LinkType::kIpv6, LinkType::kNull, LinkType::kLoop}) {
+    ASSERT_TRUE(linkTypeToPcap(t).has_value()) << linkTypeName(t);
+    EXPECT_EQ(linkTypeFromPcap(*linkTypeToPcap(t)), t) << linkTypeName(t);
+  }
+  EXPECT_FALSE(linkTypeToPcap(LinkType::kUnsupported).has_value());
+}
+
 }  // namespace
 }  // namespace burstscope

@@ -119,8 +119,11 @@ check "trace: no XDP program left on the interface" test "$(xdp_progs)" = 0
 # 2. Two queues: 64 flows spread over both RX queues (native mode), each frame measured once.
 python3 "$ROOT/tests/integration/make_flows.py" "$TMP/flows.pcap" 64 40
 "$BS" analyze --json --top-k 64 "$TMP/flows.pcap" >"$TMP/flows-analyze.json"
-# With the flight recorder on: SIGUSR2 once the frames are sent asks for a file of the last second.
-start flows --xdp "$V1" --top-k 64 --idle-exit 3s --flight-recorder "$TMP/flight"
+# With the flight recorder on: SIGUSR2 once the frames are sent asks for a file around the newest frame the
+# sockets have taken; its window (30 s each way) holds every frame sent however far behind a loaded machine's
+# RX threads are when the signal comes, and the file is written at the idle exit at the latest.
+printf 'flight-recorder:\n  enabled: true\n  before: 30s\n  after: 30s\n' >"$TMP/flight.yaml"
+start flows --xdp "$V1" --top-k 64 --idle-exit 3s --config "$TMP/flight.yaml" --flight-recorder "$TMP/flight"
 sent=$(send --pps 5000 "$TMP/flows.pcap")
 kill -USR2 "$pid"
 wait $pid

@@ -243,10 +243,19 @@ TEST_F(FlightRecorderTest, FanInAtTheThresholdWritesTheInterval) {
     (*rec)->tap(0, 0)->onFrame(f, 200, kT0 + int64_t{i} * 100'000'000, LinkType::kEthernet);
   }
   (*rec)->start();
-  (*rec)->onFanIn(0, 2, "10.0.0.4", kT0, kT0 + 1'000'000'000);  // below: nothing
+  TrainingReport analysis;
+  analysis.destinations.resize(2);
+  analysis.destinations[0].host = "10.0.0.3";
+  analysis.destinations[0].max_sources = 1;
+  analysis.destinations[1].host = "10.0.0.4";
+  analysis.destinations[1].max_sources = 2;
+  (*rec)->onInterval(0, kT0, kT0 + 1'000'000'000, &analysis);  // below: nothing
   ASSERT_TRUE((*rec)->waitIdle(30'000'000'000));
   EXPECT_TRUE(filesIn(dir_).empty());
-  (*rec)->onFanIn(0, 3, "10.0.0.4", kT0 + 1'000'000'000, kT0 + 2'000'000'000);
+  // Two intervals, the analysis at the second's close: the file covers both.
+  analysis.destinations[1].max_sources = 3;
+  (*rec)->onInterval(0, kT0 + 1'000'000'000, kT0 + 1'500'000'000, nullptr);
+  (*rec)->onInterval(0, kT0 + 1'500'000'000, kT0 + 2'000'000'000, &analysis);
   ASSERT_TRUE((*rec)->waitIdle(30'000'000'000));
   const auto files = filesIn(dir_);
   ASSERT_EQ(files.size(), 1u);

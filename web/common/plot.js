@@ -310,5 +310,27 @@ window.burstscopePlot = (function () {
     else main();
   }
 
-  return {BASE_NS, COLOURS, parseExact, exactText, exactBig, fmtBytes, fmtBps, fmtSeconds, fmtNs, fmtCount, fmtRatio, fmtPercent, tickSeconds, shortTime, shortBytes, shortGbps, el, widthOf, get, holderOf, aggregate, lowerBound, columns, Timelines, TimelineChart, logAxis, curveChart, positiveOrNull, runPage, writeLayout, whiteCanvas};
+  // Dashed vertical lines at x values (in the x scale's units) inside the plot box, e.g. training step starts;
+  // returns the pixel x of each drawn line, in order, for labels.
+  function dashedVerticals(u, xs, stroke) {
+    const ctx = u.ctx, top = u.bbox.top, h = u.bbox.height;
+    const drawn = [];
+    ctx.save();
+    ctx.beginPath();
+    ctx.rect(u.bbox.left, top, u.bbox.width, h);
+    ctx.clip();
+    ctx.strokeStyle = stroke;
+    ctx.lineWidth = 1;
+    ctx.setLineDash([4, 3]);
+    for (const x of xs) {
+      if (x < u.scales.x.min || x > u.scales.x.max) continue;
+      const px = Math.round(u.valToPos(x, 'x', true)) + 0.5;
+      ctx.beginPath(); ctx.moveTo(px, top); ctx.lineTo(px, top + h); ctx.stroke();
+      drawn.push(px);
+    }
+    ctx.restore();
+    return drawn;
+  }
+
+  return {BASE_NS, COLOURS, dashedVerticals, parseExact, exactText, exactBig, fmtBytes, fmtBps, fmtSeconds, fmtNs, fmtCount, fmtRatio, fmtPercent, tickSeconds, shortTime, shortBytes, shortGbps, el, widthOf, get, holderOf, aggregate, lowerBound, columns, Timelines, TimelineChart, logAxis, curveChart, positiveOrNull, runPage, writeLayout, whiteCanvas};
 })();

@@ -82,7 +82,7 @@
     f.jobs.forEach((job, k) => {
       const bins = port.jobBins.get(job.name);
       if (!bins) return;
-      ctx.fillStyle = P.COLOURS[(k + 2) % P.COLOURS.length];
+      ctx.fillStyle = jobColour(k);
       const y0 = u.valToPos(0, 'y', true);
       for (const [index, bytes] of bins) {
         const x0 = u.valToPos(index * binS, 'x', true), x1 = u.valToPos((index + 1) * binS, 'x', true);
@@ -102,33 +102,24 @@
     }
   }
 
-  // Step markers: a line at each step start of each job the training analysis found (its colour), the job's
-  // name by its first marker in view.
+  // A job's colour: the k-th job the analysis lists, in the page's palette after the port's own colours.
+  const jobColour = k => P.COLOURS[(k + 2) % P.COLOURS.length];
+
+  // Step markers: a dashed line at each step start of each job the training analysis found (the report's
+  // markers, in the job's colour), the job's name by its first marker in view.
   function markSteps(u, port) {
     const f = port.info.figures;
     if (!f || !f.jobs) return;
     const ctx = u.ctx;
-    ctx.save();
-    ctx.font = `${11 * devicePixelRatio}px system-ui, sans-serif`;
     f.jobs.forEach((job, k) => {
-      ctx.strokeStyle = ctx.fillStyle = P.COLOURS[(k + 2) % P.COLOURS.length];
-      ctx.lineWidth = devicePixelRatio;
-      ctx.setLineDash([4 * devicePixelRatio, 3 * devicePixelRatio]);
-      let labelled = false;
-      for (const st of job.steps) {
-        const x = u.valToPos(st[0], 'x', true);
-        if (x < u.bbox.left || x > u.bbox.left + u.bbox.width) continue;
-        ctx.beginPath();
-        ctx.moveTo(x, u.bbox.top);
-        ctx.lineTo(x, u.bbox.top + u.bbox.height);
-        ctx.stroke();
-        if (!labelled) {
-          ctx.fillText(`${job.name} step`, x + 3 * devicePixelRatio, u.bbox.top + (12 + 12 * k) * devicePixelRatio);
-          labelled = true;
-        }
-      }
+      const drawn = P.dashedVerticals(u, job.steps.map(st => st[0]), jobColour(k));
+      if (!drawn.length) return;
+      ctx.save();
+      ctx.font = `${11 * devicePixelRatio}px system-ui, sans-serif`;
+      ctx.fillStyle = jobColour(k);
+      ctx.fillText(`${job.name} step`, drawn[0] + 3 * devicePixelRatio, u.bbox.top + (12 + 12 * k) * devicePixelRatio);
+      ctx.restore();
     });
-    ctx.restore();
   }
 
   function addBins(port, bins) {
@@ -218,7 +209,7 @@
     port.figures.textContent = `last report interval: ${P.fmtBps(f.mean_bps)} mean, ${f.microbursts} microbursts ` +
                                `(${f.microbursts_total} since start); ` + scales.join('; ');
     // The training jobs on this port, with what the step markers mean.
-    port.jobs.replaceChildren(...(f.jobs || []).map((job, k) => P.el('li', {style: `color: ${P.COLOURS[(k + 2) % P.COLOURS.length]}`},
+    port.jobs.replaceChildren(...(f.jobs || []).map((job, k) => P.el('li', {style: `color: ${jobColour(k)}`},
       `job ${job.name} (${job.hosts} hosts, ${job.topology}): ` +
       (job.period_s === null ? `no period yet (${job.period_why})`
                              : `step every ${P.fmtSeconds(job.period_s)}, ${P.fmtBytes(job.step_bytes)} per step`) +

@@ -10,7 +10,7 @@
 (function () {
   const {BASE_NS, COLOURS, parseExact, exactText, exactBig, fmtBytes, fmtBps, fmtSeconds, fmtNs, fmtCount, fmtRatio,
         fmtPercent, shortTime, shortBytes, shortGbps, el, widthOf, get, holderOf, Timelines, TimelineChart, logAxis,
-        curveChart, positiveOrNull, runPage, whiteCanvas} = window.burstscopePlot;
+        curveChart, positiveOrNull, runPage, whiteCanvas, dashedVerticals} = window.burstscopePlot;
 
   // ---- key figures ----
   function renderKeyFigures(r) {
@@ -81,21 +81,13 @@
     const chart = new TimelineChart(group, container, [{label: 'port', t: tl.t, v: tl.bytes, colour: '#1f6fb2'}], {
       height: 300, zoom: true, minLine: true, legend: true, fill: true,
       markers: (u) => {
+        dashedVerticals(u, steps, 'rgba(90,90,90,0.55)');
         const ctx = u.ctx, top = u.bbox.top, h = u.bbox.height;
         const [x0, x1] = [u.scales.x.min, u.scales.x.max];
         ctx.save();
         ctx.beginPath();
         ctx.rect(u.bbox.left, top, u.bbox.width, h);
         ctx.clip();
-        ctx.strokeStyle = 'rgba(90,90,90,0.55)';
-        ctx.lineWidth = 1;
-        ctx.setLineDash([4, 3]);
-        for (const s of steps) {
-          if (s < x0 || s > x1) continue;
-          const px = Math.round(u.valToPos(s, 'x', true)) + 0.5;
-          ctx.beginPath(); ctx.moveTo(px, top); ctx.lineTo(px, top + h); ctx.stroke();
-        }
-        ctx.setLineDash([]);
         ctx.fillStyle = '#d1495b';
         const tick = 6 * devicePixelRatio;
         for (const [s, d, congesting] of bursts) {  // congesting bursts: darker and twice as tall

@@ -30,29 +30,45 @@ void ExactWindows::add(int64_t ts, uint64_t len) {
   if (!fifo_.empty() && fifo_.back().ts == ts) {
     fifo_.back().bytes += len;
   } else {
-    if (fifo_.size() >= max_entries_) makeRoom();
+    // Forget what every window has left only when the buffer would otherwise grow: the scales catch up
+    // lazily, so the oldest entry still needed is the minimum of their positions, not the longest one's.
+    if (fifo_.size() == fifo_.capacity() || fifo_.size() >= max_entries_) {
+      fifo_.dropBefore(retainFrom());
+      if (fifo_.size() >= max_entries_) makeRoom(fifo_.back().ts);
+    }
     fifo_.pushBack(Entry{ts, len});
   }
-  // The hot loop: every exact scale but the microburst one, which needs its departure times.
+  // The hot loop: every exact scale but the microburst one. A scale's `sum` is the bytes from its `first`
+  // entry on, which is the window's content or more (entries that have left but were not yet taken out).
+  // Departures only lower the window, so when even that bound plus this arrival does not pass the maximum, the
+  // maximum stands and the departures can wait: they are taken out at the next arrival that might set a new
+  // maximum, or at the interval's close. Every entry still leaves every window once; what is saved is the
+  // walk (and its unpredictable exit) at the arrivals that cannot matter.
   for (int i : plain_) {
     Scale& s = scales_[i];
-    const int64_t limit = ts - s.tau;  // entries at or before this have left (t-τ, t]
-    uint64_t first = s.first;
-    uint64_t sum = s.sum;
-    while (fifo_[first].ts <= limit) sum -= fifo_[first++].bytes;
-    sum += len;
-    s.first = first;
+    uint64_t sum = s.sum + len;
+    if (sum > s.max) {
+      const int64_t limit = ts - s.tau;  // entries at or before this have left (t-τ, t]
+      uint64_t first = s.first;
+      while (fifo_[first].ts <= limit) sum -= fifo_[first++].bytes;
+      s.first = first;
+      if (sum > s.max) s.max = sum;
+    }
     s.sum = sum;
-    if (sum > s.max) s.max = sum;
   }
   if (mb_scale_ >= 0) {
+    // The same for the microburst scale, except inside a microburst, where each departure's time may end it.
     Scale& s = scales_[mb_scale_];
-    expireMicroburstScale(ts - s.tau);
-    s.sum += len;
-    arrive(ts, len, s.sum);
-    if (s.sum > s.max) s.max = s.sum;
+    const uint64_t bound = s.sum + len;
+    if (in_burst_ || bound > s.max || static_cast<double>(bound) >= mb_threshold_) {
+      expireMicroburstScale(ts - s.tau);
+      s.sum += len;
+      arrive(ts, len, s.sum);
+      if (s.sum > s.max) s.max = s.sum;
+    } else {
+      s.sum = bound;
+    }
   }
-  fifo_.dropBefore(retainFrom());
 }
 
 // Lets the entries at or before `limit` leave the microburst scale's window, in time order.
@@ -83,16 +99,28 @@ void ExactWindows::closeInterval(int64_t next_start, std::vector<uint64_t>* out)
   if (!fifo_.empty()) fifo_.dropBefore(std::min(retainFrom(), fifo_.end()));
 }
 
-// Windows nest (a longer τ starts earlier), so the longest active scale holds the oldest entry needed.
+// The oldest entry some active scale still counts.
 uint64_t ExactWindows::retainFrom() const {
   uint64_t from = fifo_.end() - 1;
-  if (!plain_.empty()) from = std::min(from, scales_[plain_.back()].first);
+  for (int i : plain_) from = std::min(from, scales_[i].first);
   if (mb_scale_ >= 0) from = std::min(from, scales_[mb_scale_].first);
   return from;
 }
 
-// Demotes the longest exact scale (never the microburst scale) until the FIFO has room again.
-void ExactWindows::makeRoom() {
+// Brings every lazy scale up to the arrival at `now`: their windows as they stand then (maxima unchanged).
+void ExactWindows::catchUp(int64_t now) {
+  for (int i : plain_) {
+    Scale& s = scales_[i];
+    while (s.first != fifo_.end() && fifo_[s.first].ts <= now - s.tau) s.sum -= fifo_[s.first++].bytes;
+  }
+  if (mb_scale_ >= 0) expireMicroburstScale(now - scales_[mb_scale_].tau);
+}
+
+// Demotes the longest exact scale (never the microburst scale) until the FIFO has room again. The windows
+// are first brought up to date, so that what is held is what they need, the same as if they never lagged.
+void ExactWindows::makeRoom(int64_t now) {
+  catchUp(now);
+  fifo_.dropBefore(retainFrom());
   while (fifo_.size() >= max_entries_ && !plain_.empty()) {
     scales_[plain_.back()].active = false;
     plain_.pop_back();

@@ -53,7 +53,8 @@ class ExactWindows {
     bool active = true;       // false once demoted for memory: max is then only a lower bound
   };
 
-  void makeRoom();
+  void makeRoom(int64_t now);
+  void catchUp(int64_t now);
   void expireMicroburstScale(int64_t limit);
   uint64_t retainFrom() const;
   void depart(int64_t t, uint64_t sum_after);

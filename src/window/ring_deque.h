@@ -16,6 +16,7 @@ class RingDeque {
   uint64_t begin() const { return head_; }  // absolute position of the oldest element
   uint64_t end() const { return tail_; }    // one past the newest
   size_t size() const { return tail_ - head_; }
+  size_t capacity() const { return buf_.size(); }
   bool empty() const { return tail_ == head_; }
   T& operator[](uint64_t pos) { return buf_[pos & (buf_.size() - 1)]; }
   const T& operator[](uint64_t pos) const { return buf_[pos & (buf_.size() - 1)]; }

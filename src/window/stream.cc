@@ -41,17 +41,29 @@ Stream::Stream(const EngineConfig& cfg, bool full) : base_bin_ns_(cfg.base_bin_n
 
 void Stream::closeBaseBin() {
   if (observer_) observer_->onBaseBin(cur_bin_ * base_bin_ns_, cur_bin_bytes_, cur_bin_packets_);
+  if (nonempty_.size() == nonempty_.capacity()) {
+    // Forget the bins every scale has left before growing (the scales catch up lazily, below).
+    uint64_t keep_from = nonempty_.end() - 1;
+    for (const Scale& s : scales_) keep_from = std::min(keep_from, s.first);
+    nonempty_.dropBefore(keep_from);
+  }
   nonempty_.pushBack(Bin{cur_bin_, cur_bin_bytes_});
-  uint64_t keep_from = nonempty_.end() - 1;
   for (Scale& s : scales_) {
-    // Bin-window envelope over the `bins` base bins ending with this one.
-    while (nonempty_[s.first].index <= cur_bin_ - s.bins) s.window_sum -= nonempty_[s.first++].bytes;
-    s.window_sum += cur_bin_bytes_;
-    s.window_max = std::max(s.window_max, s.window_sum);
-    keep_from = std::min(keep_from, s.first);
-    // Aligned bins of width τ are unions of base bins, since τ is a multiple of the base bin.
-    const int64_t a = cur_bin_ / s.bins;
-    if (a != s.aligned) {
+    // Bin-window envelope over the `bins` base bins ending with this one. `window_sum` counts the bins from
+    // `first` on, which is the window or more; the bins that have left are taken out only when the bound could
+    // pass the maximum (as the exact windows do, exact_window.cc).
+    uint64_t sum = s.window_sum + cur_bin_bytes_;
+    if (sum > s.window_max) {
+      uint64_t first = s.first;
+      while (nonempty_[first].index <= cur_bin_ - s.bins) sum -= nonempty_[first++].bytes;
+      s.first = first;
+      s.window_max = std::max(s.window_max, sum);
+    }
+    s.window_sum = sum;
+    // Aligned bins of width τ are unions of base bins, since τ is a multiple of the base bin. A division only
+    // when the bin leaves the current aligned window.
+    if (cur_bin_ >= s.aligned_end_bin) {
+      const int64_t a = cur_bin_ / s.bins;
       if (s.aligned == INT64_MIN) {
         s.first_aligned = a;
       } else {
@@ -60,12 +72,12 @@ void Stream::closeBaseBin() {
         if (s.utilisation && a - s.aligned > 1) s.utilisation->observe(0, a - s.aligned - 1);
       }
       s.aligned = a;
+      s.aligned_end_bin = (a + 1) * s.bins;
     }
-    s.last_traffic_aligned = a;
+    s.last_traffic_aligned = s.aligned;
     s.aligned_bytes += cur_bin_bytes_;
     s.aligned_packets += cur_bin_packets_;
   }
-  nonempty_.dropBefore(keep_from);
   cur_bin_bytes_ = 0;
   cur_bin_packets_ = 0;
 }
@@ -130,7 +142,9 @@ void Stream::flushAligned(Scale& s, int64_t t) {
   if (s.aligned >= first_open) return;
   closeAligned(s);
   if (first_open - s.aligned > 1) s.utilisation->observe(0, static_cast<uint64_t>(first_open - s.aligned - 1));
-  s.aligned = first_open;  // open and empty: observed once it ends or the next packet moves past it
+  s.aligned = first_open;
+  s.aligned_end_bin =
+      (first_open + 1) * s.bins;  // open and empty: observed once it ends or the next packet moves past it
 }
 
 void Stream::finish() {

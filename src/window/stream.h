@@ -99,6 +99,7 @@ class Stream {
     uint64_t window_closed_max = 0;  // over the closed report intervals
     // Aligned bins of width τ.
     int64_t aligned = INT64_MIN;
+    int64_t aligned_end_bin = INT64_MIN;  // the first base bin past aligned window `aligned`
     int64_t first_aligned = 0;
     int64_t last_traffic_aligned = 0;  // the aligned window of the last packet (for bins_spanned)
     uint64_t aligned_bytes = 0;

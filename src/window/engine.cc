@@ -146,18 +146,37 @@ class HeavyAggregator final : public Aggregator {
       : cfg_(c), pairs_(cfg_, cfg_.pair_table_capacity), flows_(cfg_, cfg_.flow_table_capacity) {}
 
   void add(std::span<const PacketRecord> records) override {
-    for (const PacketRecord& r : records) add(r);
+    // Runs of one flow inside one base bin are counted at once: the tables' windows are made of base bins,
+    // so a run is the same to them as its packets (traffic comes in runs: about 5 packets per run on the
+    // bundled training trace).
+    const size_t n = records.size();
+    size_t i = 0;
+    while (i < n) {
+      const PacketRecord& r = records[i];
+      if (r.key.family == 0) {
+        ++i;
+        continue;
+      }
+      if (r.ts_ns >= bin_end_) bin_end_ = (r.ts_ns / cfg_.base_bin_ns + 1) * cfg_.base_bin_ns;
+      uint64_t bytes = r.wire_len;
+      size_t j = i + 1;
+      while (j < n && records[j].ts_ns < bin_end_ && records[j].key == r.key) bytes += records[j++].wire_len;
+      addRun(r.key, r.ts_ns, records[j - 1].ts_ns, bytes, j - i);
+      i = j;
+    }
   }
   void add(const PacketRecord& r) {
-    if (r.key.family == 0) return;
-    HeavyTable::Entry& flow = flows_.lookup(r.key, r.ts_ns);
-    const FlowKey pair_key = r.key.pairKey();
+    if (r.key.family != 0) addRun(r.key, r.ts_ns, r.ts_ns, r.wire_len, 1);
+  }
+  void addRun(const FlowKey& key, int64_t first_ts, int64_t last_ts, uint64_t bytes, uint64_t packets) {
+    HeavyTable::Entry& flow = flows_.lookup(key, first_ts);
+    const FlowKey pair_key = key.pairKey();
     if (flow.link == nullptr || flow.link_generation != pairs_.generation()) {
-      flow.link = &pairs_.lookup(pair_key, r.ts_ns);
+      flow.link = &pairs_.lookup(pair_key, first_ts);
       flow.link_generation = pairs_.generation();
     }
-    pairs_.account(pair_key, *flow.link, r.ts_ns, r.wire_len);
-    flows_.account(r.key, flow, r.ts_ns, r.wire_len);
+    pairs_.account(pair_key, *flow.link, first_ts, last_ts, bytes, packets);
+    flows_.account(key, flow, first_ts, last_ts, bytes, packets);
   }
 
   void closeInterval(const IntervalContext&, IntervalReport* out) override {
@@ -180,6 +199,7 @@ class HeavyAggregator final : public Aggregator {
   const EngineConfig& cfg_;
   HeavyTable pairs_;
   HeavyTable flows_;
+  int64_t bin_end_ = INT64_MIN;  // the end of the base bin of the last run's first packet
 };
 
 // Forwards the port stream's detail to every subscriber.

@@ -41,22 +41,24 @@ HeavyTable::Entry& HeavyTable::lookup(const FlowKey& key, int64_t ts) {
   return it->second;
 }
 
-void HeavyTable::account(const FlowKey& key, Entry& e, int64_t ts, uint32_t len) {
-  total_bytes_ += len;
-  ++total_packets_;
-  e.bytes += len;
-  ++e.packets;
-  e.last_ns = ts;
+void HeavyTable::account(const FlowKey& key, Entry& e, int64_t first_ts, int64_t last_ts, uint64_t bytes,
+                         uint64_t packets) {
+  total_bytes_ += bytes;
+  total_packets_ += packets;
+  e.bytes += bytes;
+  e.packets += packets;
+  e.last_ns = last_ts;
   if (e.slot >= 0) {
     Slot& s = slots_[e.slot];
     s.bytes = e.bytes;
-    s.stream->add(ts, len);
+    s.stream->addRun(first_ts, last_ts, bytes, packets);
   } else if (slots_.size() < cfg_.tracked_streams || e.bytes > promote_above_) {
-    promote(key, e, ts, len);
+    promote(key, e, first_ts, last_ts, bytes, packets);
   }
 }
 
-void HeavyTable::promote(const FlowKey& key, Entry& e, int64_t ts, uint32_t len) {
+void HeavyTable::promote(const FlowKey& key, Entry& e, int64_t first_ts, int64_t last_ts, uint64_t bytes,
+                         uint64_t packets) {
   int32_t slot;
   if (slots_.size() < cfg_.tracked_streams) {
     slot = static_cast<int32_t>(slots_.size());
@@ -72,10 +74,10 @@ void HeavyTable::promote(const FlowKey& key, Entry& e, int64_t ts, uint32_t len)
   Slot& s = slots_[slot];
   s.key = key;
   s.bytes = e.bytes;
-  s.since_ns = ts;
-  // The windows start with this packet; earlier ones of a key promoted late are only in its totals.
+  s.since_ns = first_ts;
+  // The windows start with this run; earlier packets of a key promoted late are only in its totals.
   s.stream = std::make_unique<Stream>(cfg_, /*full=*/false);
-  s.stream->add(ts, len);
+  s.stream->addRun(first_ts, last_ts, bytes, packets);
   e.slot = slot;
   if (slots_.size() == cfg_.tracked_streams) {
     uint64_t lightest = UINT64_MAX;

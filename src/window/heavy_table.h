@@ -41,8 +41,10 @@ class HeavyTable {
 
   // The entry of `key`, created if new (which may evict); valid until the generation changes.
   Entry& lookup(const FlowKey& key, int64_t ts);
-  void account(const FlowKey& key, Entry& e, int64_t ts, uint32_t len);
-  void add(const FlowKey& key, int64_t ts, uint32_t len) { account(key, lookup(key, ts), ts, len); }
+  // Counts a run of `packets` packets of `key` from `first_ts` to `last_ts`, all in one base bin (a tracked
+  // key's windows are made of base bins, so a run is the same to them as its packets one by one).
+  void account(const FlowKey& key, Entry& e, int64_t first_ts, int64_t last_ts, uint64_t bytes, uint64_t packets);
+  void add(const FlowKey& key, int64_t ts, uint32_t len) { account(key, lookup(key, ts), ts, ts, len, 1); }
   // Changes whenever entries may have moved or gone (insertion, eviction).
   uint64_t generation() const { return generation_; }
 
@@ -58,7 +60,7 @@ class HeavyTable {
     std::unique_ptr<Stream> stream;
   };
 
-  void promote(const FlowKey& key, Entry& e, int64_t ts, uint32_t len);
+  void promote(const FlowKey& key, Entry& e, int64_t first_ts, int64_t last_ts, uint64_t bytes, uint64_t packets);
   void evictLighterHalf();
 
   const EngineConfig& cfg_;

@@ -1,10 +1,55 @@
 #include "src/window/stream.h"
 
 #include <algorithm>
+#include <numeric>
 
 #include "src/window/histograms.h"
 
 namespace burstscope::internal {
+
+VirtualQueue::VirtualQueue(double rate_bps) : rate_(static_cast<double>(std::llround(rate_bps))) {
+  constexpr int64_t kBitNsPerByte = 8'000'000'000;  // a byte drains in 8e9 / r ns at r bit/s
+  const int64_t r = std::llround(rate_bps);
+  const int64_t g = std::gcd(r, kBitNsPerByte);
+  per_ns_ = r / g;
+  unit_ = kBitNsPerByte / g;
+  wide_ = unit_ > 1024;
+  max_dt_ = INT64_MAX / per_ns_;
+}
+
+void VirtualQueue::drainWide(int64_t ts) {
+  if (wq_ > 0) {
+    const __int128 drain = static_cast<__int128>(per_ns_) * (ts - last_ns_);
+    wq_ = wq_ > drain ? wq_ - drain : 0;
+  }
+  last_ns_ = ts;
+}
+
+void VirtualQueue::addWide(int64_t ts, uint64_t len) {
+  drainWide(ts);
+  wq_ += static_cast<__int128>(len) * unit_;
+  if (wq_ > wmax_) wmax_ = wq_;
+}
+
+double VirtualQueue::closeInterval(int64_t next_start) {
+  if (wide_) {
+    const __int128 m = wmax_;
+    wclosed_max_ = std::max(wclosed_max_, wmax_);
+    drainWide(next_start);
+    wmax_ = wq_;
+    return static_cast<double>(m) / static_cast<double>(unit_);
+  }
+  const int64_t m = max_;
+  closed_max_ = std::max(closed_max_, max_);
+  add(next_start, 0);  // drains to next_start
+  max_ = q_;
+  return static_cast<double>(m) / static_cast<double>(unit_);
+}
+
+double VirtualQueue::maxBytes() const {
+  if (wide_) return static_cast<double>(std::max(wmax_, wclosed_max_)) / static_cast<double>(unit_);
+  return static_cast<double>(std::max(max_, closed_max_)) / static_cast<double>(unit_);
+}
 
 Stream::Stream(const EngineConfig& cfg, bool full) : base_bin_ns_(cfg.base_bin_ns), nonempty_(64) {
   std::vector<int64_t> exact_taus;

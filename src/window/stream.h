@@ -15,44 +15,49 @@
 
 namespace burstscope::internal {
 
-// Lindley recursion q <- max(0, q - r*dt) + len in integer units of (bits * 1e9), so that a drain of r bit/s
-// over dt ns is exactly r*dt: Bmax is exact, with no floating-point drift over long traces.
+// Lindley recursion q <- max(0, q - r*dt) + len in integer units: a byte is 8e9/g units and r bit/s drains
+// r/g units per ns, where g = gcd(r, 8e9), so a drain over dt ns is exact and Bmax is exact to the byte, with
+// no floating-point drift over long traces. For rates whose byte is at most 1024 units (every multiple of
+// 7.8125 Mbit/s: 1, 10, 25, 40, 100, 400 G...) the queue is 64-bit and branch-free (it holds 9 PB of
+// backlog and saturates there); other rates take 128 bits.
 class VirtualQueue {
  public:
-  explicit VirtualQueue(double rate_bps) : rate_(std::llround(rate_bps)) {}
+  explicit VirtualQueue(double rate_bps);
   void add(int64_t ts, uint64_t len) {
-    if (q_ > 0) {
-      const __int128 drain = static_cast<__int128>(rate_) * (ts - last_ns_);
-      q_ = q_ > drain ? q_ - drain : 0;
+    if (!wide_) [[likely]] {
+      int64_t dt = ts - last_ns_;
+      last_ns_ = ts;
+      if (dt > max_dt_) [[unlikely]] {
+        q_ = 0;  // longer than the fullest queue takes to drain
+        dt = 0;
+      }
+      const int64_t drain = per_ns_ * dt;
+      int64_t q = q_ > drain ? q_ - drain : 0;
+      if (__builtin_add_overflow(q, static_cast<int64_t>(len) * unit_, &q)) q = INT64_MAX;
+      q_ = q;
+      max_ = q > max_ ? q : max_;
+    } else {
+      addWide(ts, len);
     }
-    last_ns_ = ts;
-    q_ += static_cast<__int128>(len) * kUnitsPerByte;
-    if (q_ > max_) max_ = q_;
   }
   // Ends a report interval: returns its maximum backlog and starts the next one's with the queue drained
   // to `next_start` (the drain is linear, so draining in two steps equals draining in one).
-  double closeInterval(int64_t next_start) {
-    const double m = toBytes(max_);
-    closed_max_ = std::max(closed_max_, max_);
-    if (q_ > 0) {
-      const __int128 drain = static_cast<__int128>(rate_) * (next_start - last_ns_);
-      q_ = q_ > drain ? q_ - drain : 0;
-    }
-    last_ns_ = next_start;
-    max_ = q_;
-    return m;
-  }
-  double rateBps() const { return static_cast<double>(rate_); }
-  double maxBytes() const { return toBytes(std::max(max_, closed_max_)); }
+  double closeInterval(int64_t next_start);
+  double rateBps() const { return rate_; }
+  double maxBytes() const;
 
  private:
-  static constexpr int64_t kUnitsPerByte = 8'000'000'000;
-  static double toBytes(__int128 units) { return static_cast<double>(units) / static_cast<double>(kUnitsPerByte); }
-  int64_t rate_;
+  void addWide(int64_t ts, uint64_t len);
+  void drainWide(int64_t ts);
+
+  double rate_;
+  int64_t per_ns_;  // drain per ns, in units
+  int64_t unit_;    // units per byte
+  int64_t max_dt_;  // per_ns_ * max_dt_ >= INT64_MAX / 2: a gap that long empties any 64-bit queue
+  bool wide_;
   int64_t last_ns_ = 0;
-  __int128 q_ = 0;
-  __int128 max_ = 0;         // over the current report interval
-  __int128 closed_max_ = 0;  // over the closed ones
+  int64_t q_ = 0, max_ = 0, closed_max_ = 0;      // 64-bit queue: now, over the interval, over the closed ones
+  __int128 wq_ = 0, wmax_ = 0, wclosed_max_ = 0;  // the same, 128-bit
 };
 
 class Stream {
@@ -73,6 +78,21 @@ class Stream {
     ++cur_bin_packets_;
     if (exact_) exact_->add(ts, len);
     for (VirtualQueue& q : backlog_) q.add(ts, len);
+  }
+  // A run of packets inside one base bin, from first_ts to last_ts, on a stream without packet-level
+  // windows (a pair's or flow's): the same as adding them one by one.
+  void addRun(int64_t first_ts, int64_t last_ts, uint64_t bytes, uint64_t packets) {
+    if (packets_ == 0) first_ns_ = first_ts;
+    last_ns_ = last_ts;
+    packets_ += packets;
+    bytes_ += bytes;
+    if (first_ts >= cur_bin_end_) {
+      if (cur_bin_packets_ != 0) closeBaseBin();
+      cur_bin_ = first_ts / base_bin_ns_;
+      cur_bin_end_ = (cur_bin_ + 1) * base_bin_ns_;
+    }
+    cur_bin_bytes_ += bytes;
+    cur_bin_packets_ += packets;
   }
   void finish();
   // Ends the report interval that closes at `next_start`; every packet added so far is before it. Aligned

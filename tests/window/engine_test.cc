@@ -208,6 +208,9 @@ TEST(EngineTest, VirtualBacklogMatchesClosedForm) {
   for (uint32_t seed = 31; seed <= 34; ++seed) {
     std::vector<Pkt> v = randomTrace(seed, 800);
     EngineConfig c = smallConfig();
+    // Rates whose byte is a few 64-bit units (1, 10, 400 G; 3.3 G: 80 units) and one that needs 128 bits
+    // (1,000,000,007 bit/s shares no factor with 8e9: a byte is 8e9 units).
+    c.rates_bps = {1e9, 10e9, 3.3e9, 1'000'000'007, 400e9};
     EngineResult r = run(c, v);
     ASSERT_EQ(r.port.backlog.size(), c.rates_bps.size());
     for (const BacklogResult& b : r.port.backlog) {

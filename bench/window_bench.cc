@@ -34,24 +34,37 @@ BENCHMARK(BM_Window_Update)->ArgName("all_exact")->Arg(1)->Arg(0);
 
 // As the driver feeds the engine: batches of 256 records in order, live defaults (report intervals of 1 s
 // aligned to the epoch, E(τ) exact up to 10 ms, pairs and flows, the port's link speed among the rates).
+// tables:0 is the port- and direction-level monitor (metrics.pairs-and-flows: false); directions:1 gives the
+// records directions as local networks would (10.77.0.1 local: ingress from it, egress to it), so that a
+// direction stream runs beside the port stream.
 void BM_Window_UpdateBatch(benchmark::State& state) {
   static const std::vector<PacketRecord> records = bench::bundledRecords();
+  static const std::vector<PacketRecord> with_directions = [] {
+    std::vector<PacketRecord> v = records;
+    for (PacketRecord& r : v) {
+      if (r.key.family != 4) continue;
+      r.direction = r.key.src[3] == 1 ? Direction::kIngress : r.key.dst[3] == 1 ? Direction::kEgress : r.direction;
+    }
+    return v;
+  }();
+  const std::vector<PacketRecord>& input = state.range(2) ? with_directions : records;
   EngineConfig cfg;
   cfg.report_interval_ns = 1'000'000'000;
   cfg.report_top_k = 10;
+  cfg.pairs_and_flows = state.range(1) != 0;
   Engine engine(cfg);
   uint64_t intervals = 0;
   engine.setIntervalSink([&intervals](const IntervalReport&) { ++intervals; });
   const size_t batch = static_cast<size_t>(state.range(0));
-  const int64_t span = records.back().ts_ns - records.front().ts_ns + 1'000'000;
+  const int64_t span = input.back().ts_ns - input.front().ts_ns + 1'000'000;
   std::vector<PacketRecord> buf(batch);
   int64_t shift = 0;
   size_t i = 0;
   for (auto _ : state) {
     for (PacketRecord& r : buf) {
-      r = records[i];
+      r = input[i];
       r.ts_ns += shift;
-      if (++i == records.size()) {
+      if (++i == input.size()) {
         i = 0;
         shift += span;
       }
@@ -61,7 +74,13 @@ void BM_Window_UpdateBatch(benchmark::State& state) {
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * batch));
   state.counters["intervals"] = static_cast<double>(intervals);
 }
-BENCHMARK(BM_Window_UpdateBatch)->ArgName("batch")->Arg(256)->Arg(1);
+BENCHMARK(BM_Window_UpdateBatch)
+    ->ArgNames({"batch", "tables", "directions"})
+    ->Args({256, 1, 0})
+    ->Args({1, 1, 0})
+    ->Args({256, 0, 0})
+    ->Args({256, 0, 1})
+    ->Args({256, 1, 1});
 
 // The top K of a full flow table, as every report interval's close asks for it on the worker: ns per call.
 void BM_HeavyTable_TopK(benchmark::State& state) {

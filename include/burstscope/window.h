@@ -51,6 +51,11 @@ struct EngineConfig {
   int64_t baseline_ns = 60'000'000'000;
   // Pairs and flows named in each interval report (by cumulative bytes); 0 leaves them out.
   size_t report_top_k = 0;
+  // Which built-in aggregates this engine runs. Off, their parts of the results stay empty. Without pairs and
+  // flows the engine is a port- and direction-level monitor (`metrics.pairs-and-flows: false`); a port's
+  // further workers run engines without the streams (docs/workers.md).
+  bool streams = true;
+  bool pairs_and_flows = true;
 };
 
 // PtM(τ) = E(τ) / (mean rate · τ): how far the busiest τ runs above the mean. The one definition, for the
@@ -237,6 +242,15 @@ class Engine {
   // the last add.
   void finish();
   EngineResult result() const;
+
+  // One engine's aggregates split over several (docs/workers.md). An engine takes one step per run of records
+  // inside an interval, per interval closed and at finish; engines given the same add/advance/finish calls
+  // take the same steps. steps() is the step under way (during an observer's call) or the next one.
+  uint64_t steps() const;
+  // Hands this engine's subscribers a microburst of the port stream that another engine found during its step
+  // `step`, just before this engine's aggregators take that step, as if its own port stream had found it
+  // there. Steps not yet taken only.
+  void forwardMicroburst(uint64_t step, const Microburst& m);
 
  private:
   struct Impl;

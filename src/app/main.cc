@@ -113,6 +113,8 @@ struct MetricFlags {
   double reorder_us = static_cast<double>(PipelineConfig{}.reorder_horizon_ns) / 1e3;
   double exact_max_us = -1;
   size_t flow_table = defaults.flow_table_capacity;
+  bool no_pairs_flows = false;
+  size_t workers = PipelineConfig{}.workers_per_port;
   CLI::App* app = nullptr;
 
   void add(CLI::App* a, bool live) {
@@ -136,12 +138,20 @@ struct MetricFlags {
                   live ? "largest tau computed packet-exactly on port/direction streams (default 10000)"
                        : "largest tau computed packet-exactly on port/direction streams (default: all)");
     a->add_option("--flow-table", flow_table, "flow table capacity (entries)")->capture_default_str();
+    a->add_flag("--no-pairs-flows", no_pairs_flows,
+                "port and direction streams only: no host-pair or flow tables (the cheapest per packet)");
+    a->add_option("--workers", workers,
+                  "worker threads per port, 1-3: the analysis split over them, the same results (docs/workers.md)")
+        ->capture_default_str();
   }
   bool given(const char* flag) const { return app->get_option(flag)->count() > 0; }
 
   // Applies the flags (all of them, or with only_given just those on the command line).
-  absl::Status apply(EngineConfig& ec, DecoderConfig& dc, int64_t* reorder_ns, bool only_given) const {
+  absl::Status apply(EngineConfig& ec, DecoderConfig& dc, int64_t* reorder_ns, size_t* workers_per_port,
+                     bool only_given) const {
     auto use = [&](const char* flag) { return !only_given || given(flag); };
+    if (use("--no-pairs-flows")) ec.pairs_and_flows = !no_pairs_flows;
+    if (use("--workers")) *workers_per_port = workers;
     if (use("--scales-us")) {
       BS_ASSIGN_OR_RETURN(std::vector<double> scales, parseList("--scales-us", scales_us));
       ec.scales_ns.clear();
@@ -199,7 +209,8 @@ struct AnalyzeOptions {
 // Every error is a usage error (exit 2).
 absl::Status analysisConfig(const AnalyzeOptions& o, PipelineConfig* pc, DecoderConfig* dc, FileReadOptions* read) {
   pc->training.pair_periods = true;  // offline: a period per heavy host pair too
-  BS_RETURN_IF_ERROR(o.metrics.apply(pc->engine, *dc, &pc->reorder_horizon_ns, /*only_given=*/false));
+  BS_RETURN_IF_ERROR(
+      o.metrics.apply(pc->engine, *dc, &pc->reorder_horizon_ns, &pc->workers_per_port, /*only_given=*/false));
   if (absl::Status s = validateConfig(pc->engine); !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("invalid configuration: ", s.message()));
   }
@@ -478,7 +489,8 @@ absl::StatusOr<RunConfig> buildRunConfig(const RunOptions& o) {
     return absl::InvalidArgumentError("no port to capture from: give --port, --xdp, dpdk.ports or af-xdp.ports");
   }
   EngineConfig& e = c.live.pipeline.engine;
-  BS_RETURN_IF_ERROR(o.metrics.apply(e, d.decoder, &c.live.pipeline.reorder_horizon_ns, /*only_given=*/true));
+  BS_RETURN_IF_ERROR(o.metrics.apply(e, d.decoder, &c.live.pipeline.reorder_horizon_ns,
+                                     &c.live.pipeline.workers_per_port, /*only_given=*/true));
   auto duration = [](const char* flag, const std::string& text) -> absl::StatusOr<int64_t> {
     auto v = parseDurationNs(text);
     if (!v.ok()) return absl::InvalidArgumentError(absl::StrCat(flag, ": ", v.status().message()));

@@ -253,7 +253,7 @@ absl::Status readAfXdp(const Reader& rd, const YAML::Node& n, RunConfig* c) {
 absl::Status readMetrics(const Reader& rd, const YAML::Node& n, RunConfig* c) {
   BS_RETURN_IF_ERROR(rd.checkKeys(n, "metrics",
                                   {"scales", "rates-gbps", "microburst", "exact-max", "top-k", "flow-table",
-                                   "pair-table", "reorder", "link-gbps"}));
+                                   "pair-table", "reorder", "link-gbps", "pairs-and-flows", "workers"}));
   EngineConfig& e = c->live.pipeline.engine;
   if (n["scales"]) {
     BS_RETURN_IF_ERROR(rd.sequence(n["scales"], "metrics.scales"));
@@ -297,6 +297,10 @@ absl::Status readMetrics(const Reader& rd, const YAML::Node& n, RunConfig* c) {
     BS_RETURN_IF_ERROR(rd.integer(n["pair-table"], "metrics.pair-table", &e.pair_table_capacity, 64, 1LL << 26));
   if (n["reorder"])
     BS_RETURN_IF_ERROR(rd.duration(n["reorder"], "metrics.reorder", &c->live.pipeline.reorder_horizon_ns));
+  if (n["pairs-and-flows"])
+    BS_RETURN_IF_ERROR(rd.boolean(n["pairs-and-flows"], "metrics.pairs-and-flows", &e.pairs_and_flows));
+  if (n["workers"])
+    BS_RETURN_IF_ERROR(rd.integer(n["workers"], "metrics.workers", &c->live.pipeline.workers_per_port, 1, 3));
   return absl::OkStatus();
 }
 

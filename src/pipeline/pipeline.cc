@@ -5,10 +5,12 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -60,28 +62,125 @@ class Mailbox {
   std::deque<std::pair<size_t, PortSnapshot>> items_;
 };
 
-// One port's worker: merges its queues, runs the engine, and hands each closed interval to the mailbox.
+// The parts of an interval report that another engine of the port filled (docs/workers.md): the pair and flow
+// tables when they ran there, and the added aggregators' reports.
+void takeParts(IntervalReport* into, IntervalReport&& part, bool tables) {
+  if (tables) {
+    into->pairs = std::move(part.pairs);
+    into->flows = std::move(part.flows);
+  }
+  if (part.training) into->training = std::move(part.training);
+  if (part.evidence) into->evidence = std::move(part.evidence);
+  if (part.mirror) into->mirror = std::move(part.mirror);
+}
+
+void takeParts(EngineResult* into, EngineResult&& part, bool tables) {
+  if (tables) {
+    into->pairs = std::move(part.pairs);
+    into->flows = std::move(part.flows);
+  }
+  if (part.training) into->training = std::move(part.training);
+  if (part.evidence) into->evidence = std::move(part.evidence);
+  if (part.mirror) into->mirror = std::move(part.mirror);
+}
+
+// A thread running one part of a port's aggregates in an engine of its own (docs/workers.md). The port's worker
+// hands it every engine call it makes, in order (record runs, advances, finish), with the microbursts its port
+// stream found at each step, so that this engine takes the same steps and its aggregators see what they would
+// have seen in one engine.
+class PartWorker {
+ public:
+  struct Op {
+    size_t count = 0;             // add the next `count` records, then
+    int64_t advance = INT64_MIN;  // advance to this (INT64_MIN: no advance)
+  };
+  struct Message {
+    std::vector<PacketRecord> records;
+    std::vector<Op> ops;
+    std::vector<std::pair<uint64_t, Microburst>> bursts;  // (step, microburst)
+    bool finish = false;
+    bool empty() const { return ops.empty() && bursts.empty() && !finish; }
+  };
+
+  explicit PartWorker(const EngineConfig& ec) : engine_(ec) {}
+  Engine& engine() { return engine_; }
+
+  // Blocks while kDepth messages wait: a part that falls behind slows the port's worker, whose rings then
+  // drop and count, as they would if one worker did all the work.
+  void send(Message m) {
+    std::unique_lock<std::mutex> lock(mu_);
+    room_.wait(lock, [this] { return queue_.size() < kDepth; });
+    queue_.push_back(std::move(m));
+    ready_.notify_one();
+  }
+
+  // The thread body: until a message says finish.
+  void run() {
+    for (;;) {
+      Message m;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        ready_.wait(lock, [this] { return !queue_.empty(); });
+        m = std::move(queue_.front());
+        queue_.pop_front();
+        room_.notify_one();
+      }
+      for (const auto& [step, burst] : m.bursts) engine_.forwardMicroburst(step, burst);
+      size_t at = 0;
+      for (const Op& op : m.ops) {
+        if (op.count > 0) engine_.add(std::span<const PacketRecord>(m.records).subspan(at, op.count));
+        at += op.count;
+        if (op.advance != INT64_MIN) engine_.advance(op.advance);
+      }
+      if (m.finish) {
+        engine_.finish();
+        return;
+      }
+    }
+  }
+
+ private:
+  static constexpr size_t kDepth = 64;
+  Engine engine_;
+  std::mutex mu_;
+  std::condition_variable ready_, room_;
+  std::deque<Message> queue_;
+};
+
+// One port's worker: merges its queues, runs the engine (or its first part, with the others on part workers),
+// and hands each closed interval to the mailbox.
 class PortWorker {
  public:
   PortWorker(size_t index, const CapturePort& port, const EngineConfig& ec, const TrainingConfig& tc,
-             const EvidenceConfig& evc, const MirrorConfig& mc, int64_t horizon, Mailbox& mailbox,
+             const EvidenceConfig& evc, const MirrorConfig& mc, int64_t horizon, size_t workers, Mailbox& mailbox,
              std::function<void(size_t, std::span<const PacketRecord>)> sink)
       : index_(index),
         port_(port),
         engine_config_(ec),
-        engine_(ec),
+        engine_(partConfig(ec, workers, 0)),
         reorder_(horizon),
         horizon_ns_(horizon),
         watermark_(port.rings.size(), INT64_MIN),
-        sink_(std::move(sink)) {
-    if (tc.enabled) engine_.addAggregator(makeTrainingAggregator(tc, ec.report_interval_ns > 0));
+        sink_(std::move(sink)),
+        mailbox_(mailbox) {
+    for (size_t w = 1; w < workers; ++w) parts_.push_back(std::make_unique<PartWorker>(partConfig(ec, workers, w)));
+    pending_parts_.resize(parts_.size());
+    // Which engine runs what: training on the last part, evidence beside the tables (it names their heaviest
+    // pairs and flows), the mirror checks beside the port stream (its line-rate windows are the port's).
+    Engine& training_engine = parts_.empty() ? engine_ : parts_.back()->engine();
+    Engine& evidence_engine = parts_.empty() ? engine_ : parts_.front()->engine();
+    if (tc.enabled) training_engine.addAggregator(makeTrainingAggregator(tc, ec.report_interval_ns > 0));
     if (evc.enabled) {
       auto evidence = std::make_unique<EvidenceAggregator>(evc, ec, ec.report_interval_ns > 0);
-      engine_.subscribe(evidence.get());  // it annotates the port stream's microbursts
-      engine_.addAggregator(std::move(evidence));
+      evidence_engine.subscribe(evidence.get());  // it annotates the port stream's microbursts
+      evidence_engine.addAggregator(std::move(evidence));
+      if (!parts_.empty()) {
+        forwarder_.worker = this;
+        engine_.subscribe(&forwarder_);  // the port stream is here: its microbursts go to the evidence's part
+      }
     }
     if (mc.enabled) engine_.addAggregator(std::make_unique<MirrorAggregator>(mc, ec));
-    engine_.setIntervalSink([this, &mailbox](const IntervalReport& r) {
+    engine_.setIntervalSink([this](const IntervalReport& r) {
       // What the engine has measured up to this close (the port stream counts every record), not what the
       // batch being added holds: the snapshot's ledger agrees with its intervals.
       measured_ += r.port.packets;
@@ -91,12 +190,30 @@ class PortWorker {
       s.ledger = ledgerNow(port_, measured_);
       s.reordered = reorder_.reordered();
       s.clamped = reorder_.clamped();
-      mailbox.push(index_, std::move(s));
+      join(std::move(s), nullptr, 0);
     });
+    for (size_t w = 0; w < parts_.size(); ++w) {
+      parts_[w]->engine().setIntervalSink([this, w](const IntervalReport& r) { join(std::nullopt, &r, w); });
+    }
+  }
+
+  // The engine configuration of part `w` of `workers`: the first runs the streams (and, alone, everything), the
+  // second the tables.
+  static EngineConfig partConfig(const EngineConfig& ec, size_t workers, size_t w) {
+    EngineConfig c = ec;
+    if (workers == 1) return c;
+    c.streams = w == 0;
+    c.pairs_and_flows = ec.pairs_and_flows && w == 1;
+    return c;
   }
 
   // The thread body: poll until `draining` was set before a poll that found every ring empty.
   void run(const std::atomic<bool>& draining) {
+    std::vector<std::thread> threads;
+    for (size_t w = 0; w < parts_.size(); ++w) {
+      threads.emplace_back([p = parts_[w].get()] { p->run(); });
+      pthread_setname_np(threads.back().native_handle(), absl::StrCat("bs-port-", index_, "-", w + 1).c_str());
+    }
     std::array<PacketRecord, kBatch> batch;
     // Idle back-off: 64 empty polls, then 100 us asleep, doubling to 1 ms while the rings stay empty, so
     // that a quiet mirror port costs little CPU; the rings hold far more than 1 ms of records.
@@ -107,8 +224,10 @@ class PortWorker {
       if (poll(batch) > 0) {
         idle = std::chrono::microseconds(100);
         empty = 0;
+        if (message_.records.size() >= 4 * kBatch || intervals_ != intervals_sent_) sendParts();
         continue;
       }
+      sendParts();
       if (last) break;
       if (++empty < 64) continue;
       std::this_thread::sleep_for(idle);
@@ -117,6 +236,9 @@ class PortWorker {
     reorder_.flush([this](const PacketRecord& r) { feed(r); });
     analyse();
     engine_.finish();
+    message_.finish = true;
+    sendParts();
+    for (std::thread& t : threads) t.join();
   }
 
   Engine& engine() { return engine_; }  // before run(): for PipelineConfig::extend_engine
@@ -126,6 +248,7 @@ class PortWorker {
     r.name = port_.name;
     r.engine_config = engine_config_;
     r.engine = engine_.result();
+    for (size_t w = 0; w < parts_.size(); ++w) takeParts(&r.engine, parts_[w]->engine().result(), w == 0);
     r.ledger = ledgerNow(port_, analysed_);
     r.reordered = reorder_.reordered();
     r.clamped = reorder_.clamped();
@@ -141,6 +264,14 @@ class PortWorker {
   }
 
  private:
+  // Collects the port stream's microbursts, with the step at which it found each, for the evidence's part.
+  struct BurstForwarder final : EngineObserver {
+    PortWorker* worker = nullptr;
+    void onMicroburst(const Microburst& m) override {
+      worker->message_.bursts.emplace_back(worker->engine_.steps(), m);
+    }
+  };
+
   // Takes what the rings hold; returns the number of records (ticks included) taken.
   size_t poll(std::array<PacketRecord, kBatch>& batch) {
     size_t taken = 0;
@@ -164,6 +295,10 @@ class PortWorker {
         reorder_.releaseUpTo(bound, [this](const PacketRecord& r) { feed(r); });
         analyse();
         engine_.advance(bound);
+        if (!parts_.empty()) {
+          if (message_.ops.empty() || message_.ops.back().advance != INT64_MIN) message_.ops.push_back({});
+          message_.ops.back().advance = bound;
+        }
       }
     } else {
       analyse();
@@ -178,21 +313,67 @@ class PortWorker {
     analysed_ += released_.size();
     if (sink_) sink_(index_, released_);
     engine_.add(released_);
+    if (!parts_.empty()) {
+      message_.records.insert(message_.records.end(), released_.begin(), released_.end());
+      message_.ops.push_back({released_.size(), INT64_MIN});
+    }
     released_.clear();
+  }
+
+  // Hands the engine calls made since the last hand-over to every part (the microbursts to the evidence's).
+  void sendParts() {
+    intervals_sent_ = intervals_;
+    if (parts_.empty() || message_.empty()) return;
+    for (size_t w = 1; w < parts_.size(); ++w) {
+      PartWorker::Message copy{message_.records, message_.ops, {}, message_.finish};
+      parts_[w]->send(std::move(copy));
+    }
+    parts_.front()->send(std::exchange(message_, {}));
+  }
+
+  // Joins an interval's parts: the first engine's snapshot and every part's report, in order of closing.
+  void join(std::optional<PortSnapshot> main, const IntervalReport* part, size_t w) {
+    std::lock_guard<std::mutex> lock(join_mu_);
+    if (main) {
+      pending_main_.push_back(std::move(*main));
+    } else {
+      pending_parts_[w].push_back(*part);
+    }
+    for (;;) {
+      if (pending_main_.empty()) return;
+      for (const auto& q : pending_parts_) {
+        if (q.empty()) return;
+      }
+      PortSnapshot s = std::move(pending_main_.front());
+      pending_main_.pop_front();
+      for (size_t i = 0; i < pending_parts_.size(); ++i) {
+        takeParts(&s.interval, std::move(pending_parts_[i].front()), i == 0);
+        pending_parts_[i].pop_front();
+      }
+      mailbox_.push(index_, std::move(s));
+    }
   }
 
   size_t index_;
   const CapturePort& port_;
   EngineConfig engine_config_;
   Engine engine_;
+  std::vector<std::unique_ptr<PartWorker>> parts_;
+  BurstForwarder forwarder_;
+  PartWorker::Message message_;  // the engine calls since the last hand-over to the parts
   Reorderer reorder_;
   int64_t horizon_ns_;
   std::vector<int64_t> watermark_;
   std::vector<PacketRecord> released_;
   std::function<void(size_t, std::span<const PacketRecord>)> sink_;
+  Mailbox& mailbox_;
+  std::mutex join_mu_;
+  std::deque<PortSnapshot> pending_main_;
+  std::vector<std::deque<IntervalReport>> pending_parts_;
   uint64_t analysed_ = 0;
   uint64_t measured_ = 0;  // records in the intervals closed so far
   uint64_t intervals_ = 0;
+  uint64_t intervals_sent_ = 0;
 };
 
 }  // namespace
@@ -227,13 +408,18 @@ absl::StatusOr<RunResult> runCapture(CaptureSource& source, const PipelineConfig
   if (tc.enabled) BS_RETURN_IF_ERROR(validateTrainingConfig(tc));
   if (config.evidence.enabled) BS_RETURN_IF_ERROR(validateEvidenceConfig(config.evidence, config.engine.base_bin_ns));
   if (config.mirror.enabled) BS_RETURN_IF_ERROR(validateMirrorConfig(config.mirror));
+  if (config.workers_per_port < 1 || config.workers_per_port > 3) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("workers per port: ", config.workers_per_port, " is not 1, 2 or 3 (docs/workers.md)"));
+  }
   for (size_t i = 0; i < ports.size(); ++i) {
     const EngineConfig ec = portEngineConfig(config.engine, ports[i].link_bps);
     if (absl::Status s = validateConfig(ec); !s.ok()) {
       return absl::InvalidArgumentError(absl::StrCat("port ", ports[i].name, ": ", s.message()));
     }
     workers.push_back(std::make_unique<PortWorker>(i, ports[i], ec, tc, config.evidence, config.mirror,
-                                                   config.reorder_horizon_ns, mailbox, config.record_sink));
+                                                   config.reorder_horizon_ns, config.workers_per_port, mailbox,
+                                                   config.record_sink));
     if (config.extend_engine) config.extend_engine(i, workers.back()->engine());
     if (tc.enabled) {
       analyzers.push_back(std::make_unique<TrainingAnalyzer>(tc, ec.link_capacity_bps, ec.scales_ns, ec.rates_bps));

@@ -30,6 +30,10 @@ namespace burstscope {
 struct PipelineConfig {
   EngineConfig engine;  // per port: the port's link speed as capacity, and among the backlog rates
   int64_t reorder_horizon_ns = 1'000'000;
+  // Worker threads per port, 1 to 3 (docs/workers.md): the port's worker merges its queues and runs the port
+  // and direction streams; a second one runs the pair and flow tables, the congestion evidence and (with two)
+  // the training aggregator; a third the training aggregator. Results are the same with any number.
+  size_t workers_per_port = 1;
   double idle_exit_s = 0;  // stop after this long without a packet on any port, once one came (0: never)
   double duration_s = 0;   // stop after this long (0: until a signal, or until a file source is done)
   // Jobs, periods, topology, co-bursts (docs/training.md): an aggregator on each worker, an analyzer per

@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <array>
 #include <deque>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "burstscope/window.h"
@@ -226,9 +227,26 @@ struct Engine::Impl {
   // are direct; added ones come after them, through the interface.
   template <typename F>
   void forEach(F&& f) {
-    f(streams);
-    f(heavy);
+    if (cfg.streams) f(streams);
+    if (cfg.pairs_and_flows) f(heavy);
     for (auto& a : added) f(*a);
+  }
+  template <typename F>
+  void forEach(F&& f) const {
+    if (cfg.streams) f(streams);
+    if (cfg.pairs_and_flows) f(heavy);
+    for (const auto& a : added) f(*a);
+  }
+  // One step: microbursts another engine found in it go to the subscribers first, as the port stream (first
+  // in forEach) would have told them.
+  template <typename F>
+  void step(F&& f) {
+    while (!forwarded.empty() && forwarded.front().first <= steps) {
+      fanout.onMicroburst(forwarded.front().second);
+      forwarded.pop_front();
+    }
+    forEach(f);
+    ++steps;
   }
 
   EngineConfig cfg;
@@ -237,6 +255,8 @@ struct Engine::Impl {
   std::vector<std::unique_ptr<Aggregator>> added;
   Fanout fanout;
   std::function<void(const IntervalReport&)> sink;
+  uint64_t steps = 0;
+  std::deque<std::pair<uint64_t, Microburst>> forwarded;
 
   // Report intervals [interval_start, interval_end); interval_end is INT64_MAX without intervals and
   // INT64_MIN before the first record or advance() (the first one then opens the first interval).
@@ -282,7 +302,7 @@ void Engine::Impl::closeInterval(uint64_t skipped, bool partial) {
   r.skipped_intervals = skipped;
   r.baseline_ns = std::min(cfg.baseline_ns, interval_end - monitoring_start);
   const IntervalContext c{interval_start, interval_end, r.baseline_ns, partial, skipped};
-  forEach([&](auto& a) { a.closeInterval(c, &r); });
+  step([&](auto& a) { a.closeInterval(c, &r); });
   interval_start = interval_end;
   interval_end += cfg.report_interval_ns;
   fanout.onInterval(r);
@@ -319,7 +339,7 @@ void Engine::add(std::span<const PacketRecord> records) {
       while (j < records.size() && records[j].ts_ns < m.interval_end) ++j;
     }
     const std::span<const PacketRecord> run = records.subspan(i, j - i);
-    m.forEach([run](auto& a) { a.add(run); });
+    m.step([run](auto& a) { a.add(run); });
     i = j;
   }
 }
@@ -328,22 +348,31 @@ void Engine::add(std::span<const PacketRecord> records) {
 void Engine::add(const PacketRecord& r) {
   Impl& m = *impl_;
   if (r.ts_ns >= m.interval_end) m.roll(r.ts_ns);
+  if (!m.forwarded.empty() || !m.cfg.streams || !m.cfg.pairs_and_flows) {
+    m.step([&r](auto& a) { a.add(std::span<const PacketRecord>(&r, 1)); });
+    return;
+  }
   m.streams.add(r);
   m.heavy.add(r);
   for (auto& a : m.added) a->add(std::span<const PacketRecord>(&r, 1));
+  ++m.steps;
 }
 
 void Engine::finish() {
   Impl& m = *impl_;
-  m.forEach([](auto& a) { a.finish(); });
+  m.step([](auto& a) { a.finish(); });
   if (m.cfg.report_interval_ns > 0 && m.interval_start != INT64_MIN) m.closeInterval(0, /*partial=*/true);
 }
 
 EngineResult Engine::result() const {
   EngineResult r;
-  impl_->forEach([&r](const auto& a) { a.result(&r); });
+  std::as_const(*impl_).forEach([&r](const auto& a) { a.result(&r); });
   return r;
 }
+
+uint64_t Engine::steps() const { return impl_->steps; }
+
+void Engine::forwardMicroburst(uint64_t step, const Microburst& m) { impl_->forwarded.emplace_back(step, m); }
 
 void Reorderer::insert(const PacketRecord& r) {
   if (size_ == buf_.size()) grow();

@@ -47,6 +47,8 @@ metrics:
   exact-max: 1ms
   top-k: 5
   reorder: 2ms
+  pairs-and-flows: false
+  workers: 2
 decoder:
   local-nets: [10.0.0.0/8, "fd00::/64"]
   mirror-vlan-tags: 1
@@ -78,6 +80,8 @@ ring-size: 4096
   EXPECT_EQ(e.rates_bps, (std::vector<double>{10e9, 100e9}));
   EXPECT_EQ(e.microburst_tau_ns, 200'000);
   EXPECT_DOUBLE_EQ(e.microburst_threshold, 0.8);
+  EXPECT_FALSE(e.pairs_and_flows);
+  EXPECT_EQ(c->live.pipeline.workers_per_port, 2u);
   EXPECT_EQ(e.exact_max_tau_ns, 1'000'000);
   EXPECT_EQ(e.top_k, 5u);
   EXPECT_EQ(e.report_interval_ns, 500'000'000);
@@ -123,6 +127,8 @@ TEST(RunConfigTest, ErrorsNameTheKeyAndLine) {
             std::string::npos);
   EXPECT_NE(errorOf("metrics:\n  scales: [1ms, soon]\n").find("metrics.scales: 'soon' is not a duration"),
             std::string::npos);
+  EXPECT_NE(errorOf("metrics:\n  workers: 4\n").find("metrics.workers: 4 is not in"), std::string::npos)
+      << errorOf("metrics:\n  workers: 4\n");
   EXPECT_NE(errorOf("metrics:\n  microburst: {threshold: 2}\n").find("metrics.microburst.threshold: 2 is not in"),
             std::string::npos);
   EXPECT_NE(errorOf("dpdk:\n  timestamps: ptp\n").find("dpdk.timestamps: 'ptp' is not auto, nic or tsc"),

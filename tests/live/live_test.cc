@@ -7,6 +7,8 @@
 #include <sstream>
 #include <thread>
 
+#include "absl/strings/str_cat.h"
+#include "prometheus/text_serializer.h"
 #include "src/analysis/report.h"
 #include "src/export/metrics.h"
 #include "src/pipeline/pipeline.h"
@@ -323,6 +325,121 @@ TEST(LiveMergeTest, AStalledControlThreadNeverHoldsTheWorker) {
   EXPECT_EQ(p.ledger.received, all.size());
   EXPECT_EQ(p.ledger.analysed, all.size());
   EXPECT_EQ(published, p.intervals) << "every interval still reaches the exporter, late";
+}
+
+// The first line in which two texts differ, both versions; empty when they are equal.
+std::string firstDifference(const std::string& a, const std::string& b) {
+  std::istringstream x(a), y(b);
+  std::string la, lb;
+  for (;;) {
+    const bool ga = static_cast<bool>(std::getline(x, la)), gb = static_cast<bool>(std::getline(y, lb));
+    if (!ga && !gb) return "";
+    if (!ga || !gb || la != lb) return "'" + la + "' against '" + lb + "'";
+  }
+}
+
+// The flows' bins an interval hands the training analysis, as text.
+std::string trainingText(const TrainingDelta* d) {
+  if (!d) return "no training delta\n";
+  std::string out = absl::StrCat("training ", d->start_ns, "-", d->end_ns, " untracked ", d->untracked_packets, "/",
+                                 d->untracked_bytes, "\n");
+  for (const TrainingFlowBins& f : d->flows) {
+    absl::StrAppend(&out, flowToString(f.key), " ", f.packets, " ", f.bytes, ":");
+    for (const auto& [bin, bytes] : f.bins) absl::StrAppend(&out, " ", bin, "=", bytes);
+    out += "\n";
+  }
+  return out;
+}
+
+// docs/workers.md: a port's analysis split over 1, 2 or 3 worker threads gives the same figures on the same
+// input — every interval's exported samples, the flows' bins each interval hands the training analysis, and the
+// whole run's JSON. The bundled trace with report intervals of 10 ms (over a hundred), top pairs and flows in
+// each, local networks (both directions), training, evidence and the mirror checks on, so that every part and
+// the microbursts handed to the evidence's worker are exercised. Left out: samples that measure the machine
+// (start time, wall-clock close time, how long the training analysis took, how far the reader of the file had
+// got at a close) and the training analysis itself, which the control thread runs once per hand-over of
+// intervals — a matter of its timing, with one worker as with three (one worker twice is compared too).
+TEST(WorkersTest, OneTwoOrThreeWorkersPerPortGiveTheSameResults) {
+  const std::string trace = std::string(BURSTSCOPE_SOURCE_ROOT) + "/data/ddp-gloo-w3-3steps.pcap";
+  auto timeless = [](const std::string& text) {
+    std::istringstream in(text);
+    std::string out, line;
+    while (std::getline(in, line)) {
+      if (line.find("start_time_seconds") != std::string::npos ||
+          line.find("close_time_seconds") != std::string::npos || line.find("analysis_seconds") != std::string::npos ||
+          line.find("capture_received_packets_total") != std::string::npos) {
+        continue;
+      }
+      out += line + "\n";
+    }
+    return out;
+  };
+  struct Outcome {
+    std::vector<std::string> intervals;  // the scrape after each interval, and its training bins
+    nlohmann::ordered_json json;
+    uint64_t microbursts = 0;
+    uint64_t evidence_bursts = 0;
+  };
+  auto run = [&](size_t workers) {
+    Outcome o;
+    DecoderConfig dc;
+    IpPrefix p;
+    EXPECT_TRUE(parsePrefix("10.77.0.1/32", &p));  // one of the trace's three hosts: both directions occur
+    dc.local_nets.push_back(p);
+    auto source = openPcapCapture({trace}, dc, size_t{1} << 16);
+    EXPECT_TRUE(source.ok()) << source.status();
+    PipelineConfig pc;
+    pc.engine.report_interval_ns = 10'000'000;
+    pc.engine.baseline_ns = 10'000'000'000;
+    pc.engine.report_top_k = 10;
+    pc.evidence.enabled = true;
+    pc.mirror.enabled = true;
+    pc.workers_per_port = workers;
+    LiveMetrics metrics(ExportConfig{}, {{"p0", pc.engine.link_capacity_bps, pc.engine.scales_ns, pc.engine.rates_bps}},
+                        "pcap");
+    prometheus::TextSerializer text;
+    auto on_interval = [&](size_t port, const PortSnapshot& s) {
+      PortSnapshot copy = s;
+      copy.training = nullptr;
+      metrics.publish(port, copy);
+      o.intervals.push_back(timeless(text.Serialize(metrics.Collect())) + trainingText(s.interval.training.get()));
+      if (s.interval.evidence) o.evidence_bursts += s.interval.evidence->interval_microbursts;
+      o.microbursts = s.interval.microbursts_total;
+    };
+    std::atomic<bool> stop{false};
+    auto r = runCapture(**source, pc, stop, on_interval);
+    EXPECT_TRUE(r.ok()) << r.status();
+    if (!r.ok()) return o;
+    o.json = runJson(*r, pc.reorder_horizon_ns);
+    for (auto& port : o.json["ports"]) port.erase("training");
+    return o;
+  };
+  const Outcome one = run(1);
+  ASSERT_GT(one.intervals.size(), 100u);
+  ASSERT_GT(one.microbursts, 0u);
+  EXPECT_EQ(one.evidence_bursts, one.microbursts);  // the evidence saw every microburst of the port stream
+  EXPECT_NE(one.intervals.back().find("direction=\"egress\""), std::string::npos);
+  for (size_t workers : {1, 2, 3}) {
+    const Outcome other = run(workers);
+    ASSERT_EQ(other.intervals.size(), one.intervals.size()) << workers << " workers";
+    for (size_t i = 0; i < one.intervals.size(); ++i) {
+      ASSERT_EQ(firstDifference(other.intervals[i], one.intervals[i]), "") << workers << " workers, interval " << i;
+    }
+    EXPECT_EQ(other.json.dump(1), one.json.dump(1)) << workers << " workers";
+    EXPECT_EQ(other.evidence_bursts, one.evidence_bursts) << workers << " workers";
+  }
+}
+
+TEST(WorkersTest, AWorkerCountOutsideOneToThreeIsAClearError) {
+  const std::string trace = std::string(BURSTSCOPE_SOURCE_ROOT) + "/data/ddp-gloo-w3-3steps.pcap";
+  auto source = openPcapCapture({trace}, DecoderConfig{}, 1024);
+  ASSERT_TRUE(source.ok());
+  PipelineConfig pc;
+  pc.workers_per_port = 4;
+  std::atomic<bool> stop{false};
+  auto r = runCapture(**source, pc, stop);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("workers per port"), std::string::npos) << r.status();
 }
 
 }  // namespace

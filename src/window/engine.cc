@@ -70,8 +70,23 @@ class StreamsAggregator final : public Aggregator {
 
   void setObserver(EngineObserver* o) { port_.setObserver(o); }
 
+  // A batch a stream at a time: the port's arrivals, then each direction's.
   void add(std::span<const PacketRecord> records) override {
-    for (const PacketRecord& r : records) add(r);
+    port_batch_.clear();
+    for (auto& d : direction_batch_) d.clear();
+    for (const PacketRecord& r : records) {
+      port_batch_.push_back({r.ts_ns, r.wire_len});
+      if (r.direction != Direction::kUnknown)
+        direction_batch_[static_cast<int>(r.direction)].push_back({r.ts_ns, r.wire_len});
+      non_ip_ += r.key.family == 0;
+    }
+    port_.addBatch(port_batch_);
+    for (int i = 0; i < kDirectionCount; ++i) {
+      if (direction_batch_[i].empty()) continue;
+      auto& d = directions_[i];
+      if (!d) d = std::make_unique<Stream>(cfg_, true);
+      d->addBatch(direction_batch_[i]);
+    }
   }
   void add(const PacketRecord& r) {
     port_.add(r.ts_ns, r.wire_len);
@@ -135,6 +150,8 @@ class StreamsAggregator final : public Aggregator {
   Stream port_;
   // Ingress and egress get full streams once seen; kUnknown frames are only in the port stream.
   std::array<std::unique_ptr<Stream>, kDirectionCount> directions_;
+  std::vector<internal::Arrival> port_batch_;  // scratch: a batch's arrivals, per stream
+  std::array<std::vector<internal::Arrival>, kDirectionCount> direction_batch_;
   // Bytes of the last baseline_ns / report_interval_ns intervals, per stream (port, then directions).
   std::array<std::deque<uint64_t>, 1 + kDirectionCount> baseline_;
   uint64_t non_ip_ = 0;

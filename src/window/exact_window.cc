@@ -1,6 +1,7 @@
 #include "src/window/exact_window.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "src/window/histograms.h"
 
@@ -15,7 +16,8 @@ ExactWindows::ExactWindows(std::vector<int64_t> taus_ns, size_t max_entries, std
   if (mb) {
     auto it = std::find(taus_ns.begin(), taus_ns.end(), mb->tau_ns);
     mb_scale_ = static_cast<int>(it - taus_ns.begin());  // the caller includes mb->tau_ns
-    mb_threshold_ = mb->threshold_bytes;
+    const double t = std::ceil(mb->threshold_bytes);
+    mb_threshold_ = t >= 1.8e19 ? UINT64_MAX : static_cast<uint64_t>(t);
     mb_bps_per_byte_ = 8e9 / static_cast<double>(mb->tau_ns);
     mb_max_events_ = mb->max_events;
     mb_result_ = MicroburstResult{0,
@@ -56,31 +58,77 @@ void ExactWindows::add(int64_t ts, uint64_t len) {
     }
     s.sum = sum;
   }
-  if (mb_scale_ >= 0) {
-    // The same for the microburst scale, except inside a microburst, where each departure's time may end it.
-    Scale& s = scales_[mb_scale_];
-    const uint64_t bound = s.sum + len;
-    if (in_burst_ || bound > s.max || static_cast<double>(bound) >= mb_threshold_) {
-      expireMicroburstScale(ts - s.tau);
-      s.sum += len;
-      arrive(ts, len, s.sum);
-      if (s.sum > s.max) s.max = s.sum;
-    } else {
-      s.sum = bound;
-    }
+  if (mb_scale_ >= 0) addMicroburstScale(ts, len);
+}
+
+// The microburst scale at an arrival: as a plain scale, except inside a microburst, where each departure's time
+// may end it.
+void ExactWindows::addMicroburstScale(int64_t ts, uint64_t len) {
+  Scale& s = scales_[mb_scale_];
+  const uint64_t bound = s.sum + len;
+  if (in_burst_ || bound > s.max || bound >= mb_threshold_) {
+    expireMicroburstScale(ts - s.tau);
+    s.sum += len;
+    arrive(ts, len, s.sum);
+    if (s.sum > s.max) s.max = s.sum;
+  } else {
+    s.sum = bound;
   }
 }
 
-// Lets the entries at or before `limit` leave the microburst scale's window, in time order.
+void ExactWindows::addBatch(std::span<const Arrival> batch) {
+  if (batch.empty()) return;
+  if (fifo_.size() + batch.size() >= max_entries_) {
+    // Near the memory bound, demotion must happen at the arrival that reaches it: one by one.
+    for (const Arrival& a : batch) add(a.ts, a.len);
+    return;
+  }
+  for (const Arrival& a : batch) {
+    if (!fifo_.empty() && fifo_.back().ts == a.ts) {
+      fifo_.back().bytes += a.len;
+    } else {
+      if (fifo_.size() == fifo_.capacity()) fifo_.dropBefore(retainFrom());
+      fifo_.pushBack(Entry{a.ts, a.len});
+    }
+  }
+  // Each scale's sum counts the entries from its first to the arrival it has reached; the walk never passes
+  // that arrival (what leaves at t is older than t - τ < t).
+  for (int i : plain_) {
+    Scale& s = scales_[i];
+    uint64_t first = s.first, sum = s.sum, max = s.max;
+    for (const Arrival& a : batch) {
+      sum += a.len;
+      if (sum > max) {
+        const int64_t limit = a.ts - s.tau;
+        while (fifo_[first].ts <= limit) sum -= fifo_[first++].bytes;
+        if (sum > max) max = sum;
+      }
+    }
+    s.first = first;
+    s.sum = sum;
+    s.max = max;
+  }
+  if (mb_scale_ >= 0) {
+    for (const Arrival& a : batch) addMicroburstScale(a.ts, a.len);
+  }
+}
+
+// Lets the entries at or before `limit` leave the microburst scale's window, in time order. Only inside a
+// microburst does a departure's time matter (the first that takes the window below the threshold ends it); the
+// rest leave in a plain loop.
 void ExactWindows::expireMicroburstScale(int64_t limit) {
   Scale& s = scales_[mb_scale_];
-  while (s.first != fifo_.end() && fifo_[s.first].ts <= limit) {
-    const Entry& e = fifo_[s.first];
-    s.sum -= e.bytes;
+  uint64_t first = s.first, sum = s.sum;
+  const uint64_t end = fifo_.end();
+  while (in_burst_ && first != end && fifo_[first].ts <= limit) {
+    const Entry& e = fifo_[first++];
+    sum -= e.bytes;
     // A packet leaving exactly now is judged together with the arrival (S is right-continuous).
-    if (e.ts < limit) depart(e.ts + s.tau, s.sum);
-    ++s.first;
+    if (e.ts < limit) depart(e.ts + s.tau, sum);
   }
+  while (first != end && fifo_[first].ts <= limit) sum -= fifo_[first++].bytes;
+  s.first = first;
+  s.sum = sum;
 }
 
 void ExactWindows::closeInterval(int64_t next_start, std::vector<uint64_t>* out) {
@@ -129,7 +177,7 @@ void ExactWindows::makeRoom(int64_t now) {
 }
 
 void ExactWindows::depart(int64_t t, uint64_t sum_after) {
-  if (in_burst_ && static_cast<double>(sum_after) < mb_threshold_) endBurst(t);
+  if (in_burst_ && sum_after < mb_threshold_) endBurst(t);
 }
 
 void ExactWindows::endBurst(int64_t t) {
@@ -145,7 +193,7 @@ void ExactWindows::endBurst(int64_t t) {
 }
 
 void ExactWindows::arrive(int64_t t, uint64_t len, uint64_t sum) {
-  const bool above = static_cast<double>(sum) >= mb_threshold_;
+  const bool above = sum >= mb_threshold_;
   if (in_burst_ && !above) {
     endBurst(t);  // what left at t took it below, and this arrival did not lift it back
     return;

@@ -6,12 +6,19 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "burstscope/window.h"
 #include "src/window/ring_deque.h"
 
 namespace burstscope::internal {
+
+// A packet as the port and direction streams see it.
+struct Arrival {
+  int64_t ts;
+  uint64_t len;
+};
 
 struct MicroburstSpec {
   int64_t tau_ns;
@@ -25,6 +32,9 @@ class ExactWindows {
   ExactWindows(std::vector<int64_t> taus_ns, size_t max_entries, std::optional<MicroburstSpec> mb);
 
   void add(int64_t ts, uint64_t len);
+  // The same as add() for each, in order: the FIFO takes the whole batch first, then each scale walks it in a
+  // loop of its own (tight, and its branches predictable).
+  void addBatch(std::span<const Arrival> batch);
   void finish();  // lets every packet leave its window, ending an open microburst
   // Ends a report interval at `next_start` (no packet at or after it added yet): returns through `out` each
   // scale's maximum of A(t-τ, t) over the interval, and starts the next interval's maximum with the window
@@ -60,6 +70,7 @@ class ExactWindows {
   void depart(int64_t t, uint64_t sum_after);
   void endBurst(int64_t t);
   void arrive(int64_t t, uint64_t len, uint64_t sum);
+  void addMicroburstScale(int64_t ts, uint64_t len);
 
   std::vector<Scale> scales_;
   std::vector<int> plain_;  // active scales other than the microburst one, ascending τ
@@ -67,7 +78,7 @@ class ExactWindows {
   size_t max_entries_;
   int mb_scale_ = -1;
   // Microburst state.
-  double mb_threshold_ = 0;
+  uint64_t mb_threshold_ = 0;   // ceil of the threshold in bytes: an integer sum is at or above it iff at or above that
   double mb_bps_per_byte_ = 0;  // 8e9 / τ: window bytes to bit/s
   size_t mb_max_events_ = 0;
   bool in_burst_ = false;

@@ -84,6 +84,25 @@ Stream::Stream(const EngineConfig& cfg, bool full) : base_bin_ns_(cfg.base_bin_n
   for (double r : cfg.rates_bps) backlog_.emplace_back(r);
 }
 
+void Stream::addBatch(std::span<const Arrival> batch) {
+  if (batch.empty()) return;
+  if (packets_ == 0) first_ns_ = batch.front().ts;
+  last_ns_ = batch.back().ts;
+  packets_ += batch.size();
+  for (const Arrival& a : batch) {
+    bytes_ += a.len;
+    if (a.ts >= cur_bin_end_) {
+      if (cur_bin_packets_ != 0) closeBaseBin();
+      cur_bin_ = a.ts / base_bin_ns_;
+      cur_bin_end_ = (cur_bin_ + 1) * base_bin_ns_;
+    }
+    cur_bin_bytes_ += a.len;
+    ++cur_bin_packets_;
+  }
+  if (exact_) exact_->addBatch(batch);
+  VirtualQueue::addBatch(backlog_, batch);
+}
+
 void Stream::closeBaseBin() {
   if (observer_) observer_->onBaseBin(cur_bin_ * base_bin_ns_, cur_bin_bytes_, cur_bin_packets_);
   if (nonempty_.size() == nonempty_.capacity()) {

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "burstscope/window.h"
@@ -40,6 +41,35 @@ class VirtualQueue {
       addWide(ts, len);
     }
   }
+  // add() for each arrival on every queue of `queues`: the 64-bit ones N at a time with their state in registers,
+  // so that their recursions run side by side (one queue's is a chain of dependent steps per arrival).
+  static void addBatch(std::span<VirtualQueue> queues, std::span<const Arrival> batch) {
+    size_t i = 0;
+    while (i < queues.size()) {
+      if (queues[i].wide_) {
+        for (const Arrival& a : batch) queues[i].addWide(a.ts, a.len);
+        ++i;
+        continue;
+      }
+      size_t n = 1;  // the narrow queues from i on, up to 4
+      while (n < 4 && i + n < queues.size() && !queues[i + n].wide_) ++n;
+      switch (n) {
+        case 4:
+          addNarrow<4>(&queues[i], batch);
+          break;
+        case 3:
+          addNarrow<3>(&queues[i], batch);
+          break;
+        case 2:
+          addNarrow<2>(&queues[i], batch);
+          break;
+        default:
+          addNarrow<1>(&queues[i], batch);
+          break;
+      }
+      i += n;
+    }
+  }
   // Ends a report interval: returns its maximum backlog and starts the next one's with the queue drained
   // to `next_start` (the drain is linear, so draining in two steps equals draining in one).
   double closeInterval(int64_t next_start);
@@ -49,6 +79,34 @@ class VirtualQueue {
  private:
   void addWide(int64_t ts, uint64_t len);
   void drainWide(int64_t ts);
+  template <int N>
+  static void addNarrow(VirtualQueue* qs, std::span<const Arrival> batch) {
+    int64_t q[N], max[N], per_ns[N], unit[N], max_dt[N];
+    for (int j = 0; j < N; ++j) {
+      q[j] = qs[j].q_;
+      max[j] = qs[j].max_;
+      per_ns[j] = qs[j].per_ns_;
+      unit[j] = qs[j].unit_;
+      max_dt[j] = qs[j].max_dt_;
+    }
+    int64_t last = qs[0].last_ns_;  // every queue of a stream sees every arrival: one time for all
+    for (const Arrival& a : batch) {
+      const int64_t dt = a.ts - last;
+      last = a.ts;
+      for (int j = 0; j < N; ++j) {
+        const int64_t drain = dt > max_dt[j] ? INT64_MAX : per_ns[j] * dt;
+        int64_t x = q[j] > drain ? q[j] - drain : 0;
+        if (__builtin_add_overflow(x, static_cast<int64_t>(a.len) * unit[j], &x)) x = INT64_MAX;
+        q[j] = x;
+        max[j] = x > max[j] ? x : max[j];
+      }
+    }
+    for (int j = 0; j < N; ++j) {
+      qs[j].q_ = q[j];
+      qs[j].max_ = max[j];
+      qs[j].last_ns_ = last;
+    }
+  }
 
   double rate_;
   int64_t per_ns_;  // drain per ns, in units
@@ -79,6 +137,8 @@ class Stream {
     if (exact_) exact_->add(ts, len);
     for (VirtualQueue& q : backlog_) q.add(ts, len);
   }
+  // The same as add() for each, in order, a scale at a time (ExactWindows::addBatch).
+  void addBatch(std::span<const Arrival> batch);
   // A run of packets inside one base bin, from first_ts to last_ts, on a stream without packet-level
   // windows (a pair's or flow's): the same as adding them one by one.
   void addRun(int64_t first_ts, int64_t last_ts, uint64_t bytes, uint64_t packets) {

@@ -104,6 +104,11 @@ def main():
             # like-for-like comparison with tcpdump, which analyses nothing.
             rx = sum(v for k, v in threads.items() if k.startswith("bs-xsk-"))
             rows.append(("  of which RX threads", rate, sent, rx, sent - port["ledger"]["received"]))
+            # The analysis: the port's worker (and its part workers), and the rest — the control thread's
+            # per-interval training analysis of its 60 s window (a cost per second, not per packet), start-up.
+            workers = sum(v for k, v in threads.items() if k.startswith("bs-port-"))
+            rows.append(("  of which port workers", rate, sent, workers, 0))
+            rows.append(("  of which the rest", rate, sent, max(0.0, cpu - rx - workers), 0))
             stages = {k: v for k, v in port["device"]["drop_stages"].items() if v}
             if port["ledger"]["dropped"]["ring_full"]:
                 stages["ring_full"] = port["ledger"]["dropped"]["ring_full"]

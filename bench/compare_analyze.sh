@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Side by side on one capture file, in one run: `burstscope analyze` (all scales exact, pairs and flows on)
+# Side by side on one capture file, in one run: `burstscope analyze` (all scales exact, pairs and flows on;
+# also with --json and with --no-training)
 # against a bare libpcap read loop (bench/pcap_read_loop.c) and against `tshark -q -z io,stat,0.001`.
 # Prints packets/s of each and the ratios, medians over alternating runs (file in the page cache).
 # usage: bench/compare_analyze.sh [BUILD_DIR] [FILE] [RUNS]
@@ -28,15 +29,24 @@ now() { date +%s.%N; }
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
 packets=$("$BUILD/bench/pcap_read_loop" "$FILE" | cut -d' ' -f1)
-: >"$TMP/loop" ; : >"$TMP/analyze"
+: >"$TMP/loop" ; : >"$TMP/analyze" ; : >"$TMP/json" ; : >"$TMP/bursts"
+# analyze three ways: as an operator runs it (text; the training analysis of the whole file at the end), with
+# --json (every evidence and mirror bin listed: megabytes of JSON on a long file), and the packet path alone
+# (--no-training: reading, decoding, the engine, evidence and mirror checks; text).
 for _ in $(seq "$RUNS"); do
   t0=$(now); "$BUILD/bench/pcap_read_loop" "$FILE" >/dev/null; t1=$(now)
   echo "$t1 - $t0" | bc -l >>"$TMP/loop"
-  t0=$(now); "$BUILD/burstscope" analyze --json "$FILE" >/dev/null; t1=$(now)
+  t0=$(now); "$BUILD/burstscope" analyze "$FILE" >/dev/null; t1=$(now)
   echo "$t1 - $t0" | bc -l >>"$TMP/analyze"
+  t0=$(now); "$BUILD/burstscope" analyze --json "$FILE" >/dev/null; t1=$(now)
+  echo "$t1 - $t0" | bc -l >>"$TMP/json"
+  t0=$(now); "$BUILD/burstscope" analyze --no-training "$FILE" >/dev/null; t1=$(now)
+  echo "$t1 - $t0" | bc -l >>"$TMP/bursts"
 done
 loop=$(median <"$TMP/loop")
 analyze=$(median <"$TMP/analyze")
+json=$(median <"$TMP/json")
+bursts=$(median <"$TMP/bursts")
 
 tshark_s=""
 if command -v tshark >/dev/null; then
@@ -51,6 +61,9 @@ fi
 echo "file: $FILE ($packets packets), median of $RUNS runs (tshark: 3), wall time per whole run"
 printf "  %-36s %8.3f s  %7.2f Mpackets/s\n" "bare libpcap read loop" "$loop" "$(echo "$packets / $loop / 1000000" | bc -l)"
 printf "  %-36s %8.3f s  %7.2f Mpackets/s\n" "burstscope analyze (all on)" "$analyze" "$(echo "$packets / $analyze / 1000000" | bc -l)"
+printf "  %-36s %8.3f s  %7.2f Mpackets/s\n" "burstscope analyze --json" "$json" "$(echo "$packets / $json / 1000000" | bc -l)"
+printf "  %-36s %8.3f s  %7.2f Mpackets/s\n" "burstscope analyze --no-training" "$bursts" "$(echo "$packets / $bursts / 1000000" | bc -l)"
 [ -n "$tshark_s" ] && printf "  %-36s %8.3f s  %7.2f Mpackets/s\n" "tshark -q -z io,stat,0.001" "$tshark_s" "$(echo "$packets / $tshark_s / 1000000" | bc -l)"
-printf "ratio analyze / bare read loop (packets/s): %.2f   (goal >= 0.8)\n" "$(echo "$loop / $analyze" | bc -l)"
+printf "ratio analyze / bare read loop (packets/s): %.2f; packet path (--no-training) %.2f   (goal >= 0.8)\n" \
+  "$(echo "$loop / $analyze" | bc -l)" "$(echo "$loop / $bursts" | bc -l)"
 [ -n "$tshark_s" ] && printf "ratio analyze / tshark (packets/s): %.1f   (goal >= 100)\n" "$(echo "$tshark_s / $analyze" | bc -l)"

@@ -201,6 +201,7 @@ struct AnalyzeOptions {
   bool json = false;
   std::string dedup_window;              // empty: off
   std::string evidence_after;            // empty: the default
+  bool no_training = false;
   std::string mirror_duplicate_horizon;  // empty: the default
   MetricFlags metrics{EngineConfig{}};
 };
@@ -209,6 +210,7 @@ struct AnalyzeOptions {
 // Every error is a usage error (exit 2).
 absl::Status analysisConfig(const AnalyzeOptions& o, PipelineConfig* pc, DecoderConfig* dc, FileReadOptions* read) {
   pc->training.pair_periods = true;  // offline: a period per heavy host pair too
+  pc->training.enabled = !o.no_training;
   BS_RETURN_IF_ERROR(
       o.metrics.apply(pc->engine, *dc, &pc->reorder_horizon_ns, &pc->workers_per_port, /*only_given=*/false));
   if (absl::Status s = validateConfig(pc->engine); !s.ok()) {
@@ -793,6 +795,9 @@ int mainImpl(int argc, char** argv) {
   analyze->add_option("--evidence-after", ao.evidence_after,
                       "congestion evidence this long after a microburst still makes it congesting (default: the "
                       "microburst scale; docs/evidence.md)");
+  analyze->add_flag("--no-training", ao.no_training,
+                    "leave out the training analysis (jobs, step periods, topology): on a long file it is most of "
+                    "the time, and the burst figures do not need it");
   analyze->add_option("--mirror-duplicate-horizon", ao.mirror_duplicate_horizon,
                       absl::StrCat("a frame seen again within this time counts as the mirror's copy (default ",
                                    MirrorConfig{}.duplicate_horizon_ns / 1000, "us; docs/mirror.md)"));

@@ -165,10 +165,13 @@ class PortWorker {
         mailbox_(mailbox) {
     for (size_t w = 1; w < workers; ++w) parts_.push_back(std::make_unique<PartWorker>(partConfig(ec, workers, w)));
     pending_parts_.resize(parts_.size());
-    // Which engine runs what: training on the last part, evidence beside the tables (it names their heaviest
-    // pairs and flows), the mirror checks beside the port stream (its line-rate windows are the port's).
+    // Which engine runs what (docs/workers.md): evidence beside the tables (it names their heaviest pairs and
+    // flows), training on the last part, and the mirror checks, which depend on nothing else, where they even
+    // the load out (measured per part: bench/workers_bench): with the streams when two workers share the
+    // work, beside the training with three.
     Engine& training_engine = parts_.empty() ? engine_ : parts_.back()->engine();
     Engine& evidence_engine = parts_.empty() ? engine_ : parts_.front()->engine();
+    Engine& mirror_engine = parts_.size() == 2 ? parts_.back()->engine() : engine_;
     if (tc.enabled) training_engine.addAggregator(makeTrainingAggregator(tc, ec.report_interval_ns > 0));
     if (evc.enabled) {
       auto evidence = std::make_unique<EvidenceAggregator>(evc, ec, ec.report_interval_ns > 0);
@@ -179,7 +182,7 @@ class PortWorker {
         engine_.subscribe(&forwarder_);  // the port stream is here: its microbursts go to the evidence's part
       }
     }
-    if (mc.enabled) engine_.addAggregator(std::make_unique<MirrorAggregator>(mc, ec));
+    if (mc.enabled) mirror_engine.addAggregator(std::make_unique<MirrorAggregator>(mc, ec));
     engine_.setIntervalSink([this](const IntervalReport& r) {
       // What the engine has measured up to this close (the port stream counts every record), not what the
       // batch being added holds: the snapshot's ledger agrees with its intervals.

@@ -107,5 +107,26 @@ for section in "Burstiness" "Virtual backlog" "Microbursts" "Top host pairs" "To
   check "text report: $section" grep -q "$section" "$TMP/report.txt"
 done
 
+# 8. The analysis split over 2 and 3 workers per port (docs/workers.md): the same JSON but for the training
+# analysis's own duration. --no-pairs-flows and --no-training leave their sections out, and nothing else moves.
+strip() { python3 -c "
+import json, sys
+d = json.load(open(sys.argv[1]))
+d.get('training', {}).pop('analysis_ms', None)
+for k in sys.argv[2:]: d.pop(k, None)
+print(json.dumps(d, sort_keys=True))" "$@"; }
+strip "$TMP/plain.json" >"$TMP/one.txt"
+for w in 2 3; do
+  "$BS" analyze --json --workers "$w" "$TRACE" >"$TMP/w$w.json"
+  strip "$TMP/w$w.json" >"$TMP/w$w.txt"
+  check "analyze --workers $w: the same JSON as one worker" cmp "$TMP/one.txt" "$TMP/w$w.txt"
+done
+"$BS" analyze --json --no-training "$TRACE" >"$TMP/nt.json"
+check "--no-training: no training section" test "$(json "$TMP/nt.json" "'training' in d")" = False
+check "--no-training: the burst figures unchanged" python3 "$COMPARE" "$TMP/nt.json" "$ORACLE"
+"$BS" analyze --json --no-pairs-flows "$TRACE" >"$TMP/np.json"
+check "--no-pairs-flows: no pairs or flows" test "$(json "$TMP/np.json" "(d['pairs']['top'], d['flows']['top'])")" = "([], [])"
+check "--no-pairs-flows: the port's figures unchanged" python3 "$COMPARE" "$TMP/np.json" "$ORACLE"
+
 echo "1..$n"
 [ "$failed" -eq 0 ]

@@ -199,8 +199,8 @@ struct MetricFlags {
 struct AnalyzeOptions {
   std::vector<std::string> files;
   bool json = false;
-  std::string dedup_window;              // empty: off
-  std::string evidence_after;            // empty: the default
+  std::string dedup_window;    // empty: off
+  std::string evidence_after;  // empty: the default
   bool no_training = false;
   std::string mirror_duplicate_horizon;  // empty: the default
   MetricFlags metrics{EngineConfig{}};

@@ -298,9 +298,12 @@ class PortWorker {
         reorder_.releaseUpTo(bound, [this](const PacketRecord& r) { feed(r); });
         analyse();
         engine_.advance(bound);
-        if (!parts_.empty()) {
+        // An advance to where the parts already are changes nothing in any engine: an idle port's polls hand
+        // the parts nothing.
+        if (!parts_.empty() && bound > advanced_) {
           if (message_.ops.empty() || message_.ops.back().advance != INT64_MIN) message_.ops.push_back({});
           message_.ops.back().advance = bound;
+          advanced_ = bound;
         }
       }
     } else {
@@ -377,6 +380,7 @@ class PortWorker {
   uint64_t measured_ = 0;  // records in the intervals closed so far
   uint64_t intervals_ = 0;
   uint64_t intervals_sent_ = 0;
+  int64_t advanced_ = INT64_MIN;  // the last advance handed to the parts
 };
 
 }  // namespace

@@ -132,45 +132,58 @@ EngineConfig liveEngine() {
 // Runs the driver until the queues have been quiet for 0.3 s (stop() then joins the producers, so every
 // record is taken whatever a loaded machine did to the threads' timing).
 absl::StatusOr<RunResult> runUntilIdle(CaptureSource& backend, const IntervalCallback& on_interval = {},
-                                       const EngineConfig& engine = liveEngine()) {
+                                       const EngineConfig& engine = liveEngine(), size_t workers = 1) {
   PipelineConfig pc;
   pc.engine = engine;
+  pc.workers_per_port = workers;
   pc.idle_exit_s = 0.3;
   std::atomic<bool> stop{false};
   return runCapture(backend, pc, stop, on_interval);
 }
 
+// Three queues merged by watermarks (the live path: releases and advances as the queues' ticks allow) give
+// what one engine gives on the records in order — with one worker per port and with the analysis split over
+// two and three (docs/workers.md: the parts are handed the same advances).
 TEST(LiveMergeTest, QueuesMergeIntoTheSameResultAsOneOrderedStream) {
-  std::vector<PacketRecord> all;
-  ThreadBackend backend(makeQueues(3, 60'000, &all), size_t{1} << 20);  // rings big enough: no drops
-  auto r = runUntilIdle(backend);
-  ASSERT_TRUE(r.ok()) << r.status();
-  ASSERT_EQ(r->ports.size(), 1u);
-  const PortResult& p = r->ports[0];
-  EXPECT_EQ(r->stop_reason, "idle");
-  EXPECT_EQ(p.ledger.received, all.size());
-  EXPECT_EQ(p.ledger.analysed, all.size());
-  EXPECT_TRUE(ledgerBalanced(p));
-  EXPECT_EQ(p.clamped, 0u);
+  for (size_t workers : {1, 2, 3}) {
+    SCOPED_TRACE(absl::StrCat(workers, " workers"));
+    std::vector<PacketRecord> all;
+    ThreadBackend backend(makeQueues(3, 60'000, &all), size_t{1} << 20);  // rings big enough: no drops
+    auto r = runUntilIdle(backend, {}, liveEngine(), workers);
+    ASSERT_TRUE(r.ok()) << r.status();
+    ASSERT_EQ(r->ports.size(), 1u);
+    const PortResult& p = r->ports[0];
+    EXPECT_EQ(r->stop_reason, "idle");
+    EXPECT_EQ(p.ledger.received, all.size());
+    EXPECT_EQ(p.ledger.analysed, all.size());
+    EXPECT_TRUE(ledgerBalanced(p));
+    EXPECT_EQ(p.clamped, 0u);
 
-  EngineConfig direct_cfg = liveEngine();
-  direct_cfg.link_capacity_bps = 10e9;
-  Engine direct(direct_cfg);
-  uint64_t intervals = 0;
-  direct.setIntervalSink([&](const IntervalReport&) { ++intervals; });
-  for (const PacketRecord& rec : all) direct.add(rec);
-  direct.finish();
-  const EngineResult want = direct.result();
-  const EngineResult& got = p.engine;
-  EXPECT_EQ(got.port.packets, want.port.packets);
-  EXPECT_EQ(got.port.bytes, want.port.bytes);
-  for (size_t i = 0; i < want.port.scales.size(); ++i) {
-    EXPECT_EQ(got.port.scales[i].envelope_bytes, want.port.scales[i].envelope_bytes);
-    EXPECT_EQ(got.port.scales[i].peak_bin_bytes, want.port.scales[i].peak_bin_bytes);
+    EngineConfig direct_cfg = liveEngine();
+    direct_cfg.link_capacity_bps = 10e9;
+    Engine direct(direct_cfg);
+    uint64_t intervals = 0;
+    direct.setIntervalSink([&](const IntervalReport&) { ++intervals; });
+    for (const PacketRecord& rec : all) direct.add(rec);
+    direct.finish();
+    const EngineResult want = direct.result();
+    const EngineResult& got = p.engine;
+    EXPECT_EQ(got.port.packets, want.port.packets);
+    EXPECT_EQ(got.port.bytes, want.port.bytes);
+    for (size_t i = 0; i < want.port.scales.size(); ++i) {
+      EXPECT_EQ(got.port.scales[i].envelope_bytes, want.port.scales[i].envelope_bytes);
+      EXPECT_EQ(got.port.scales[i].peak_bin_bytes, want.port.scales[i].peak_bin_bytes);
+    }
+    EXPECT_EQ(got.port.backlog[0].max_backlog_bytes, want.port.backlog[0].max_backlog_bytes);
+    EXPECT_EQ(got.port.microbursts->count, want.port.microbursts->count);
+    ASSERT_EQ(got.pairs.top.size(), want.pairs.top.size());
+    for (size_t i = 0; i < want.pairs.top.size(); ++i) {
+      EXPECT_EQ(got.pairs.top[i].key, want.pairs.top[i].key);
+      EXPECT_EQ(got.pairs.top[i].bytes, want.pairs.top[i].bytes);
+    }
+    EXPECT_EQ(got.flows.other_bytes, want.flows.other_bytes);
+    EXPECT_EQ(p.intervals, intervals);
   }
-  EXPECT_EQ(got.port.backlog[0].max_backlog_bytes, want.port.backlog[0].max_backlog_bytes);
-  EXPECT_EQ(got.port.microbursts->count, want.port.microbursts->count);
-  EXPECT_EQ(p.intervals, intervals);
 }
 
 TEST(LiveMergeTest, FullRingsDropAndTheLedgerStillBalances) {

@@ -133,17 +133,36 @@ class QueueProducer {
  public:
   QueueProducer(const DecoderConfig& decoder, size_t ring_capacity, bool lossless = false);
 
-  // Decodes one frame into the next pending record. At most kMaxBatch pending records; flush() before.
+  // Decodes one frame into the next pending record. At most kMaxBatch pending records; flush() before. A live
+  // (lossy) queue decodes straight into the ring's next free slot, published at flush(); when the ring has no
+  // free slot the frame is decoded into a scratch record (its decode counted) and dropped at flush(). A
+  // lossless queue (a file) stages its records and waits for room at flush().
   PacketRecord& add(std::span<const uint8_t> data, uint32_t wire_len, int64_t ts_ns,
                     LinkType link = LinkType::kEthernet) {
     if (tap_ != nullptr) [[unlikely]]
       tap_->onFrame(data, wire_len, ts_ns, link);
-    PacketRecord& r = pending_[n_++];
-    decoder_.decode(data, wire_len, &r, link);
-    r.ts_ns = ts_ns;
-    return r;
+    if (n_ + dropped_ == 0) first_ts_ = ts_ns;
+    last_ts_ = ts_ns;
+    PacketRecord* r;
+    if (lossless_) {
+      r = &pending_[n_++];
+    } else {
+      if (n_ == room_) room_ = ring_.reserve(n_ + 1);
+      if (n_ < room_) {
+        r = &ring_.reserved(n_++);
+      } else {
+        r = &scratch_;
+        ++dropped_;
+      }
+    }
+    decoder_.decode(data, wire_len, r, link);
+    r->ts_ns = ts_ns;
+    return *r;
   }
-  std::span<PacketRecord> pending() { return {pending_.data(), n_}; }
+  // Frames added since the last flush, and the first and last of their timestamps.
+  size_t pendingCount() const { return n_ + dropped_; }
+  int64_t pendingFirstTs() const { return first_ts_; }
+  int64_t pendingLastTs() const { return last_ts_; }
   // Enqueues the pending records; returns how many were dropped (always 0 when lossless).
   size_t flush(const std::atomic<bool>* stop = nullptr);
   // Flushes what is pending, publishes the decoder's counts and pushes a tick record: nothing older than
@@ -164,8 +183,12 @@ class QueueProducer {
   SpscRing<PacketRecord> ring_;
   QueueCounters counters_;
   bool lossless_;
-  std::array<PacketRecord, kMaxBatch> pending_;
-  size_t n_ = 0;
+  std::array<PacketRecord, kMaxBatch> pending_;  // lossless: staged records
+  PacketRecord scratch_;                         // lossy: where a frame that finds the ring full is decoded
+  size_t n_ = 0;                                 // records written (staged, or in reserved ring slots)
+  size_t dropped_ = 0;                           // lossy: frames that found the ring full since the last flush
+  size_t room_ = 0;                              // lossy: free ring slots from the producer's index, as last read
+  int64_t first_ts_ = 0, last_ts_ = 0;
   uint64_t received_ = 0, ring_drops_ = 0, batches_ = 0;
 };
 

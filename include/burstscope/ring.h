@@ -50,6 +50,23 @@ class SpscRing {
     return n;
   }
 
+  // Producer side, in place (no staging copy): reserve() says how many slots are free from the producer's next
+  // one on (reading the consumer's index again only when fewer than `want` look free), reserved(i) is the i-th
+  // of them to write, and publish(n) hands the first n over. The consumer sees none of them before publish.
+  size_t reserve(size_t want) {
+    const uint64_t head = prod_.head.load(std::memory_order_relaxed);
+    size_t free_slots = capacity() - (head - prod_.cached_tail);
+    if (free_slots < want) {
+      prod_.cached_tail = cons_.tail.load(std::memory_order_acquire);
+      free_slots = capacity() - (head - prod_.cached_tail);
+    }
+    return free_slots;
+  }
+  T& reserved(size_t i) { return slots_[(prod_.head.load(std::memory_order_relaxed) + i) & mask_]; }
+  void publish(size_t n) {
+    prod_.head.store(prod_.head.load(std::memory_order_relaxed) + n, std::memory_order_release);
+  }
+
   // Consumer side. Moves up to out.size() items into `out` and returns how many.
   size_t dequeue(std::span<T> out) {
     const uint64_t tail = cons_.tail.load(std::memory_order_relaxed);

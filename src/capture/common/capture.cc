@@ -43,21 +43,29 @@ QueueProducer::QueueProducer(const DecoderConfig& decoder, size_t ring_capacity,
     : decoder_(decoder), ring_(ring_capacity), lossless_(lossless) {}
 
 size_t QueueProducer::flush(const std::atomic<bool>* stop) {
-  if (n_ == 0) return 0;
+  const size_t added = n_ + dropped_;
+  if (added == 0) return 0;
   // Counted as received before any of them can be taken from the ring, and a drop only after the received
   // count that holds it: a reader taking drops, then received (both acquire) after the worker's analysed count
   // always finds analysed + drops <= received.
-  received_ += n_;
+  received_ += added;
   counters_.received.store(received_, std::memory_order_release);
-  size_t done = ring_.enqueue({pending_.data(), n_});
-  // A file loses nothing by waiting for the worker; a stop request ends the wait (and the run).
-  while (lossless_ && done < n_ && !(stop && stop->load(std::memory_order_relaxed))) {
-    std::this_thread::yield();
-    done += ring_.enqueue({pending_.data() + done, n_ - done});
+  size_t dropped = dropped_;
+  if (lossless_) {
+    size_t done = ring_.enqueue({pending_.data(), n_});
+    // A file loses nothing by waiting for the worker; a stop request ends the wait (and the run).
+    while (done < n_ && !(stop && stop->load(std::memory_order_relaxed))) {
+      std::this_thread::yield();
+      done += ring_.enqueue({pending_.data() + done, n_ - done});
+    }
+    dropped += n_ - done;
+  } else {
+    ring_.publish(n_);  // the records were decoded in place
+    room_ -= n_;
   }
-  const size_t dropped = n_ - done;
   ring_drops_ += dropped;
   n_ = 0;
+  dropped_ = 0;
   counters_.ring_drops.store(ring_drops_, std::memory_order_release);
   if ((++batches_ & 63) == 0) counters_.publishDecode(decoder_.stats());
   return dropped;
@@ -71,6 +79,7 @@ void QueueProducer::tick(int64_t watermark_ns) {
   t.ts_ns = watermark_ns;
   t.flags = kRecordTick;
   ring_.enqueue({&t, 1});
+  room_ = 0;  // the tick took a slot: read the free slots again at the next add
 }
 
 }  // namespace burstscope

@@ -461,12 +461,11 @@ void DpdkBackend::rxLoop(Lcore& lc) {
       rte_pktmbuf_free_bulk(mbufs.data(), n);
       if (speed > 0) {
         // Hold the burst until its last packet's recorded time, scaled, has come.
-        const std::span<PacketRecord> recs = q.producer->pending();
         if (anchor_ts == INT64_MIN) {
-          anchor_ts = recs.front().ts_ns;
+          anchor_ts = q.producer->pendingFirstTs();
           anchor_tsc = now_tsc;
         }
-        const double due = static_cast<double>(recs.back().ts_ns - anchor_ts) / speed;
+        const double due = static_cast<double>(q.producer->pendingLastTs() - anchor_ts) / speed;
         const uint64_t due_tsc = anchor_tsc + static_cast<uint64_t>(std::max(0.0, due) * tsc_hz_ / 1e9);
         while (rte_rdtsc() < due_tsc && !rx_stop_.load(std::memory_order_relaxed)) {
           const double wait_us = static_cast<double>(due_tsc - rte_rdtsc()) * 1e6 / tsc_hz_;

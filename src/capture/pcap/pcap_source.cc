@@ -395,7 +395,7 @@ class PcapCapture final : public CaptureSource, private FrameSink {
   void onFrame(const Frame& f) override {
     producer_.add(f.data, f.wire_len, f.ts_ns, f.link);
     last_ts_ = std::max(last_ts_, f.ts_ns);
-    if (producer_.pending().size() == kBatch) producer_.flush(&abort_);
+    if (producer_.pendingCount() == kBatch) producer_.flush(&abort_);
   }
 
   static constexpr size_t kBatch = 64;

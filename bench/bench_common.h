@@ -36,9 +36,9 @@ inline RawFrames loadBundledTrace() {
 }
 
 // Records in timestamp order, as the engine receives them.
-inline std::vector<PacketRecord> bundledRecords() {
+inline std::vector<PacketRecord> bundledRecords(const DecoderConfig& config = {}) {
   RawFrames f = loadBundledTrace();
-  Decoder d;
+  Decoder d(config);
   std::vector<PacketRecord> out(f.ts.size());
   for (size_t i = 0; i < out.size(); ++i) {
     d.decode(f.data[i], f.wire_len[i], &out[i]);

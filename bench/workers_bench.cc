@@ -21,19 +21,11 @@ namespace {
 //   part:3  mirror checks (the port's worker with 2, the third with 3)
 //   part:4  all of them in one engine (workers: 1)
 std::vector<PacketRecord> liveRecords() {
-  const bench::RawFrames frames = bench::loadBundledTrace();
   DecoderConfig dc;
   IpPrefix local;
   parsePrefix("10.77.0.1/32", &local);
   dc.local_nets.push_back(local);
-  Decoder d(dc);
-  std::vector<PacketRecord> out(frames.data.size());
-  for (size_t i = 0; i < out.size(); ++i) {
-    d.decode(frames.data[i], frames.wire_len[i], &out[i]);
-    out[i].ts_ns = frames.ts[i];
-  }
-  std::stable_sort(out.begin(), out.end(), [](auto& a, auto& b) { return a.ts_ns < b.ts_ns; });
-  return out;
+  return bench::bundledRecords(dc);
 }
 
 void BM_Part(benchmark::State& state) {

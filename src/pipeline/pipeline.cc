@@ -62,19 +62,10 @@ class Mailbox {
   std::deque<std::pair<size_t, PortSnapshot>> items_;
 };
 
-// The parts of an interval report that another engine of the port filled (docs/workers.md): the pair and flow
-// tables when they ran there, and the added aggregators' reports.
-void takeParts(IntervalReport* into, IntervalReport&& part, bool tables) {
-  if (tables) {
-    into->pairs = std::move(part.pairs);
-    into->flows = std::move(part.flows);
-  }
-  if (part.training) into->training = std::move(part.training);
-  if (part.evidence) into->evidence = std::move(part.evidence);
-  if (part.mirror) into->mirror = std::move(part.mirror);
-}
-
-void takeParts(EngineResult* into, EngineResult&& part, bool tables) {
+// The parts of an interval report (or of the final result) that another engine of the port filled
+// (docs/workers.md): the pair and flow tables when they ran there, and the added aggregators' reports.
+template <typename Report>  // IntervalReport or EngineResult
+void takeParts(Report* into, Report&& part, bool tables) {
   if (tables) {
     into->pairs = std::move(part.pairs);
     into->flows = std::move(part.flows);
@@ -251,7 +242,7 @@ class PortWorker {
     r.name = port_.name;
     r.engine_config = engine_config_;
     r.engine = engine_.result();
-    for (size_t w = 0; w < parts_.size(); ++w) takeParts(&r.engine, parts_[w]->engine().result(), w == 0);
+    for (size_t w = 0; w < parts_.size(); ++w) takeParts<EngineResult>(&r.engine, parts_[w]->engine().result(), w == 0);
     r.ledger = ledgerNow(port_, analysed_);
     r.reordered = reorder_.reordered();
     r.clamped = reorder_.clamped();
@@ -353,7 +344,7 @@ class PortWorker {
       PortSnapshot s = std::move(pending_main_.front());
       pending_main_.pop_front();
       for (size_t i = 0; i < pending_parts_.size(); ++i) {
-        takeParts(&s.interval, std::move(pending_parts_[i].front()), i == 0);
+        takeParts<IntervalReport>(&s.interval, std::move(pending_parts_[i].front()), i == 0);
         pending_parts_[i].pop_front();
       }
       mailbox_.push(index_, std::move(s));

@@ -65,51 +65,26 @@ const char* linkTypeName(LinkType t) {
   return "unsupported";
 }
 
+namespace {
+// The LINKTYPE_ value of each link type (tcpdump.org's registry), both ways.
+constexpr std::pair<uint32_t, LinkType> kPcapLinkTypes[] = {
+    {1, LinkType::kEthernet}, {113, LinkType::kLinuxSll}, {276, LinkType::kLinuxSll2}, {101, LinkType::kRawIp},
+    {228, LinkType::kIpv4},   {229, LinkType::kIpv6},     {0, LinkType::kNull},        {108, LinkType::kLoop},
+};
+}  // namespace
+
 LinkType linkTypeFromPcap(uint32_t linktype) {
-  switch (linktype) {
-    case 1:  // LINKTYPE_ETHERNET, DLT_EN10MB
-      return LinkType::kEthernet;
-    case 113:  // LINKTYPE_LINUX_SLL
-      return LinkType::kLinuxSll;
-    case 276:  // LINKTYPE_LINUX_SLL2
-      return LinkType::kLinuxSll2;
-    case 101:  // LINKTYPE_RAW
-    case 12:   // DLT_RAW as libpcap reports it on most systems
-    case 14:   // DLT_RAW on OpenBSD
-      return LinkType::kRawIp;
-    case 228:
-      return LinkType::kIpv4;
-    case 229:
-      return LinkType::kIpv6;
-    case 0:
-      return LinkType::kNull;
-    case 108:
-      return LinkType::kLoop;
-    default:
-      return LinkType::kUnsupported;
+  // DLT_RAW as libpcap reports it on most systems (12) and on OpenBSD (14).
+  if (linktype == 12 || linktype == 14) return LinkType::kRawIp;
+  for (const auto& [value, type] : kPcapLinkTypes) {
+    if (value == linktype) return type;
   }
+  return LinkType::kUnsupported;
 }
 
 std::optional<uint32_t> linkTypeToPcap(LinkType t) {
-  switch (t) {
-    case LinkType::kEthernet:
-      return 1;
-    case LinkType::kLinuxSll:
-      return 113;
-    case LinkType::kLinuxSll2:
-      return 276;
-    case LinkType::kRawIp:
-      return 101;
-    case LinkType::kIpv4:
-      return 228;
-    case LinkType::kIpv6:
-      return 229;
-    case LinkType::kNull:
-      return 0;
-    case LinkType::kLoop:
-      return 108;
-    case LinkType::kUnsupported:
-      break;
+  for (const auto& [value, type] : kPcapLinkTypes) {
+    if (type == t) return value;
   }
   return std::nullopt;
 }

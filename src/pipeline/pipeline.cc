@@ -10,7 +10,6 @@
 #include <deque>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -85,12 +84,15 @@ class PartWorker {
     size_t count = 0;             // add the next `count` records, then
     int64_t advance = INT64_MIN;  // advance to this (INT64_MIN: no advance)
   };
-  struct Message {
+  // The engine calls of one hand-over, shared by every part (one copy of the records whatever their number).
+  struct Batch {
     std::vector<PacketRecord> records;
     std::vector<Op> ops;
-    std::vector<std::pair<uint64_t, Microburst>> bursts;  // (step, microburst)
     bool finish = false;
-    bool empty() const { return ops.empty() && bursts.empty() && !finish; }
+  };
+  struct Message {
+    std::shared_ptr<const Batch> batch;
+    std::vector<std::pair<uint64_t, Microburst>> bursts;  // (step, microburst): for the evidence's part
   };
 
   explicit PartWorker(const EngineConfig& ec) : engine_(ec) {}
@@ -117,13 +119,14 @@ class PartWorker {
         room_.notify_one();
       }
       for (const auto& [step, burst] : m.bursts) engine_.forwardMicroburst(step, burst);
+      const Batch& b = *m.batch;
       size_t at = 0;
-      for (const Op& op : m.ops) {
-        if (op.count > 0) engine_.add(std::span<const PacketRecord>(m.records).subspan(at, op.count));
+      for (const Op& op : b.ops) {
+        if (op.count > 0) engine_.add(std::span<const PacketRecord>(b.records).subspan(at, op.count));
         at += op.count;
         if (op.advance != INT64_MIN) engine_.advance(op.advance);
       }
-      if (m.finish) {
+      if (b.finish) {
         engine_.finish();
         return;
       }
@@ -184,10 +187,10 @@ class PortWorker {
       s.ledger = ledgerNow(port_, measured_);
       s.reordered = reorder_.reordered();
       s.clamped = reorder_.clamped();
-      join(std::move(s), nullptr, 0);
+      joinMain(std::move(s));
     });
     for (size_t w = 0; w < parts_.size(); ++w) {
-      parts_[w]->engine().setIntervalSink([this, w](const IntervalReport& r) { join(std::nullopt, &r, w); });
+      parts_[w]->engine().setIntervalSink([this, w](const IntervalReport& r) { joinPart(w, r); });
     }
   }
 
@@ -218,7 +221,7 @@ class PortWorker {
       if (poll(batch) > 0) {
         idle = std::chrono::microseconds(100);
         empty = 0;
-        if (message_.records.size() >= 4 * kBatch || intervals_ != intervals_sent_) sendParts();
+        if (batch_.records.size() >= 4 * kBatch || intervals_ != intervals_sent_) sendParts();
         continue;
       }
       sendParts();
@@ -230,7 +233,7 @@ class PortWorker {
     reorder_.flush([this](const PacketRecord& r) { feed(r); });
     analyse();
     engine_.finish();
-    message_.finish = true;
+    batch_.finish = true;
     sendParts();
     for (std::thread& t : threads) t.join();
   }
@@ -261,9 +264,7 @@ class PortWorker {
   // Collects the port stream's microbursts, with the step at which it found each, for the evidence's part.
   struct BurstForwarder final : EngineObserver {
     PortWorker* worker = nullptr;
-    void onMicroburst(const Microburst& m) override {
-      worker->message_.bursts.emplace_back(worker->engine_.steps(), m);
-    }
+    void onMicroburst(const Microburst& m) override { worker->bursts_.emplace_back(worker->engine_.steps(), m); }
   };
 
   // Takes what the rings hold; returns the number of records (ticks included) taken.
@@ -292,8 +293,8 @@ class PortWorker {
         // An advance to where the parts already are changes nothing in any engine: an idle port's polls hand
         // the parts nothing.
         if (!parts_.empty() && bound > advanced_) {
-          if (message_.ops.empty() || message_.ops.back().advance != INT64_MIN) message_.ops.push_back({});
-          message_.ops.back().advance = bound;
+          if (batch_.ops.empty() || batch_.ops.back().advance != INT64_MIN) batch_.ops.push_back({});
+          batch_.ops.back().advance = bound;
           advanced_ = bound;
         }
       }
@@ -311,8 +312,8 @@ class PortWorker {
     if (sink_) sink_(index_, released_);
     engine_.add(released_);
     if (!parts_.empty()) {
-      message_.records.insert(message_.records.end(), released_.begin(), released_.end());
-      message_.ops.push_back({released_.size(), INT64_MIN});
+      batch_.records.insert(batch_.records.end(), released_.begin(), released_.end());
+      batch_.ops.push_back({released_.size(), INT64_MIN});
     }
     released_.clear();
   }
@@ -320,22 +321,25 @@ class PortWorker {
   // Hands the engine calls made since the last hand-over to every part (the microbursts to the evidence's).
   void sendParts() {
     intervals_sent_ = intervals_;
-    if (parts_.empty() || message_.empty()) return;
-    for (size_t w = 1; w < parts_.size(); ++w) {
-      PartWorker::Message copy{message_.records, message_.ops, {}, message_.finish};
-      parts_[w]->send(std::move(copy));
-    }
-    parts_.front()->send(std::exchange(message_, {}));
+    if (parts_.empty() || (batch_.ops.empty() && bursts_.empty() && !batch_.finish)) return;
+    auto batch = std::make_shared<const PartWorker::Batch>(std::exchange(batch_, {}));
+    parts_.front()->send({batch, std::exchange(bursts_, {})});
+    for (size_t w = 1; w < parts_.size(); ++w) parts_[w]->send({batch, {}});
   }
 
-  // Joins an interval's parts: the first engine's snapshot and every part's report, in order of closing.
-  void join(std::optional<PortSnapshot> main, const IntervalReport* part, size_t w) {
+  // Joins an interval's parts — the first engine's snapshot and every part's report, each in order of closing —
+  // and hands the interval to the mailbox once all are in.
+  void joinMain(PortSnapshot s) {
     std::lock_guard<std::mutex> lock(join_mu_);
-    if (main) {
-      pending_main_.push_back(std::move(*main));
-    } else {
-      pending_parts_[w].push_back(*part);
-    }
+    pending_main_.push_back(std::move(s));
+    handJoined();
+  }
+  void joinPart(size_t w, const IntervalReport& r) {
+    std::lock_guard<std::mutex> lock(join_mu_);
+    pending_parts_[w].push_back(r);
+    handJoined();
+  }
+  void handJoined() {
     for (;;) {
       if (pending_main_.empty()) return;
       for (const auto& q : pending_parts_) {
@@ -357,7 +361,8 @@ class PortWorker {
   Engine engine_;
   std::vector<std::unique_ptr<PartWorker>> parts_;
   BurstForwarder forwarder_;
-  PartWorker::Message message_;  // the engine calls since the last hand-over to the parts
+  PartWorker::Batch batch_;                              // the engine calls since the last hand-over to the parts
+  std::vector<std::pair<uint64_t, Microburst>> bursts_;  // and the port stream's microbursts since then
   Reorderer reorder_;
   int64_t horizon_ns_;
   std::vector<int64_t> watermark_;

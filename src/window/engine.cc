@@ -88,16 +88,6 @@ class StreamsAggregator final : public Aggregator {
       d->addBatch(direction_batch_[i]);
     }
   }
-  void add(const PacketRecord& r) {
-    port_.add(r.ts_ns, r.wire_len);
-    if (r.direction != Direction::kUnknown) {
-      auto& d = directions_[static_cast<int>(r.direction)];
-      if (!d) d = std::make_unique<Stream>(cfg_, true);
-      d->add(r.ts_ns, r.wire_len);
-    }
-    non_ip_ += r.key.family == 0;
-  }
-
   void closeInterval(const IntervalContext& c, IntervalReport* out) override {
     if (c.skipped > 0) {
       for (auto& h : baseline_) h.clear();  // nothing of the old traffic is left in any baseline
@@ -183,9 +173,6 @@ class HeavyAggregator final : public Aggregator {
       i = j;
     }
   }
-  void add(const PacketRecord& r) {
-    if (r.key.family != 0) addRun(r.key, r.ts_ns, r.ts_ns, r.wire_len, 1);
-  }
   void addRun(const FlowKey& key, int64_t first_ts, int64_t last_ts, uint64_t bytes, uint64_t packets) {
     HeavyTable::Entry& flow = flows_.lookup(key, first_ts);
     const FlowKey pair_key = key.pairKey();
@@ -244,15 +231,17 @@ struct Engine::Impl {
   // are direct; added ones come after them, through the interface.
   template <typename F>
   void forEach(F&& f) {
-    if (cfg.streams) f(streams);
-    if (cfg.pairs_and_flows) f(heavy);
-    for (auto& a : added) f(*a);
+    forEachOf(*this, f);
   }
   template <typename F>
   void forEach(F&& f) const {
-    if (cfg.streams) f(streams);
-    if (cfg.pairs_and_flows) f(heavy);
-    for (const auto& a : added) f(*a);
+    forEachOf(*this, f);
+  }
+  template <typename Self, typename F>  // Impl or const Impl
+  static void forEachOf(Self& self, F& f) {
+    if (self.cfg.streams) f(self.streams);
+    if (self.cfg.pairs_and_flows) f(self.heavy);
+    for (auto& a : self.added) f(*a);
   }
   // One step: microbursts another engine found in it go to the subscribers first, as the port stream (first
   // in forEach) would have told them.
@@ -361,19 +350,7 @@ void Engine::add(std::span<const PacketRecord> records) {
   }
 }
 
-// One record: the same as a batch of one, without the batch's bookkeeping.
-void Engine::add(const PacketRecord& r) {
-  Impl& m = *impl_;
-  if (r.ts_ns >= m.interval_end) m.roll(r.ts_ns);
-  if (!m.forwarded.empty() || !m.cfg.streams || !m.cfg.pairs_and_flows) {
-    m.step([&r](auto& a) { a.add(std::span<const PacketRecord>(&r, 1)); });
-    return;
-  }
-  m.streams.add(r);
-  m.heavy.add(r);
-  for (auto& a : m.added) a->add(std::span<const PacketRecord>(&r, 1));
-  ++m.steps;
-}
+void Engine::add(const PacketRecord& r) { add(std::span<const PacketRecord>(&r, 1)); }
 
 void Engine::finish() {
   Impl& m = *impl_;

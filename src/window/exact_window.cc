@@ -28,39 +28,6 @@ ExactWindows::ExactWindows(std::vector<int64_t> taus_ns, size_t max_entries, std
   }
 }
 
-void ExactWindows::add(int64_t ts, uint64_t len) {
-  if (!fifo_.empty() && fifo_.back().ts == ts) {
-    fifo_.back().bytes += len;
-  } else {
-    // Forget what every window has left only when the buffer would otherwise grow: the scales catch up
-    // lazily, so the oldest entry still needed is the minimum of their positions, not the longest one's.
-    if (fifo_.size() == fifo_.capacity() || fifo_.size() >= max_entries_) {
-      fifo_.dropBefore(retainFrom());
-      if (fifo_.size() >= max_entries_) makeRoom(fifo_.back().ts);
-    }
-    fifo_.pushBack(Entry{ts, len});
-  }
-  // The hot loop: every exact scale but the microburst one. A scale's `sum` is the bytes from its `first`
-  // entry on, which is the window's content or more (entries that have left but were not yet taken out).
-  // Departures only lower the window, so when even that bound plus this arrival does not pass the maximum, the
-  // maximum stands and the departures can wait: they are taken out at the next arrival that might set a new
-  // maximum, or at the interval's close. Every entry still leaves every window once; what is saved is the
-  // walk (and its unpredictable exit) at the arrivals that cannot matter.
-  for (int i : plain_) {
-    Scale& s = scales_[i];
-    uint64_t sum = s.sum + len;
-    if (sum > s.max) {
-      const int64_t limit = ts - s.tau;  // entries at or before this have left (t-τ, t]
-      uint64_t first = s.first;
-      while (fifo_[first].ts <= limit) sum -= fifo_[first++].bytes;
-      s.first = first;
-      if (sum > s.max) s.max = sum;
-    }
-    s.sum = sum;
-  }
-  if (mb_scale_ >= 0) addMicroburstScale(ts, len);
-}
-
 // The microburst scale at an arrival: as a plain scale, except inside a microburst, where each departure's time
 // may end it.
 void ExactWindows::addMicroburstScale(int64_t ts, uint64_t len) {
@@ -76,30 +43,41 @@ void ExactWindows::addMicroburstScale(int64_t ts, uint64_t len) {
   }
 }
 
+// The FIFO takes the whole batch first, then each scale walks it in a loop of its own (tight, its branches
+// predictable). A scale's `sum` is the bytes from its `first` entry to the arrival it has reached, which is the
+// window's content or more (entries that have left but were not yet taken out). Departures only lower the
+// window, so when even that bound plus an arrival does not pass the maximum, the maximum stands and the
+// departures can wait: they are taken out at the next arrival that might set a new maximum, or at the
+// interval's close. Every entry still leaves every window once; what is saved is the walk (and its
+// unpredictable exit) at the arrivals that cannot matter. The walk never passes the arrival it is at: what
+// leaves at t is older than t - τ < t.
 void ExactWindows::addBatch(std::span<const Arrival> batch) {
-  if (batch.empty()) return;
-  if (fifo_.size() + batch.size() >= max_entries_) {
+  if (batch.size() > 1 && fifo_.size() + batch.size() >= max_entries_) {
     // Near the memory bound, demotion must happen at the arrival that reaches it: one by one.
-    for (const Arrival& a : batch) add(a.ts, a.len);
+    for (const Arrival& a : batch) addBatch({&a, 1});
     return;
   }
   for (const Arrival& a : batch) {
     if (!fifo_.empty() && fifo_.back().ts == a.ts) {
       fifo_.back().bytes += a.len;
-    } else {
-      if (fifo_.size() == fifo_.capacity()) fifo_.dropBefore(retainFrom());
-      fifo_.pushBack(Entry{a.ts, a.len});
+      continue;
     }
+    // Forget what every window has left only when the buffer would otherwise grow (the oldest entry still
+    // needed is the minimum of the lagging scales' positions); at the memory bound (a batch of one, see above)
+    // bring the scales up to date and demote.
+    if (fifo_.size() == fifo_.capacity() || fifo_.size() >= max_entries_) {
+      fifo_.dropBefore(retainFrom());
+      if (fifo_.size() >= max_entries_) makeRoom(fifo_.back().ts);
+    }
+    fifo_.pushBack(Entry{a.ts, a.len});
   }
-  // Each scale's sum counts the entries from its first to the arrival it has reached; the walk never passes
-  // that arrival (what leaves at t is older than t - τ < t).
   for (int i : plain_) {
     Scale& s = scales_[i];
     uint64_t first = s.first, sum = s.sum, max = s.max;
     for (const Arrival& a : batch) {
       sum += a.len;
       if (sum > max) {
-        const int64_t limit = a.ts - s.tau;
+        const int64_t limit = a.ts - s.tau;  // entries at or before this have left (t-τ, t]
         while (fifo_[first].ts <= limit) sum -= fifo_[first++].bytes;
         if (sum > max) max = sum;
       }

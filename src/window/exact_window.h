@@ -31,9 +31,7 @@ class ExactWindows {
   // `taus_ns` ascending and distinct; `max_entries` bounds the shared FIFO (see EngineConfig).
   ExactWindows(std::vector<int64_t> taus_ns, size_t max_entries, std::optional<MicroburstSpec> mb);
 
-  void add(int64_t ts, uint64_t len);
-  // The same as add() for each, in order: the FIFO takes the whole batch first, then each scale walks it in a
-  // loop of its own (tight, and its branches predictable).
+  // Arrivals in time order (equal timestamps merged into one entry).
   void addBatch(std::span<const Arrival> batch);
   void finish();  // lets every packet leave its window, ending an open microburst
   // Ends a report interval at `next_start` (no packet at or after it added yet): returns through `out` each

@@ -41,7 +41,8 @@ double VirtualQueue::closeInterval(int64_t next_start) {
   }
   const int64_t m = max_;
   closed_max_ = std::max(closed_max_, max_);
-  add(next_start, 0);  // drains to next_start
+  const Arrival drain{next_start, 0};  // an arrival of nothing: the queue drained to next_start
+  addNarrow<1>(this, {&drain, 1});
   max_ = q_;
   return static_cast<double>(m) / static_cast<double>(unit_);
 }
@@ -85,20 +86,7 @@ Stream::Stream(const EngineConfig& cfg, bool full) : base_bin_ns_(cfg.base_bin_n
 }
 
 void Stream::addBatch(std::span<const Arrival> batch) {
-  if (batch.empty()) return;
-  if (packets_ == 0) first_ns_ = batch.front().ts;
-  last_ns_ = batch.back().ts;
-  packets_ += batch.size();
-  for (const Arrival& a : batch) {
-    bytes_ += a.len;
-    if (a.ts >= cur_bin_end_) {
-      if (cur_bin_packets_ != 0) closeBaseBin();
-      cur_bin_ = a.ts / base_bin_ns_;
-      cur_bin_end_ = (cur_bin_ + 1) * base_bin_ns_;
-    }
-    cur_bin_bytes_ += a.len;
-    ++cur_bin_packets_;
-  }
+  for (const Arrival& a : batch) addRun(a.ts, a.ts, a.len, 1);
   if (exact_) exact_->addBatch(batch);
   VirtualQueue::addBatch(backlog_, batch);
 }

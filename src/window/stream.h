@@ -24,24 +24,7 @@ namespace burstscope::internal {
 class VirtualQueue {
  public:
   explicit VirtualQueue(double rate_bps);
-  void add(int64_t ts, uint64_t len) {
-    if (!wide_) [[likely]] {
-      int64_t dt = ts - last_ns_;
-      last_ns_ = ts;
-      if (dt > max_dt_) [[unlikely]] {
-        q_ = 0;  // longer than the fullest queue takes to drain
-        dt = 0;
-      }
-      const int64_t drain = per_ns_ * dt;
-      int64_t q = q_ > drain ? q_ - drain : 0;
-      if (__builtin_add_overflow(q, static_cast<int64_t>(len) * unit_, &q)) q = INT64_MAX;
-      q_ = q;
-      max_ = q > max_ ? q : max_;
-    } else {
-      addWide(ts, len);
-    }
-  }
-  // add() for each arrival on every queue of `queues`: the 64-bit ones N at a time with their state in registers,
+  // Each arrival of `batch` on every queue of `queues`: the 64-bit ones N at a time with their state in registers,
   // so that their recursions run side by side (one queue's is a chain of dependent steps per arrival).
   static void addBatch(std::span<VirtualQueue> queues, std::span<const Arrival> batch) {
     size_t i = 0;
@@ -111,7 +94,7 @@ class VirtualQueue {
   double rate_;
   int64_t per_ns_;  // drain per ns, in units
   int64_t unit_;    // units per byte
-  int64_t max_dt_;  // per_ns_ * max_dt_ >= INT64_MAX / 2: a gap that long empties any 64-bit queue
+  int64_t max_dt_;  // INT64_MAX / per_ns_: a longer gap drains more than any 64-bit queue holds
   bool wide_;
   int64_t last_ns_ = 0;
   int64_t q_ = 0, max_ = 0, closed_max_ = 0;      // 64-bit queue: now, over the interval, over the closed ones
@@ -122,25 +105,10 @@ class Stream {
  public:
   Stream(const EngineConfig& cfg, bool full);
 
-  void add(int64_t ts, uint32_t len) {
-    if (packets_ == 0) first_ns_ = ts;
-    last_ns_ = ts;
-    ++packets_;
-    bytes_ += len;
-    if (ts >= cur_bin_end_) {  // time only moves forward, so one comparison finds a new bin
-      if (cur_bin_packets_ != 0) closeBaseBin();
-      cur_bin_ = ts / base_bin_ns_;
-      cur_bin_end_ = (cur_bin_ + 1) * base_bin_ns_;
-    }
-    cur_bin_bytes_ += len;
-    ++cur_bin_packets_;
-    if (exact_) exact_->add(ts, len);
-    for (VirtualQueue& q : backlog_) q.add(ts, len);
-  }
-  // The same as add() for each, in order, a scale at a time (ExactWindows::addBatch).
+  // Arrivals in time order (a port's or direction's), a scale at a time (ExactWindows::addBatch).
   void addBatch(std::span<const Arrival> batch);
-  // A run of packets inside one base bin, from first_ts to last_ts, on a stream without packet-level
-  // windows (a pair's or flow's): the same as adding them one by one.
+  // A run of packets inside one base bin, from first_ts to last_ts: their totals and base bin. All a pair's or
+  // flow's stream (no packet-level windows) needs; the same as adding them one by one.
   void addRun(int64_t first_ts, int64_t last_ts, uint64_t bytes, uint64_t packets) {
     if (packets_ == 0) first_ns_ = first_ts;
     last_ns_ = last_ts;

@@ -4,8 +4,10 @@
 # against a bare libpcap read loop (bench/pcap_read_loop.c) and against `tshark -q -z io,stat,0.001`.
 # Prints packets/s of each and the ratios, medians over alternating runs (file in the page cache).
 # usage: bench/compare_analyze.sh [BUILD_DIR] [FILE] [RUNS]
-# Without FILE it builds a longer trace: the bundled 3-step trace repeated 30 times back to back (1.17 M
-# packets, 128 MB), so that process start-up (about 3 ms of dynamic linking) does not dominate.
+# Without FILE it builds a longer trace: the bundled 3-step trace repeated 30 times back to back, 2 s apart
+# (1.17 M packets, 128 MB, 59 s), so that process start-up (about 10 ms) does not dominate; bench/repeat_trace.py
+# moves each repeat's TCP sequence numbers on, so that the repeats continue the connections rather than
+# resend their bytes (plain copies made every data segment a retransmission to the TCP analysis).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build}
@@ -15,12 +17,7 @@ TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 
 if [ -z "$FILE" ]; then
-  parts=()
-  for i in $(seq 0 29); do
-    editcap -F nsecpcap -t "$((i * 2))" data/ddp-gloo-w3-3steps.pcap "$TMP/part$i.pcap"
-    parts+=("$TMP/part$i.pcap")
-  done
-  mergecap -a -F nsecpcap -w "$TMP/long.pcap" "${parts[@]}"
+  python3 bench/repeat_trace.py data/ddp-gloo-w3-3steps.pcap "$TMP/long.pcap" 30 2
   FILE=$TMP/long.pcap
 fi
 cat "$FILE" >/dev/null  # into the page cache

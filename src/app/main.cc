@@ -1,4 +1,5 @@
 // burstscope command line. Flags live only here; modules take plain config structs.
+#include <malloc.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -196,6 +197,13 @@ struct MetricFlags {
   }
 };
 
+// Called before any thread is started.
+void keepFreedMemory() {
+  // Blocks below 256 MB from the heap, not from fresh mappings; the heap's free top kept below 1 GB.
+  mallopt(M_MMAP_THRESHOLD, 256 << 20);  // NOLINT(concurrency-mt-unsafe): one thread yet
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);    // NOLINT(concurrency-mt-unsafe): one thread yet
+}
+
 struct AnalyzeOptions {
   std::vector<std::string> files;
   bool json = false;
@@ -253,7 +261,10 @@ struct Analysis {
 };
 
 // Runs the analysis of `files` with o's flags; on an error, *exit_code is 2 for a usage error, else 1.
-absl::StatusOr<Analysis> analyzeFiles(const AnalyzeOptions& o, const std::vector<std::string>& files, int* exit_code) {
+// `pair_periods`: the JSON's period per heavy host pair (the text does not show it; on a long file it is most of
+// the training analysis).
+absl::StatusOr<Analysis> analyzeFiles(const AnalyzeOptions& o, const std::vector<std::string>& files, bool pair_periods,
+                                      int* exit_code) {
   Analysis a;
   DecoderConfig dc;
   FileReadOptions read;
@@ -261,6 +272,7 @@ absl::StatusOr<Analysis> analyzeFiles(const AnalyzeOptions& o, const std::vector
     *exit_code = 2;
     return s;
   }
+  a.config.training.pair_periods = pair_periods;
   *exit_code = 1;
   auto source = openPcapCapture(files, dc, size_t{1} << 16, read);
   if (!source.ok()) return source.status();
@@ -272,7 +284,7 @@ absl::StatusOr<Analysis> analyzeFiles(const AnalyzeOptions& o, const std::vector
 
 int runAnalyze(const AnalyzeOptions& o) {
   int code = 0;
-  auto a = analyzeFiles(o, o.files, &code);
+  auto a = analyzeFiles(o, o.files, /*pair_periods=*/o.json, &code);
   if (!a.ok()) return fail(a.status(), code);
   const PortResult& port = a->result.ports.front();
   const ReportContext ctx{o.files, a->config.reorder_horizon_ns};
@@ -363,7 +375,7 @@ int runCompare(const CompareCommand& c) {
       balanced = studies->balanced;
       page_traces.push_back(comparePageTrace(*studies));
     } else {
-      auto a = analyzeFiles(c.analysis, {file}, &code);
+      auto a = analyzeFiles(c.analysis, {file}, /*pair_periods=*/true, &code);
       if (!a.ok()) return fail(namingFile(a.status(), file), code);
       const PortResult& port = a->result.ports.front();
       balanced = port.ledger.balanced();
@@ -921,6 +933,11 @@ int mainImpl(int argc, char** argv) {
     // --help and --version exit 0; every usage error exits 2, whatever CLI11's own code for it.
     return app.exit(e) == 0 ? 0 : 2;
   }
+  // The file commands run once and exit: freed memory is kept for reuse rather than handed back to the kernel.
+  // Their analysis at the end of a file makes and drops series of a million bins per job and host pair (8 MB
+  // each); glibc maps such blocks afresh each time and every page faults in again, which was half the
+  // analysis of a minute-long file with pairs (bench/README.md). `run` keeps glibc's defaults.
+  if (analyze->parsed() || report->parsed() || compare->parsed() || whatif->parsed()) keepFreedMemory();
   if (analyze->parsed()) return runAnalyze(ao);
   if (report->parsed()) return runReport(rpo);
   if (compare->parsed()) return runCompare(co);

@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <chrono>
 #include <cmath>
@@ -56,12 +57,94 @@ struct StepCut {
   double period = 0;          // in fine bins
   size_t count = 0;           // whole steps inside the analysed region
   std::vector<bool> counted;  // steps with traffic
+  std::vector<double> bytes;  // each step's bytes
   long stepOf(size_t i) const {
     if (period <= 0) return -1;
     const double k = std::floor((static_cast<double>(i) - origin) / period);
     return k >= 0 && k < static_cast<double>(count) ? static_cast<long>(k) : -1;
   }
+  // f(k, begin, end) for each step k with its fine bins [begin, end) below n: the bins whose stepOf is k, found
+  // at the step's edges alone (stepOf's formula is monotone in i, so each step is one run of bins) instead of
+  // a division per bin.
+  template <typename F>
+  void forEachStep(size_t n, F f) const {
+    if (period <= 0) return;
+    const auto index = [&](double i) { return std::floor((i - origin) / period); };
+    const auto first = [&](size_t k) {  // the smallest bin whose formula gives k or more
+      const double kd = static_cast<double>(k);
+      double c = std::max(0.0, std::ceil(origin + kd * period));
+      while (c > 0 && index(c - 1) >= kd) c -= 1;
+      while (index(c) < kd) c += 1;
+      return static_cast<size_t>(c);
+    };
+    size_t begin = std::min(n, first(0));
+    for (size_t k = 0; k < count && begin < n; ++k) {
+      const size_t end = std::min(n, first(k + 1));
+      f(k, begin, end);
+      begin = end;
+    }
+  }
 };
+
+// The largest value of a series: four running maxima side by side (one waits on the last comparison; a
+// million bins per job and pair at the end of a long file).
+double largest(std::span<const double> x) {
+  double m[4] = {-HUGE_VAL, -HUGE_VAL, -HUGE_VAL, -HUGE_VAL};
+  size_t i = 0;
+  for (; i + 4 <= x.size(); i += 4) {
+    for (size_t l = 0; l < 4; ++l) m[l] = x[i + l] > m[l] ? x[i + l] : m[l];
+  }
+  for (; i < x.size(); ++i) m[0] = x[i] > m[0] ? x[i] : m[0];
+  return std::max(std::max(m[0], m[1]), std::max(m[2], m[3]));
+}
+
+// The most bytes in `widths[s]` consecutive fine bins, over the windows that end at interval_from or later, for
+// each scale s (width 0: none). The scales go four side by side: each running sum waits only on itself (one
+// pass at a time, each addition waited on the last; a million bins per job at the end of a long file).
+std::vector<double> envelopes(std::span<const double> fine, size_t interval_from, std::span<const size_t> widths) {
+  std::vector<double> best(widths.size(), 0.0);
+  const size_t nf = fine.size();
+  for (size_t g = 0; g < widths.size(); g += 4) {
+    std::array<size_t, 4> k{}, from{};
+    std::array<double, 4> sum{}, top{};
+    size_t start = nf;
+    for (size_t l = 0; l < 4; ++l) {
+      const bool used = g + l < widths.size() && widths[g + l] > 0;
+      k[l] = used ? widths[g + l] : 0;
+      // Windows ending inside the interval, which reach back up to k bins before it.
+      from[l] = !used ? nf : interval_from > k[l] ? interval_from - k[l] : 0;
+      start = std::min(start, from[l]);
+    }
+    for (size_t i = start; i < nf; ++i) {
+      for (size_t l = 0; l < 4; ++l) {
+        if (i < from[l]) continue;
+        sum[l] += fine[i];
+        if (i >= from[l] + k[l]) sum[l] -= fine[i - k[l]];
+        if (i >= interval_from) top[l] = std::max(top[l], sum[l]);
+      }
+    }
+    for (size_t l = 0; l < 4 && g + l < widths.size(); ++l) best[g + l] = top[l];
+  }
+  return best;
+}
+
+// The largest backlog, at or after interval_from, of a queue fed the fine bins and drained `drains[r]` bytes
+// per bin, for each r; four side by side as above.
+std::vector<double> backlogs(std::span<const double> fine, size_t interval_from, std::span<const double> drains) {
+  std::vector<double> out;
+  for (size_t g = 0; g < drains.size(); g += 4) {
+    std::array<double, 4> drain{}, q{}, qmax{};
+    for (size_t l = 0; l < 4; ++l) drain[l] = g + l < drains.size() ? drains[g + l] : 0;
+    for (size_t i = 0; i < fine.size(); ++i) {
+      for (size_t l = 0; l < 4; ++l) {
+        q[l] = std::max(0.0, q[l] + fine[i] - drain[l]);
+        if (i >= interval_from) qmax[l] = std::max(qmax[l], q[l]);
+      }
+    }
+    for (size_t l = 0; l < 4 && g + l < drains.size(); ++l) out.push_back(qmax[l]);
+  }
+  return out;
+}
 
 training::PeriodEstimate estimatePeriod(std::span<const double> fine, double fine_ns, const TrainingConfig& cfg) {
   PeriodOptions o;
@@ -129,13 +212,15 @@ PeriodReport readPeriod(const std::vector<double>& fine, double fine_ns, const T
   const double whole = (static_cast<double>(fine.size()) - cut->origin) / period;
   cut->count = whole > 0 ? static_cast<size_t>(std::floor(whole)) : 0;
   cut->counted.assign(cut->count, false);
-  std::vector<double> step_bytes(cut->count, 0.0);
-  for (size_t i = 0; i < fine.size(); ++i) {
-    const long k = cut->stepOf(i);
-    if (k >= 0) step_bytes[k] += fine[i];
-  }
+  cut->bytes.assign(cut->count, 0.0);
+  std::vector<double>& step_bytes = cut->bytes;
+  cut->forEachStep(fine.size(), [&](size_t k, size_t begin, size_t end) {
+    double sum = 0;
+    for (size_t i = begin; i < end; ++i) sum += fine[i];
+    step_bytes[k] = sum;
+  });
   // Duty cycle: the share of the counted steps' time above a tenth of the series' busiest bin.
-  const double peak = *std::max_element(fine.begin(), fine.end());
+  const double peak = largest(fine);
   uint64_t busy = 0, all = 0;
   // Steps with traffic: at least three quarters of the median step's bytes (a step cut off by the start of the job or
   // of the capture, or a pause, would skew bytes per step).
@@ -151,12 +236,12 @@ PeriodReport readPeriod(const std::vector<double>& fine, double fine_ns, const T
   for (size_t k = 0; k < cut->count; ++k) {
     cut->counted[k] = step_bytes[k] > 0 && step_bytes[k] >= 0.75 * median;
   }
-  for (size_t i = 0; i < fine.size(); ++i) {
-    const long k = cut->stepOf(i);
-    if (k < 0 || !cut->counted[k]) continue;
-    ++all;
-    busy += fine[i] >= 0.1 * peak && fine[i] > 0;
-  }
+  const double tenth = 0.1 * peak;
+  cut->forEachStep(fine.size(), [&](size_t k, size_t begin, size_t end) {
+    if (!cut->counted[k]) return;
+    all += end - begin;
+    for (size_t i = begin; i < end; ++i) busy += fine[i] >= tenth && fine[i] > 0;
+  });
   pr.steps = static_cast<uint64_t>(std::count(cut->counted.begin(), cut->counted.end(), true));
   pr.duty_cycle = all ? static_cast<double>(busy) / static_cast<double>(all) : 0;
   if (pr.steps == 0) {
@@ -465,33 +550,19 @@ TrainingReport TrainingAnalyzer::Impl::analyze() {
     std::sort(r.interval_bins.begin(), r.interval_bins.end());
     r.rate_bps = interval_s > 0 ? static_cast<double>(r.bytes) * 8 / interval_s : 0;
     r.baseline_bps = window_s > 0 ? static_cast<double>(j.bytes) * 8 / window_s : 0;
-    for (int64_t tau : scales) {
-      if (tau < bin * f) {  // a window longer than 419 s is held in coarser bins: no figure below their width
-        r.envelope_bytes.push_back(0);
-        r.ptm.push_back(std::nullopt);
-        continue;
-      }
-      const size_t k = static_cast<size_t>(tau / (bin * f));
-      // Windows ending inside the interval, which reach back up to k bins before it.
-      const size_t from = interval_from > k ? interval_from - k : 0;
-      double sum = 0, best = 0;
-      for (size_t i = from; i < nf; ++i) {
-        sum += fine[i];
-        if (i >= from + k) sum -= fine[i - k];
-        if (i >= interval_from) best = std::max(best, sum);
-      }
-      r.envelope_bytes.push_back(static_cast<uint64_t>(std::llround(best)));
-      r.ptm.push_back(tau <= rep.window_ns ? peakToMean(r.envelope_bytes.back(), tau, r.baseline_bps) : std::nullopt);
+    std::vector<size_t> widths;  // each scale in fine bins; 0: a window longer than 419 s is held in coarser
+                                 // bins, no figure below their width
+    for (int64_t tau : scales) widths.push_back(tau < bin * f ? 0 : static_cast<size_t>(tau / (bin * f)));
+    const std::vector<double> best = envelopes(fine, interval_from, widths);
+    for (size_t s = 0; s < scales.size(); ++s) {
+      r.envelope_bytes.push_back(widths[s] == 0 ? 0 : static_cast<uint64_t>(std::llround(best[s])));
+      r.ptm.push_back(widths[s] != 0 && scales[s] <= rep.window_ns
+                          ? peakToMean(r.envelope_bytes.back(), scales[s], r.baseline_bps)
+                          : std::nullopt);
     }
-    for (double rate : rates) {
-      const double drain = rate * fine_ns / 8e9;
-      double q = 0, qmax = 0;
-      for (size_t i = 0; i < nf; ++i) {
-        q = std::max(0.0, q + fine[i] - drain);
-        if (i >= interval_from) qmax = std::max(qmax, q);
-      }
-      r.backlog_bytes.push_back(qmax);
-    }
+    std::vector<double> drains;
+    for (double rate : rates) drains.push_back(rate * fine_ns / 8e9);
+    r.backlog_bytes = backlogs(fine, interval_from, drains);
     // Period, steps, bytes per step.
     StepCut cut;
     r.period = readPeriod(fine, fine_ns, cfg, &cut);
@@ -519,11 +590,7 @@ TrainingReport TrainingAnalyzer::Impl::analyze() {
       r.step_bytes_min = *std::min_element(counted.begin(), counted.end());
       r.step_bytes_max = *std::max_element(counted.begin(), counted.end());
       // Where each step lies: fine coordinate x is at ws·bin + x·fine_ns.
-      std::vector<double> all(cut.count, 0.0);
-      for (size_t i = 0; i < nf; ++i) {
-        const long k = cut.stepOf(i);
-        if (k >= 0) all[k] += fine[i];
-      }
+      const std::vector<double>& all = cut.bytes;
       const size_t first = cut.count > kMaxListedSteps ? cut.count - kMaxListedSteps : 0;
       auto at_ns = [&](double x) { return ws * bin + std::llround(x * fine_ns); };
       for (size_t k = first; k < cut.count; ++k) {

@@ -130,10 +130,10 @@ Curve buildCurve(std::span<const double> y, double max_lag) {
         }
       }
     }
-    const std::vector<double> r = autocorrelation(s);
     const size_t lo = first ? 1 : 8;
     const bool last = static_cast<double>(32 * g) > max_lag || m / 2 < 32;
     const size_t hi = last ? m / 2 : 32;
+    const std::vector<double> r = autocorrelation(s, hi);
     for (size_t l = lo; l < hi && l < m; ++l) {
       const double at = static_cast<double>(l * g);
       if (at > max_lag) break;
@@ -153,30 +153,35 @@ Curve buildCurve(std::span<const double> y, double max_lag) {
 // three steps are anchored, or when the steps do not line up with it.
 double followSteps(std::span<const double> y, double p0) {
   const double n = static_cast<double>(y.size());
-  auto centroid = [&](double around, double* mass) {
+  // Running sums of the bytes and of the bytes times their bin, so that a window's mass and centroid take
+  // two subtractions instead of a walk over a period's bins (each step is looked at about six times). Bins
+  // hold whole bytes, so both sums are exact below 2^53 (9 PB, or 9 PB·bins for the second).
+  std::vector<double> mass_to(y.size() + 1, 0.0), moment_to(y.size() + 1, 0.0);
+  for (size_t i = 0; i < y.size(); ++i) {
+    mass_to[i + 1] = mass_to[i] + y[i];
+    moment_to[i + 1] = moment_to[i] + y[i] * static_cast<double>(i);
+  }
+  auto window = [&](double around) {
     const long lo = std::max(0L, static_cast<long>(std::ceil(around - p0 / 2)));
-    const long hi = std::min(static_cast<long>(y.size()), static_cast<long>(std::ceil(around + p0 / 2)));
-    double m = 0, mt = 0;
-    for (long i = lo; i < hi; ++i) {
-      m += y[i];
-      mt += y[i] * static_cast<double>(i);
-    }
+    const long hi = std::max(lo, std::min(static_cast<long>(y.size()), static_cast<long>(std::ceil(around + p0 / 2))));
+    return std::pair<size_t, size_t>(lo, hi);
+  };
+  auto centroid = [&](double around, double* mass) {
+    const auto [lo, hi] = window(around);
+    const double m = mass_to[hi] - mass_to[lo];
     *mass = m;
-    return m > 0 ? mt / m : around;
+    return m > 0 ? (moment_to[hi] - moment_to[lo]) / m : around;
   };
   // Where a step's traffic ends (90% of the bytes within half a period of its centroid have arrived): the
   // end of its last all-reduce or pull, which is where the job's own log ends the step.
   auto ending = [&](double around) {
-    const long lo = std::max(0L, static_cast<long>(std::ceil(around - p0 / 2)));
-    const long hi = std::min(static_cast<long>(y.size()), static_cast<long>(std::ceil(around + p0 / 2)));
-    double m = 0;
-    for (long i = lo; i < hi; ++i) m += y[i];
-    double acc = 0;
-    for (long i = lo; i < hi; ++i) {
-      acc += y[i];
-      if (acc >= 0.9 * m) return static_cast<double>(i);
-    }
-    return around;
+    const auto [lo, hi] = window(around);
+    const double target = 0.9 * (mass_to[hi] - mass_to[lo]);
+    // The first bin i whose sum from lo through i reaches 90%: the running sums never fall.
+    const auto from = mass_to.begin() + static_cast<long>(lo);
+    const auto it = std::lower_bound(from + 1, from + static_cast<long>(hi - lo) + 1, target,
+                                     [&](double sum, double t) { return sum - *from < t; });
+    return it == from + static_cast<long>(hi - lo) + 1 ? around : static_cast<double>(it - mass_to.begin() - 1);
   };
   // Start at the heaviest bin, settled on its step's centroid.
   size_t peak = 0;
@@ -201,8 +206,7 @@ double followSteps(std::span<const double> y, double p0) {
     const double den = cnt * skk - sk * sk;
     return den > 0 ? (cnt * skt - sk * st) / den : p0;
   };
-  double total = 0;
-  for (double v : y) total += v;
+  const double total = mass_to.back();
   const double most_steps = n / p0 + 2;
   for (int dir : {+1, -1}) {
     double period = slope();
@@ -247,6 +251,46 @@ double followSteps(std::span<const double> y, double p0) {
 }
 
 }  // namespace
+
+std::vector<double> autocorrelation(std::span<const double> x, size_t lags) {
+  const size_t n = x.size();
+  // The transform costs about 2·(2n)·log2(2n) multiply-adds and its plan's twiddle factors (sines and cosines,
+  // made once per size in a process); the direct sums n per lag.
+  size_t log2 = 1;
+  while ((size_t{1} << log2) < 2 * n) ++log2;
+  if (lags >= n || lags > 4 * log2) {
+    std::vector<double> rho = autocorrelation(x);
+    std::fill(rho.begin() + static_cast<long>(std::min(lags, n)), rho.end(), 0.0);
+    return rho;
+  }
+  std::vector<double> rho(n, 0.0);
+  if (n == 0) return rho;
+  double mean = 0;
+  for (double v : x) mean += v;
+  mean /= static_cast<double>(n);
+  std::vector<double> d(n);
+  double var = 0;
+  for (size_t i = 0; i < n; ++i) {
+    d[i] = x[i] - mean;
+    var += d[i] * d[i];
+  }
+  var /= static_cast<double>(n);
+  if (!(var > 0)) return rho;
+  // All lags' sums at once, each in its own accumulator (vectorised across lags; each lag's sum still runs
+  // in the order of i).
+  std::vector<double> sum(lags, 0.0);
+  size_t i = 0;
+  for (; i + lags <= n; ++i) {
+    const double di = d[i];
+    const double* next = d.data() + i;
+    for (size_t l = 0; l < lags; ++l) sum[l] += di * next[l];
+  }
+  for (; i < n; ++i) {
+    for (size_t l = 0; i + l < n; ++l) sum[l] += d[i] * d[i + l];
+  }
+  for (size_t l = 0; l < lags; ++l) rho[l] = sum[l] / (static_cast<double>(n - l) * var);
+  return rho;
+}
 
 std::vector<double> autocorrelation(std::span<const double> x) {
   const size_t n = x.size();

@@ -24,6 +24,9 @@ struct PeriodEstimate {
 
 // Normalised autocorrelation rho[L] = Σ (x[i]-m)(x[i+L]-m) / ((n-L) var), L = 0..n-1, by FFT (fftw3).
 std::vector<double> autocorrelation(std::span<const double> x);
+// The same for the first `lags` lags only (0 for L at or past them): summed directly when that is cheaper
+// than the transform (a few dozen lags of a long series), else by FFT.
+std::vector<double> autocorrelation(std::span<const double> x, size_t lags);
 
 // The period of `x` (bins of equal width), or why there is none. Leading and trailing empty bins are
 // ignored. The series must hold at least two periods after its first non-empty bin (three steps' starts).

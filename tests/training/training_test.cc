@@ -11,6 +11,7 @@
 
 #include "burstscope/training.h"
 #include "burstscope/window.h"
+#include "src/training/period.h"
 #include "src/training/topology.h"
 
 namespace burstscope {
@@ -224,6 +225,42 @@ TEST(TrainingTest, RandomOnOffTrafficHasNoPeriod) {
     EXPECT_FALSE(r.jobs[0].period.period_s)
         << seed << ": " << r.jobs[0].period.period_s.value_or(0) << " q " << r.jobs[0].period.quality;
     EXPECT_FALSE(r.jobs[0].period.why.empty());
+  }
+}
+
+// The period finder asks for the first few dozen lags of long series, which are summed directly; they must
+// equal the definition (brute force on a short series) and the transform's values (long series).
+TEST(TrainingTest, AutocorrelationOfTheFirstLagsEqualsTheDefinitionAndTheTransform) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> u(0, 1);
+  auto series = [&](size_t n) {
+    std::vector<double> x(n);
+    for (double& v : x) v = u(rng) < 0.1 ? std::floor(u(rng) * 150'000) : 0;  // bursty whole bytes
+    return x;
+  };
+  const std::vector<double> small = series(300);
+  double mean = 0, var = 0;
+  for (double v : small) mean += v / 300;
+  for (double v : small) var += (v - mean) * (v - mean) / 300;
+  for (size_t lags : {1u, 8u, 32u}) {
+    const std::vector<double> r = training::autocorrelation(small, lags);
+    ASSERT_EQ(r.size(), small.size());
+    for (size_t l = 0; l < small.size(); ++l) {
+      double want = 0;
+      if (l < lags) {
+        for (size_t i = 0; i + l < small.size(); ++i) want += (small[i] - mean) * (small[i + l] - mean);
+        want /= static_cast<double>(small.size() - l) * var;
+      }
+      EXPECT_NEAR(r[l], want, 1e-9) << "lags " << lags << " lag " << l;
+    }
+  }
+  for (size_t n : {1000u, 70'000u}) {
+    const std::vector<double> x = series(n);
+    const std::vector<double> all = training::autocorrelation(x);
+    for (size_t lags : {8u, 32u, 200u}) {
+      const std::vector<double> r = training::autocorrelation(x, lags);
+      for (size_t l = 0; l < n; ++l) ASSERT_NEAR(r[l], l < lags ? all[l] : 0.0, 1e-9) << n << " " << lags << " " << l;
+    }
   }
 }
 

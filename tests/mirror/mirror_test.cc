@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
+#include <random>
 #include <span>
 #include <vector>
 
@@ -196,6 +198,43 @@ TEST(MirrorLoad, WindowsAtOrAboveTheThresholdOfLineRateAreOverloaded) {
   EXPECT_EQ(r.mirror->load[0].windows, 3u);
   EXPECT_EQ(r.mirror->load[0].overloaded, 1u);
   EXPECT_NEAR(r.mirror->load[0].peak, 80.0 * 1538 * 8 / 1e6, 1e-9);
+}
+
+// Load windows against a brute force: random gaps (some exactly a window long, some of many windows) over three
+// scales, records falling on window edges too.
+TEST(MirrorLoad, WindowsOverloadsAndPeakEqualABruteForce) {
+  EngineConfig cfg;
+  cfg.link_capacity_bps = 1e9;
+  std::mt19937 rng(3);
+  const std::vector<int64_t> scales{3 * kUs, 100 * kUs, 1000 * kUs};
+  std::vector<PacketRecord> v;
+  int64_t t = kT0;
+  for (int i = 0; i < 20'000; ++i) {
+    const uint32_t pick = rng() % 10;
+    t += pick == 0 ? 100 * kUs : pick == 1 ? static_cast<int64_t>(rng() % 5'000) * kUs : rng() % 4'000;
+    v.push_back(segment(t, true, static_cast<uint32_t>(i) * 100, 100 + rng() % 1400, 1));
+  }
+  MirrorConfig mc;
+  mc.load_scales_ns = scales;
+  mc.overload_threshold = 0.5;
+  EngineResult r = run(v, mc, cfg);
+  ASSERT_EQ(r.mirror->load.size(), scales.size());
+  for (size_t s = 0; s < scales.size(); ++s) {
+    const int64_t w = scales[s];
+    std::map<int64_t, uint64_t> bytes;  // window index -> line bytes
+    for (const PacketRecord& p : v) bytes[p.ts_ns / w] += p.wire_len + kLineOverheadBytes;
+    const uint64_t windows = static_cast<uint64_t>(bytes.rbegin()->first - bytes.begin()->first + 1);
+    uint64_t over = 0;
+    double peak = 0;
+    for (const auto& [n, b] : bytes) {
+      const double load = static_cast<double>(b) * 8e9 / (cfg.link_capacity_bps * static_cast<double>(w));
+      over += load >= mc.overload_threshold;
+      peak = std::max(peak, load);
+    }
+    EXPECT_EQ(r.mirror->load[s].windows, windows) << w;
+    EXPECT_EQ(r.mirror->load[s].overloaded, over) << w;
+    EXPECT_DOUBLE_EQ(r.mirror->load[s].peak, peak) << w;
+  }
 }
 
 TEST(MirrorDecode, BothCopiesOfAFrameGetOneDuplicateKeyWhateverTheirTtlAndVlan) {

@@ -1,4 +1,5 @@
 #include <benchmark/benchmark.h>
+#include <malloc.h>
 
 #include <random>
 
@@ -104,6 +105,13 @@ void BM_Training_Interval(benchmark::State& state) {
   state.SetLabel(std::to_string(jobs) + " jobs x 8 ranks, 64 destinations, 60 s window");
 }
 BENCHMARK(BM_Training_Interval)->ArgName("jobs")->Arg(1)->Arg(8)->Unit(benchmark::kMillisecond);
+
+// The allocator as burstscope's main sets it (src/app/main.cc keepFreedMemory): freed blocks kept for reuse.
+const bool kKeepFreedMemory = [] {
+  mallopt(M_MMAP_THRESHOLD, 256 << 20);  // NOLINT(concurrency-mt-unsafe): before main
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);    // NOLINT(concurrency-mt-unsafe): before main
+  return true;
+}();
 
 }  // namespace
 }  // namespace burstscope

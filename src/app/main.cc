@@ -197,7 +197,7 @@ struct MetricFlags {
   }
 };
 
-// Called before any thread is started.
+// Called before any thread is started. bench/training_bench.cc sets the same.
 void keepFreedMemory() {
   // Blocks below 256 MB from the heap, not from fresh mappings; the heap's free top kept below 1 GB.
   mallopt(M_MMAP_THRESHOLD, 256 << 20);  // NOLINT(concurrency-mt-unsafe): one thread yet
@@ -933,11 +933,11 @@ int mainImpl(int argc, char** argv) {
     // --help and --version exit 0; every usage error exits 2, whatever CLI11's own code for it.
     return app.exit(e) == 0 ? 0 : 2;
   }
-  // The file commands run once and exit: freed memory is kept for reuse rather than handed back to the kernel.
-  // Their analysis at the end of a file makes and drops series of a million bins per job and host pair (8 MB
-  // each); glibc maps such blocks afresh each time and every page faults in again, which was half the
-  // analysis of a minute-long file with pairs (bench/README.md). `run` keeps glibc's defaults.
-  if (analyze->parsed() || report->parsed() || compare->parsed() || whatif->parsed()) keepFreedMemory();
+  // Freed memory is kept for reuse rather than handed back to the kernel. The training analysis (at the end of
+  // a file, and on `run`'s control thread at every interval) makes and drops series of up to millions of bins
+  // per job and host pair (8 MB per million); glibc maps such blocks afresh and every page faults in again:
+  // half of the analysis of a minute-long file with pairs, 30% of an interval's (bench/README.md).
+  keepFreedMemory();
   if (analyze->parsed()) return runAnalyze(ao);
   if (report->parsed()) return runReport(rpo);
   if (compare->parsed()) return runCompare(co);

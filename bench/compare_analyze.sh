@@ -5,7 +5,7 @@
 # Prints packets/s of each and the ratios, medians over alternating runs (file in the page cache).
 # usage: bench/compare_analyze.sh [BUILD_DIR] [FILE] [RUNS]
 # Without FILE it builds a longer trace: the bundled 3-step trace repeated 30 times back to back, 2 s apart
-# (1.17 M packets, 128 MB, 59 s), so that process start-up (about 10 ms) does not dominate; bench/repeat_trace.py
+# (1.17 M packets, 128 MB, 59 s), so that process start-up (about 15 ms) does not dominate; bench/repeat_trace.py
 # moves each repeat's TCP sequence numbers on, so that the repeats continue the connections rather than
 # resend their bytes (plain copies made every data segment a retransmission to the TCP analysis).
 set -euo pipefail

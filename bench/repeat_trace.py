@@ -8,8 +8,9 @@ acknowledgement numbers moved on by i times the bytes the connection carried in 
 (modulo 2^32): the repeats continue each connection instead of sending its bytes again. Copies with only the
 time moved (editcap -t and mergecap -a) look to any TCP analysis like one retransmission per data segment (on
 the bundled trace, 1.03 M of 1.07 M segments), which is neither what a long capture of a training job holds
-nor a fair load for a benchmark. Classic pcap only (either byte order, µs or ns); Ethernet with up to two VLAN
-tags, IPv4 or IPv6, TCP; other frames are copied with their time moved. Standard library only.
+nor a fair load for a benchmark. Classic pcap only (either byte order, µs or ns), Ethernet link type; up to
+two VLAN tags, IPv4 or IPv6 without extension headers, TCP; other frames are copied with their time moved.
+SACK blocks and TCP timestamps are not moved (no analysis here reads them). Standard library only.
 """
 import struct
 import sys
@@ -18,7 +19,7 @@ NS_MAGIC = 0xA1B23C4D
 US_MAGIC = 0xA1B2C3D4
 
 
-def tcp_header_at(frame):
+def tcp_header_at(frame, wire_len):
     """(IP header offset, TCP header offset, TCP payload length) within the captured bytes, or None."""
     off = 12
     if len(frame) < off + 2:
@@ -38,7 +39,8 @@ def tcp_header_at(frame):
         frag = struct.unpack_from("!H", frame, off + 6)[0]
         if frame[off + 9] != 6 or frag & 0x1FFF or ihl < 20:
             return None
-        ip, tcp, ip_payload = off, off + ihl, total - ihl
+        # A total length of 0 (a capture of a segmentation-offloaded frame): the frame's own length.
+        ip, tcp, ip_payload = off, off + ihl, (total if total else wire_len - off) - ihl
     elif ethertype == 0x86DD:
         if len(frame) < off + 40 or frame[off + 6] != 6:
             return None
@@ -75,15 +77,18 @@ def main():
     else:
         sys.exit(f"{src}: not a classic pcap file (pcapng: convert it with editcap -F pcap first)")
     per_second = 1_000_000_000 if magic == NS_MAGIC else 1_000_000
+    if struct.unpack_from(endian + "I", data, 20)[0] & 0x0FFFFFFF != 1:
+        sys.exit(f"{src}: link type is not Ethernet")
     records = []  # (ts_sec, ts_frac, orig_len, frame bytes, tcp_header_at(frame))
     pos = 24
     while pos + 16 <= len(data):
         sec, frac, caplen, wire = struct.unpack_from(endian + "IIII", data, pos)
         frame = data[pos + 16:pos + 16 + caplen]
         pos += 16 + caplen
-        records.append((sec, frac, wire, frame, tcp_header_at(frame)))
-    # Each direction's first sequence number and how far its bytes reach, relative to it.
-    first, reach = {}, {}
+        records.append((sec, frac, wire, frame, tcp_header_at(frame, wire)))
+    # Each direction's sequence space used in the trace: from its lowest sequence number to where its bytes
+    # end, relative to the first one seen (signed, so a segment that came out of order counts correctly).
+    first, low, high = {}, {}, {}
     for _, _, _, frame, t in records:
         if t is None:
             continue
@@ -92,8 +97,11 @@ def main():
         seq = struct.unpack_from("!I", frame, tcp + 4)[0]
         flags = frame[tcp + 13]
         first.setdefault((a, b), seq)
-        end = (seq - first[(a, b)]) % 2**32 + payload + ((flags & 0x03) != 0)  # SYN and FIN take one
-        reach[(a, b)] = max(reach.get((a, b), 0), end)
+        rel = (seq - first[(a, b)] + 2**31) % 2**32 - 2**31
+        low[(a, b)] = min(low.get((a, b), rel), rel)
+        end = rel + payload + (flags & 0x02 != 0) + (flags & 0x01 != 0)  # SYN and FIN take one each
+        high[(a, b)] = max(high.get((a, b), end), end)
+    reach = {k: high[k] - low[k] for k in high}
     with open(out, "wb") as f:
         f.write(data[:24])
         for i in range(times):

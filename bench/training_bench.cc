@@ -108,9 +108,11 @@ BENCHMARK(BM_Training_Interval)->ArgName("jobs")->Arg(1)->Arg(8)->Unit(benchmark
 
 // The allocator as burstscope's main sets it (src/app/main.cc keepFreedMemory): freed blocks kept for reuse.
 const bool kKeepFreedMemory = [] {
-  mallopt(M_MMAP_THRESHOLD, 256 << 20);  // NOLINT(concurrency-mt-unsafe): before main
-  mallopt(M_TRIM_THRESHOLD, 1 << 30);    // NOLINT(concurrency-mt-unsafe): before main
+  // NOLINTBEGIN(concurrency-mt-unsafe): before main
+  if (mallopt(M_MMAP_THRESHOLD, 256 << 20) == 0 && mallopt(M_MMAP_THRESHOLD, 32 << 20) == 0) return false;
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
   return true;
+  // NOLINTEND(concurrency-mt-unsafe)
 }();
 
 }  // namespace

@@ -200,8 +200,12 @@ struct MetricFlags {
 // Called before any thread is started. bench/training_bench.cc sets the same.
 void keepFreedMemory() {
   // Blocks below 256 MB from the heap, not from fresh mappings; the heap's free top kept below 1 GB.
-  mallopt(M_MMAP_THRESHOLD, 256 << 20);  // NOLINT(concurrency-mt-unsafe): one thread yet
-  mallopt(M_TRIM_THRESHOLD, 1 << 30);    // NOLINT(concurrency-mt-unsafe): one thread yet
+  // NOLINTBEGIN(concurrency-mt-unsafe): one thread yet
+  // Older glibc takes at most 32 MB here; a refused setting would leave the threshold fixed at 128 KB once the
+  // trim threshold is set, the opposite of the intent.
+  if (mallopt(M_MMAP_THRESHOLD, 256 << 20) == 0 && mallopt(M_MMAP_THRESHOLD, 32 << 20) == 0) return;
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  // NOLINTEND(concurrency-mt-unsafe)
 }
 
 struct AnalyzeOptions {
@@ -261,8 +265,8 @@ struct Analysis {
 };
 
 // Runs the analysis of `files` with o's flags; on an error, *exit_code is 2 for a usage error, else 1.
-// `pair_periods`: the JSON's period per heavy host pair (the text does not show it; on a long file it is most of
-// the training analysis).
+// `pair_periods`: the JSON's period per heavy host pair (neither the text nor a comparison shows it; on a long
+// file it is most of the training analysis).
 absl::StatusOr<Analysis> analyzeFiles(const AnalyzeOptions& o, const std::vector<std::string>& files, bool pair_periods,
                                       int* exit_code) {
   Analysis a;
@@ -366,6 +370,7 @@ int runCompare(const CompareCommand& c) {
       ReportInputs in;
       in.files = {file};
       if (absl::Status s = analysisConfig(c.analysis, &in.pipeline, &in.decoder, &in.read); !s.ok()) return fail(s, 2);
+      in.pipeline.training.pair_periods = false;  // the comparison shows jobs' periods, not pairs'
       if (terminal) in.progress = [&file](const ReportProgress& p) { showProgress("compare " + file, p); };
       auto studies = computeStudies(in, g_stop);
       if (terminal) std::fputs("\r\033[K", stderr);
@@ -375,7 +380,7 @@ int runCompare(const CompareCommand& c) {
       balanced = studies->balanced;
       page_traces.push_back(comparePageTrace(*studies));
     } else {
-      auto a = analyzeFiles(c.analysis, {file}, /*pair_periods=*/true, &code);
+      auto a = analyzeFiles(c.analysis, {file}, /*pair_periods=*/false, &code);
       if (!a.ok()) return fail(namingFile(a.status(), file), code);
       const PortResult& port = a->result.ports.front();
       balanced = port.ledger.balanced();

@@ -157,9 +157,11 @@ void MirrorAggregator::add(std::span<const PacketRecord> records) {
   constexpr size_t kAhead = 8;
   for (size_t i = 0; i < records.size(); ++i) {
     if (i + kAhead < records.size()) {
-      const Seen* b = &impl_->table[Impl::bucketOf(records[i + kAhead].dup_key)];
+      // A bucket is 96 bytes: it may span three cache lines.
+      const char* b = reinterpret_cast<const char*>(&impl_->table[Impl::bucketOf(records[i + kAhead].dup_key)]);
       __builtin_prefetch(b);
-      __builtin_prefetch(reinterpret_cast<const char*>(b + Impl::kWays) - 1);  // a bucket may span two lines
+      __builtin_prefetch(b + 64);
+      __builtin_prefetch(b + Impl::kWays * sizeof(Seen) - 1);
     }
     impl_->add(records[i]);
   }

@@ -155,7 +155,9 @@ double followSteps(std::span<const double> y, double p0) {
   const double n = static_cast<double>(y.size());
   // Running sums of the bytes and of the bytes times their bin, so that a window's mass and centroid take
   // two subtractions instead of a walk over a period's bins (each step is looked at about six times). Bins
-  // hold whole bytes, so both sums are exact below 2^53 (9 PB, or 9 PB·bins for the second).
+  // hold whole bytes, so the sums are exact while they stay below 2^53: always for the mass (9 PB); for the
+  // moment up to about 2 GB in a series of 4 M bins, beyond which the centroids round in their last bits as
+  // the walk's own sums did.
   std::vector<double> mass_to(y.size() + 1, 0.0), moment_to(y.size() + 1, 0.0);
   for (size_t i = 0; i < y.size(); ++i) {
     mass_to[i + 1] = mass_to[i] + y[i];

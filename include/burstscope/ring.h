@@ -2,13 +2,20 @@
 // rte_ring: producer and consumer indices on separate cache lines, each side caching the other's index so
 // that the shared line is read only when the cached view says the ring is full (or empty).
 // A full ring never blocks: enqueue takes what fits and the caller counts the rest as dropped.
+// A consumer that sleeps while its rings are empty can hang a Doorbell on them, so that a publish wakes it.
 #pragma once
+
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <bit>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <ctime>
 #include <memory>
 #include <new>
 #include <span>
@@ -17,6 +24,40 @@
 namespace burstscope {
 
 inline constexpr size_t kCacheLine = 64;
+
+// Wakes one consumer that sleeps while its rings are empty (a port's worker), shared by the rings it reads.
+// The consumer announces its sleep and looks at its rings once more (SpscRing::publishedSeqCst), then waits on a
+// futex with a time limit; a producer publishes with a sequentially consistent store and then looks whether
+// the consumer sleeps (a plain load on x86), making the wake-up call only then. Store-then-load on both sides
+// in one total order (the Dekker pattern): either the producer sees the sleeper or the sleeper sees the records.
+// A wake-up that comes before the wait makes it return at once; the time limit bounds anything missed anyway.
+class Doorbell {
+ public:
+  // Producer, after a sequentially consistent publish.
+  void ring() {
+    if (sleeping_.load(std::memory_order_seq_cst)) {
+      calls_.fetch_add(1, std::memory_order_relaxed);
+      syscall(SYS_futex, &calls_, FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
+    }
+  }
+  // Sleeps until a producer rings or `limit` passes, unless `ready()` holds once the sleep is announced.
+  // `ready` must look at the rings with SpscRing::publishedSeqCst.
+  template <typename Ready>
+  void sleep(Ready ready, std::chrono::nanoseconds limit) {
+    const uint32_t calls = calls_.load(std::memory_order_relaxed);
+    sleeping_.store(true, std::memory_order_seq_cst);
+    if (!ready()) {
+      const timespec ts{static_cast<time_t>(limit.count() / 1'000'000'000),
+                        static_cast<long>(limit.count() % 1'000'000'000)};
+      syscall(SYS_futex, &calls_, FUTEX_WAIT_PRIVATE, calls, &ts, nullptr, 0);
+    }
+    sleeping_.store(false, std::memory_order_relaxed);
+  }
+
+ private:
+  alignas(kCacheLine) std::atomic<uint32_t> calls_{0};
+  std::atomic<bool> sleeping_{false};
+};
 
 template <typename T>
 class SpscRing {
@@ -46,7 +87,7 @@ class SpscRing {
     }
     const size_t n = std::min(free_slots, items.size());
     for (size_t i = 0; i < n; ++i) slots_[(head + i) & mask_] = items[i];
-    prod_.head.store(head + n, std::memory_order_release);
+    publishHead(head + n, n);
     return n;
   }
 
@@ -63,8 +104,13 @@ class SpscRing {
     return free_slots;
   }
   T& reserved(size_t i) { return slots_[(prod_.head.load(std::memory_order_relaxed) + i) & mask_]; }
-  void publish(size_t n) {
-    prod_.head.store(prod_.head.load(std::memory_order_relaxed) + n, std::memory_order_release);
+  void publish(size_t n) { publishHead(prod_.head.load(std::memory_order_relaxed) + n, n); }
+
+  // Before the producer starts: the consumer's doorbell, rung after each publish (none: nothing rung).
+  void setDoorbell(Doorbell* d) { doorbell_ = d; }
+  // Consumer side, deciding to sleep on the doorbell: whether anything was published that it has not taken.
+  bool publishedSeqCst() const {
+    return prod_.head.load(std::memory_order_seq_cst) != cons_.tail.load(std::memory_order_relaxed);
   }
 
   // Consumer side. Moves up to out.size() items into `out` and returns how many.
@@ -82,6 +128,15 @@ class SpscRing {
   }
 
  private:
+  void publishHead(uint64_t head, size_t n) {
+    if (doorbell_ == nullptr) {
+      prod_.head.store(head, std::memory_order_release);
+      return;
+    }
+    prod_.head.store(head, std::memory_order_seq_cst);  // before the look at the sleeper (see Doorbell)
+    if (n > 0) doorbell_->ring();
+  }
+
   struct alignas(kCacheLine) Producer {
     std::atomic<uint64_t> head{0};
     uint64_t cached_tail = 0;
@@ -93,6 +148,7 @@ class SpscRing {
 
   const size_t mask_;
   std::unique_ptr<T[]> slots_;
+  Doorbell* doorbell_ = nullptr;
   Producer prod_;
   Consumer cons_;
 };

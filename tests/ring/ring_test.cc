@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <random>
 #include <thread>
 #include <vector>
 
@@ -140,6 +142,50 @@ TEST(SpscRingTest, InPlaceProducerLosesAndDuplicatesNothing) {
 
 namespace burstscope {
 namespace {
+
+// A consumer that sleeps on the doorbell whenever its ring is empty, with a time limit far beyond any delay of
+// a loaded machine (the whole run takes milliseconds): every publish, through either producer API, must wake
+// it before the limit, and nothing is lost.
+TEST(SpscRingTest, DoorbellWakesASleepingConsumerAtEachPublish) {
+  SpscRing<uint64_t> ring(1024);
+  Doorbell bell;
+  ring.setDoorbell(&bell);
+  constexpr uint64_t kItems = 20'000;
+  std::thread producer([&] {
+    std::mt19937 rng(5);
+    uint64_t next = 0;
+    while (next < kItems) {
+      const size_t burst = std::min<uint64_t>(1 + rng() % 64, kItems - next);
+      if (rng() % 2 == 0) {
+        std::vector<uint64_t> items(burst);
+        for (uint64_t& v : items) v = next++;
+        size_t done = 0;
+        while (done < items.size()) done += ring.enqueue(std::span<const uint64_t>(items).subspan(done));
+      } else {
+        while (ring.reserve(burst) < burst) std::this_thread::yield();
+        for (size_t i = 0; i < burst; ++i) ring.reserved(i) = next++;
+        ring.publish(burst);
+      }
+      if (rng() % 4 == 0) std::this_thread::sleep_for(std::chrono::microseconds(rng() % 200));
+    }
+  });
+  uint64_t expect = 0, sleeps = 0;
+  std::array<uint64_t, 64> out;
+  while (expect < kItems) {
+    const size_t n = ring.dequeue(out);
+    for (size_t i = 0; i < n; ++i) ASSERT_EQ(out[i], expect++);
+    if (n == 0) {
+      const auto asleep = std::chrono::steady_clock::now();
+      bell.sleep([&] { return ring.publishedSeqCst(); }, std::chrono::seconds(10));
+      ++sleeps;
+      // Items were still to come (the loop ends with the last), and the producer never pauses for more than
+      // 200 us: only a publish that did not ring lets a sleep run to its limit.
+      ASSERT_LT(std::chrono::steady_clock::now() - asleep, std::chrono::seconds(9)) << "a publish did not wake it";
+    }
+  }
+  producer.join();
+  EXPECT_GT(sleeps, 0u);  // the consumer did sleep, so the doorbell was what woke it
+}
 
 TEST(SpscRingTest, SizeSaysWhatTheRingHolds) {
   SpscRing<int> ring(8);

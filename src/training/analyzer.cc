@@ -51,41 +51,6 @@ constexpr size_t kHistBuckets = 16;
 constexpr size_t kMaxCoburstJobs = 16;
 constexpr size_t kMaxTopologyHosts = 512;
 
-// Where the steps of a periodic series fall: step k covers fine bins [origin + k·period, origin + (k+1)·period).
-struct StepCut {
-  double origin = 0;
-  double period = 0;          // in fine bins
-  size_t count = 0;           // whole steps inside the analysed region
-  std::vector<bool> counted;  // steps with traffic
-  std::vector<double> bytes;  // each step's bytes
-  long stepOf(size_t i) const {
-    if (period <= 0) return -1;
-    const double k = std::floor((static_cast<double>(i) - origin) / period);
-    return k >= 0 && k < static_cast<double>(count) ? static_cast<long>(k) : -1;
-  }
-  // f(k, begin, end) for each step k with its fine bins [begin, end) below n: the bins whose stepOf is k, found
-  // at the step's edges alone (stepOf's formula is monotone in i, so each step is one run of bins) instead of
-  // a division per bin.
-  template <typename F>
-  void forEachStep(size_t n, F f) const {
-    if (period <= 0) return;
-    const auto index = [&](double i) { return std::floor((i - origin) / period); };
-    const auto first = [&](size_t k) {  // the smallest bin whose formula gives k or more
-      const double kd = static_cast<double>(k);
-      double c = std::max(0.0, std::ceil(origin + kd * period));
-      while (c > 0 && index(c - 1) >= kd) c -= 1;
-      while (index(c) < kd) c += 1;
-      return static_cast<size_t>(c);
-    };
-    size_t begin = std::min(n, first(0));
-    for (size_t k = 0; k < count && begin < n; ++k) {
-      const size_t end = std::min(n, first(k + 1));
-      f(k, begin, end);
-      begin = end;
-    }
-  }
-};
-
 // The largest value of a series: four running maxima side by side (one waits on the last comparison; a
 // million bins per job and pair at the end of a long file).
 double largest(std::span<const double> x) {
@@ -155,7 +120,8 @@ training::PeriodEstimate estimatePeriod(std::span<const double> fine, double fin
 }
 
 // The period of a series of fine bins (each `fine_ns` wide) and where its steps fall.
-PeriodReport readPeriod(const std::vector<double>& fine, double fine_ns, const TrainingConfig& cfg, StepCut* cut) {
+PeriodReport readPeriod(const std::vector<double>& fine, double fine_ns, const TrainingConfig& cfg,
+                        training::StepCut* cut) {
   PeriodReport pr;
   training::PeriodEstimate e = estimatePeriod(fine, fine_ns, cfg);
   size_t region = 0;  // first fine bin of the analysed region
@@ -564,7 +530,7 @@ TrainingReport TrainingAnalyzer::Impl::analyze() {
     for (double rate : rates) drains.push_back(rate * fine_ns / 8e9);
     r.backlog_bytes = backlogs(fine, interval_from, drains);
     // Period, steps, bytes per step.
-    StepCut cut;
+    training::StepCut cut;
     r.period = readPeriod(fine, fine_ns, cfg, &cut);
     std::vector<std::vector<double>> rank_steps(n, std::vector<double>(cut.count, 0.0));
     std::vector<double> steps(cut.count, 0.0);
@@ -768,7 +734,7 @@ TrainingReport TrainingAnalyzer::Impl::analyze() {
       for (const FlowHist* h : p->flows) {
         for (const auto& [b, bytes] : h->bins) fine[static_cast<size_t>((b - ws) / f)] += bytes;
       }
-      StepCut cut;
+      training::StepCut cut;
       rep.pairs.push_back(PairPeriod{hostName(p->s), hostName(p->d), p->bytes, readPeriod(fine, fine_ns, cfg, &cut)});
     }
   }

@@ -2,6 +2,8 @@
 // burst-and-stop series, from its autocorrelation, with sub-bin precision from the peaks at its multiples.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -31,5 +33,40 @@ std::vector<double> autocorrelation(std::span<const double> x, size_t lags);
 // The period of `x` (bins of equal width), or why there is none. Leading and trailing empty bins are
 // ignored. The series must hold at least two periods after its first non-empty bin (three steps' starts).
 PeriodEstimate findPeriod(std::span<const double> x, const PeriodOptions& o);
+
+// Where the steps of a periodic series fall: step k covers fine bins [origin + k·period, origin + (k+1)·period).
+struct StepCut {
+  double origin = 0;
+  double period = 0;          // in fine bins
+  size_t count = 0;           // whole steps inside the analysed region
+  std::vector<bool> counted;  // steps with traffic
+  std::vector<double> bytes;  // each step's bytes
+  long stepOf(size_t i) const {
+    if (period <= 0) return -1;
+    const double k = std::floor((static_cast<double>(i) - origin) / period);
+    return k >= 0 && k < static_cast<double>(count) ? static_cast<long>(k) : -1;
+  }
+  // f(k, begin, end) for each step k with its fine bins [begin, end) below n: the bins whose stepOf is k, found
+  // at the step's edges alone (stepOf's formula is monotone in i, so each step is one run of bins) instead of
+  // a division per bin.
+  template <typename F>
+  void forEachStep(size_t n, F f) const {
+    if (period <= 0) return;
+    const auto index = [&](double i) { return std::floor((i - origin) / period); };
+    const auto first = [&](size_t k) {  // the smallest bin whose formula gives k or more
+      const double kd = static_cast<double>(k);
+      double c = std::max(0.0, std::ceil(origin + kd * period));
+      while (c > 0 && index(c - 1) >= kd) c -= 1;
+      while (index(c) < kd) c += 1;
+      return static_cast<size_t>(c);
+    };
+    size_t begin = std::min(n, first(0));
+    for (size_t k = 0; k < count && begin < n; ++k) {
+      const size_t end = std::min(n, first(k + 1));
+      f(k, begin, end);
+      begin = end;
+    }
+  }
+};
 
 }  // namespace burstscope::training

@@ -264,6 +264,33 @@ TEST(TrainingTest, AutocorrelationOfTheFirstLagsEqualsTheDefinitionAndTheTransfo
   }
 }
 
+// Steps are found at their edges (forEachStep) instead of by a division per bin (stepOf): the same bins, for
+// fractional, sub-bin and large origins and periods, series ending inside a step and before the first.
+TEST(TrainingTest, StepRunsHoldExactlyTheBinsOfEachStep) {
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<double> u(0, 1);
+  for (int trial = 0; trial < 2000; ++trial) {
+    training::StepCut cut;
+    cut.period = trial % 5 == 0 ? 0.3 + u(rng) : trial % 5 == 1 ? std::floor(1 + u(rng) * 50) : 1 + u(rng) * 5000;
+    cut.origin = trial % 3 == 0 ? u(rng) * cut.period : trial % 3 == 1 ? std::floor(u(rng) * 100) : u(rng) * 1e6;
+    cut.count = rng() % 40;
+    const double end = cut.origin + cut.period * (static_cast<double>(cut.count) + 2 * u(rng) - 1);
+    const size_t n = static_cast<size_t>(std::max(0.0, end));
+    std::vector<long> seen(n, -1);
+    size_t last_end = 0;
+    cut.forEachStep(n, [&](size_t k, size_t begin, size_t end) {
+      ASSERT_LE(last_end, begin);
+      ASSERT_LE(begin, end);
+      ASSERT_LE(end, n);
+      for (size_t i = begin; i < end; ++i) seen[i] = static_cast<long>(k);
+      last_end = end;
+    });
+    for (size_t i = 0; i < n; ++i) {
+      ASSERT_EQ(seen[i], cut.stepOf(i)) << "bin " << i << " origin " << cut.origin << " period " << cut.period;
+    }
+  }
+}
+
 TEST(TrainingTest, TooFewStepsHaveNoPeriod) {
   TrainingReport r = analyse(ringJob(3, steps(2, 250'000'000), {{0, 900'000}}));
   ASSERT_EQ(r.jobs.size(), 1u);

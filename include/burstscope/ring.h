@@ -80,12 +80,7 @@ class SpscRing {
   // Producer side. Copies as many of `items` as fit and returns how many; never waits.
   size_t enqueue(std::span<const T> items) {
     const uint64_t head = prod_.head.load(std::memory_order_relaxed);
-    size_t free_slots = capacity() - (head - prod_.cached_tail);
-    if (free_slots < items.size()) {
-      prod_.cached_tail = cons_.tail.load(std::memory_order_acquire);
-      free_slots = capacity() - (head - prod_.cached_tail);
-    }
-    const size_t n = std::min(free_slots, items.size());
+    const size_t n = std::min(reserve(items.size()), items.size());
     for (size_t i = 0; i < n; ++i) slots_[(head + i) & mask_] = items[i];
     publishHead(head + n, n);
     return n;

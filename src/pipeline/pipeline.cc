@@ -246,12 +246,7 @@ class PortWorker {
         continue;
       }
       const auto asleep = std::chrono::steady_clock::now();
-      doorbell_.sleep(
-          [this] {
-            return std::any_of(port_.rings.begin(), port_.rings.end(),
-                               [](const auto* r) { return r->publishedSeqCst(); });
-          },
-          std::chrono::milliseconds(1));
+      doorbell_.sleep([this] { return anyPublished(); }, std::chrono::milliseconds(1));
       nap_first = std::chrono::steady_clock::now() - asleep < kNap;
     }
     reorder_.flush([this](const PacketRecord& r) { feed(r); });
@@ -290,6 +285,11 @@ class PortWorker {
     PortWorker* worker = nullptr;
     void onMicroburst(const Microburst& m) override { worker->bursts_.emplace_back(worker->engine_.steps(), m); }
   };
+
+  // Whether a ring holds records not yet taken, as the doorbell's sleeper must look (Doorbell).
+  bool anyPublished() const {
+    return std::any_of(port_.rings.begin(), port_.rings.end(), [](const auto* r) { return r->publishedSeqCst(); });
+  }
 
   // Takes what the rings hold; returns the number of records (ticks included) taken.
   size_t poll(std::array<PacketRecord, kBatch>& batch) {

@@ -254,23 +254,17 @@ double followSteps(std::span<const double> y, double p0) {
 
 }  // namespace
 
+std::vector<double> autocorrelation(std::span<const double> x) { return autocorrelation(x, x.size()); }
+
 std::vector<double> autocorrelation(std::span<const double> x, size_t lags) {
   const size_t n = x.size();
-  // The transform costs about 2·(2n)·log2(2n) multiply-adds and its plan's twiddle factors (sines and cosines,
-  // made once per size in a process); the direct sums n per lag.
-  size_t log2 = 1;
-  while ((size_t{1} << log2) < 2 * n) ++log2;
-  if (lags >= n || lags > 4 * log2) {
-    std::vector<double> rho = autocorrelation(x);
-    std::fill(rho.begin() + static_cast<long>(std::min(lags, n)), rho.end(), 0.0);
-    return rho;
-  }
+  lags = std::min(lags, n);
   std::vector<double> rho(n, 0.0);
   if (n == 0) return rho;
   double mean = 0;
   for (double v : x) mean += v;
   mean /= static_cast<double>(n);
-  std::vector<double> d(n);
+  std::vector<double> d(n);  // the series about its mean
   double var = 0;
   for (size_t i = 0; i < n; ++i) {
     d[i] = x[i] - mean;
@@ -278,6 +272,28 @@ std::vector<double> autocorrelation(std::span<const double> x, size_t lags) {
   }
   var /= static_cast<double>(n);
   if (!(var > 0)) return rho;
+  // The transform costs about 2·(2n)·log2(2n) multiply-adds and its plan's twiddle factors (sines and cosines,
+  // made once per size in a process); the direct sums n per lag.
+  size_t big = 1, log2 = 0;
+  for (; big < 2 * n; big <<= 1) ++log2;
+  if (lags > 4 * log2) {
+    double* in = fftw_alloc_real(big);
+    fftw_complex* out = fftw_alloc_complex(big / 2 + 1);
+    const Plans& plans = plansFor(big);
+    for (size_t i = 0; i < big; ++i) in[i] = i < n ? d[i] : 0.0;
+    fftw_execute_dft_r2c(plans.forward, in, out);
+    for (size_t k = 0; k < big / 2 + 1; ++k) {
+      out[k][0] = out[k][0] * out[k][0] + out[k][1] * out[k][1];
+      out[k][1] = 0;
+    }
+    fftw_execute_dft_c2r(plans.inverse, out, in);
+    for (size_t l = 0; l < lags; ++l) {
+      rho[l] = in[l] / static_cast<double>(big) / (static_cast<double>(n - l) * var);
+    }
+    fftw_free(in);
+    fftw_free(out);
+    return rho;
+  }
   // All lags' sums at once, each in its own accumulator (vectorised across lags; each lag's sum still runs
   // in the order of i).
   std::vector<double> sum(lags, 0.0);
@@ -291,37 +307,6 @@ std::vector<double> autocorrelation(std::span<const double> x, size_t lags) {
     for (size_t l = 0; i + l < n; ++l) sum[l] += d[i] * d[i + l];
   }
   for (size_t l = 0; l < lags; ++l) rho[l] = sum[l] / (static_cast<double>(n - l) * var);
-  return rho;
-}
-
-std::vector<double> autocorrelation(std::span<const double> x) {
-  const size_t n = x.size();
-  std::vector<double> rho(n, 0.0);
-  if (n == 0) return rho;
-  double mean = 0;
-  for (double v : x) mean += v;
-  mean /= static_cast<double>(n);
-  double var = 0;
-  for (double v : x) var += (v - mean) * (v - mean);
-  var /= static_cast<double>(n);
-  if (!(var > 0)) return rho;
-  size_t big = 1;
-  while (big < 2 * n) big <<= 1;
-  double* in = fftw_alloc_real(big);
-  fftw_complex* out = fftw_alloc_complex(big / 2 + 1);
-  const Plans& plans = plansFor(big);
-  for (size_t i = 0; i < big; ++i) in[i] = i < n ? x[i] - mean : 0.0;
-  fftw_execute_dft_r2c(plans.forward, in, out);
-  for (size_t k = 0; k < big / 2 + 1; ++k) {
-    out[k][0] = out[k][0] * out[k][0] + out[k][1] * out[k][1];
-    out[k][1] = 0;
-  }
-  fftw_execute_dft_c2r(plans.inverse, out, in);
-  for (size_t l = 0; l < n; ++l) {
-    rho[l] = in[l] / static_cast<double>(big) / (static_cast<double>(n - l) * var);
-  }
-  fftw_free(in);
-  fftw_free(out);
   return rho;
 }
 

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <random>
 #include <thread>
@@ -55,6 +56,29 @@ TEST(SpscRingTest, TwoThreadStressLosesAndDuplicatesNothing) {
   EXPECT_EQ(expect, kItems);
 }
 
+// The consumer of the dropping producers' tests: takes items until the producer is done and the ring is empty,
+// each item's sequence number (`seq`, which may check the item too) above the last one's; counts them. It stops
+// at the first failure.
+template <typename T, typename Seq>
+void consumeInOrder(SpscRing<T>& ring, const std::atomic<bool>& done, Seq seq, uint64_t* received) {
+  uint64_t last = 0;
+  bool first = true;
+  std::vector<T> out(64);
+  for (;;) {
+    const bool finished = done.load(std::memory_order_acquire);
+    const size_t n = ring.dequeue(out);
+    for (size_t i = 0; i < n; ++i) {
+      const uint64_t s = seq(out[i]);
+      ASSERT_FALSE(::testing::Test::HasFailure()) << "at item " << s;
+      ASSERT_TRUE(first || s > last) << "order kept, no duplicates";
+      last = s;
+      first = false;
+    }
+    *received += n;
+    if (n == 0 && finished) break;
+  }
+}
+
 TEST(SpscRingTest, DroppingProducerAccountsForEveryItem) {
   constexpr uint64_t kItems = 1'000'000;
   SpscRing<uint64_t> ring(64);
@@ -68,20 +92,9 @@ TEST(SpscRingTest, DroppingProducerAccountsForEveryItem) {
     }
     done.store(true, std::memory_order_release);
   });
-  uint64_t received = 0, last = 0;
-  bool first = true;
-  std::vector<uint64_t> out(64);
-  for (;;) {
-    const bool finished = done.load(std::memory_order_acquire);
-    const size_t n = ring.dequeue(out);
-    for (size_t i = 0; i < n; ++i) {
-      ASSERT_TRUE(first || out[i] > last) << "order kept, no duplicates";
-      last = out[i];
-      first = false;
-    }
-    received += n;
-    if (n == 0 && finished) break;
-  }
+  uint64_t received = 0;
+  consumeInOrder(
+      ring, done, [](uint64_t v) { return v; }, &received);
   producer.join();
   EXPECT_EQ(received + dropped, kItems);
 }
@@ -117,21 +130,14 @@ TEST(SpscRingTest, InPlaceProducerLosesAndDuplicatesNothing) {
     }
     done.store(true, std::memory_order_release);
   });
-  uint64_t received = 0, last = 0;
-  bool first = true;
-  std::vector<Item> out(64);
-  for (;;) {
-    const bool finished = done.load(std::memory_order_acquire);
-    const size_t n = ring.dequeue(out);
-    for (size_t i = 0; i < n; ++i) {
-      ASSERT_EQ(out[i].check, out[i].seq * 0x9E3779B97F4A7C15ull) << "a slot overwritten before it was read";
-      ASSERT_TRUE(first || out[i].seq > last) << "order kept, no duplicates";
-      last = out[i].seq;
-      first = false;
-    }
-    received += n;
-    if (n == 0 && finished) break;
-  }
+  uint64_t received = 0;
+  consumeInOrder(
+      ring, done,
+      [](const Item& it) {
+        EXPECT_EQ(it.check, it.seq * 0x9E3779B97F4A7C15ull) << "a slot overwritten before it was read";
+        return it.seq;
+      },
+      &received);
   producer.join();
   EXPECT_EQ(received + dropped, kItems);
   EXPECT_GT(received, 0u);

@@ -28,21 +28,6 @@ ExactWindows::ExactWindows(std::vector<int64_t> taus_ns, size_t max_entries, std
   }
 }
 
-// The microburst scale at an arrival: as a plain scale, except inside a microburst, where each departure's time
-// may end it.
-void ExactWindows::addMicroburstScale(int64_t ts, uint64_t len) {
-  Scale& s = scales_[mb_scale_];
-  const uint64_t bound = s.sum + len;
-  if (in_burst_ || bound > s.max || bound >= mb_threshold_) {
-    expireMicroburstScale(ts - s.tau);
-    s.sum += len;
-    arrive(ts, len, s.sum);
-    if (s.sum > s.max) s.max = s.sum;
-  } else {
-    s.sum = bound;
-  }
-}
-
 // The FIFO takes the whole batch first, then each scale walks it in a loop of its own (tight, its branches
 // predictable). A scale's `sum` is the bytes from its `first` entry to the arrival it has reached, which is the
 // window's content or more (entries that have left but were not yet taken out). Departures only lower the
@@ -57,19 +42,34 @@ void ExactWindows::addBatch(std::span<const Arrival> batch) {
     for (const Arrival& a : batch) addBatch({&a, 1});
     return;
   }
-  for (const Arrival& a : batch) {
+  if (fifo_.size() + batch.size() < max_entries_) {
+    // Forget what every window has left only when the buffer would otherwise grow (the oldest entry still
+    // needed is the minimum of the lagging scales' positions), then append in a loop of its own.
+    if (fifo_.capacity() - fifo_.size() < batch.size() && !fifo_.empty()) fifo_.dropBefore(retainFrom());
+    fifo_.reserve(fifo_.size() + batch.size());
+    Entry* slots = fifo_.slots();
+    const uint64_t mask = fifo_.mask();
+    uint64_t tail = fifo_.end();
+    int64_t back_ts = fifo_.empty() ? INT64_MIN : slots[(tail - 1) & mask].ts;
+    for (const Arrival& a : batch) {
+      if (a.ts == back_ts) {
+        slots[(tail - 1) & mask].bytes += a.len;
+      } else {
+        slots[tail++ & mask] = Entry{a.ts, a.len};
+        back_ts = a.ts;
+      }
+    }
+    fifo_.setEnd(tail);
+  } else {
+    // A batch of one (see above) at the memory bound: bring the scales up to date and demote.
+    const Arrival& a = batch.front();
     if (!fifo_.empty() && fifo_.back().ts == a.ts) {
       fifo_.back().bytes += a.len;
-      continue;
-    }
-    // Forget what every window has left only when the buffer would otherwise grow (the oldest entry still
-    // needed is the minimum of the lagging scales' positions); at the memory bound (a batch of one, see above)
-    // bring the scales up to date and demote.
-    if (fifo_.size() == fifo_.capacity() || fifo_.size() >= max_entries_) {
+    } else {
       fifo_.dropBefore(retainFrom());
       if (fifo_.size() >= max_entries_) makeRoom(fifo_.back().ts);
+      fifo_.pushBack(Entry{a.ts, a.len});
     }
-    fifo_.pushBack(Entry{a.ts, a.len});
   }
   for (int i : plain_) {
     Scale& s = scales_[i];
@@ -86,9 +86,61 @@ void ExactWindows::addBatch(std::span<const Arrival> batch) {
     s.sum = sum;
     s.max = max;
   }
-  if (mb_scale_ >= 0) {
-    for (const Arrival& a : batch) addMicroburstScale(a.ts, a.len);
+  if (mb_scale_ >= 0) addMicroburstScale(batch);
+}
+
+// The microburst scale: as a plain scale, except inside a microburst, where each departure's time may end it,
+// and near the threshold, where an arrival may start one. Outside both, an arrival that cannot pass the
+// maximum only adds to the bound. The walks never pass the arrival (its own entry is in the FIFO, after them).
+void ExactWindows::addMicroburstScale(std::span<const Arrival> batch) {
+  Scale& s = scales_[mb_scale_];
+  uint64_t first = s.first, sum = s.sum, max = s.max;
+  const uint64_t threshold = mb_threshold_;
+  const int64_t tau = s.tau;
+  // The open microburst's state in registers; the members are brought up to date around the rare calls.
+  bool burst = in_burst_;
+  uint64_t burst_bytes = cur_.bytes, peak = peak_sum_;
+  auto end = [&](int64_t t) {
+    cur_.bytes = burst_bytes;
+    peak_sum_ = peak;
+    endBurst(t);
+    burst = false;
+  };
+  for (const Arrival& a : batch) {
+    const uint64_t bound = sum + a.len;
+    if (!burst && bound <= max && bound < threshold) {
+      sum = bound;
+      continue;
+    }
+    const int64_t limit = a.ts - tau;
+    while (burst && fifo_[first].ts <= limit) {
+      const Entry& e = fifo_[first++];
+      sum -= e.bytes;
+      // A packet leaving exactly now is judged together with the arrival (S is right-continuous).
+      if (sum < threshold && e.ts < limit) end(e.ts + tau);
+    }
+    while (fifo_[first].ts <= limit) sum -= fifo_[first++].bytes;
+    sum += a.len;
+    if (burst) {
+      if (sum < threshold) {
+        end(a.ts);  // what left at a.ts took it below, and this arrival did not lift it back
+      } else {
+        burst_bytes += a.len;
+        peak = sum > peak ? sum : peak;
+      }
+    } else if (sum >= threshold) {
+      startBurst(a.ts, sum);
+      burst = true;
+      burst_bytes = cur_.bytes;  // the window's bytes when it began
+      peak = sum;
+    }
+    if (sum > max) max = sum;
   }
+  s.first = first;
+  s.sum = sum;
+  s.max = max;
+  cur_.bytes = burst_bytes;
+  peak_sum_ = peak;
 }
 
 // Lets the entries at or before `limit` leave the microburst scale's window, in time order. Only inside a
@@ -161,6 +213,7 @@ void ExactWindows::depart(int64_t t, uint64_t sum_after) {
 void ExactWindows::endBurst(int64_t t) {
   in_burst_ = false;
   cur_.end_ns = t;
+  cur_.peak_bps = static_cast<double>(peak_sum_) * mb_bps_per_byte_;  // the product is monotone in the sum
   MicroburstResult& r = *mb_result_;
   ++r.count;
   r.durations_s.observe(static_cast<double>(cur_.end_ns - cur_.start_ns) * 1e-9);
@@ -170,22 +223,12 @@ void ExactWindows::endBurst(int64_t t) {
   if (observer_) observer_->onMicroburst(cur_);
 }
 
-void ExactWindows::arrive(int64_t t, uint64_t len, uint64_t sum) {
-  const bool above = sum >= mb_threshold_;
-  if (in_burst_ && !above) {
-    endBurst(t);  // what left at t took it below, and this arrival did not lift it back
-    return;
-  }
-  if (in_burst_) {
-    cur_.bytes += len;
-    cur_.peak_bps = std::max(cur_.peak_bps, static_cast<double>(sum) * mb_bps_per_byte_);
-    return;
-  }
-  if (!above) return;
+void ExactWindows::startBurst(int64_t t, uint64_t sum) {
   in_burst_ = true;
   if (mb_result_->count > 0) mb_result_->gaps_s.observe(static_cast<double>(t - last_end_ns_) * 1e-9);
   // Its bytes start with the traffic that formed it: the window's bytes when it began.
-  cur_ = Microburst{t, 0, sum, static_cast<double>(sum) * mb_bps_per_byte_};
+  cur_ = Microburst{t, 0, sum, 0};
+  peak_sum_ = sum;
 }
 
 void ExactWindows::finish() {

@@ -67,8 +67,8 @@ class ExactWindows {
   uint64_t retainFrom() const;
   void depart(int64_t t, uint64_t sum_after);
   void endBurst(int64_t t);
-  void arrive(int64_t t, uint64_t len, uint64_t sum);
-  void addMicroburstScale(int64_t ts, uint64_t len);
+  void startBurst(int64_t t, uint64_t sum);
+  void addMicroburstScale(std::span<const Arrival> batch);
 
   std::vector<Scale> scales_;
   std::vector<int> plain_;  // active scales other than the microburst one, ascending τ
@@ -80,7 +80,8 @@ class ExactWindows {
   double mb_bps_per_byte_ = 0;  // 8e9 / τ: window bytes to bit/s
   size_t mb_max_events_ = 0;
   bool in_burst_ = false;
-  Microburst cur_;
+  Microburst cur_;         // the open microburst (its peak_bps set when it ends)
+  uint64_t peak_sum_ = 0;  // the open microburst's largest window sum
   int64_t last_end_ns_ = 0;
   std::optional<MicroburstResult> mb_result_;
   EngineObserver* observer_ = nullptr;

@@ -29,6 +29,15 @@ class RingDeque {
   // Forgets everything before absolute position `pos` (head <= pos <= end).
   void dropBefore(uint64_t pos) { head_ = pos; }
 
+  // For appending in a loop of one's own: room for `n` elements, the slots (position p is slots()[p & mask()]),
+  // and the new end once they are written.
+  void reserve(size_t n) {
+    while (buf_.size() < n) grow();
+  }
+  T* slots() { return buf_.data(); }
+  uint64_t mask() const { return buf_.size() - 1; }
+  void setEnd(uint64_t tail) { tail_ = tail; }
+
  private:
   void grow() {
     std::vector<T> bigger(buf_.size() * 2);

@@ -86,7 +86,28 @@ Stream::Stream(const EngineConfig& cfg, bool full) : base_bin_ns_(cfg.base_bin_n
 }
 
 void Stream::addBatch(std::span<const Arrival> batch) {
-  for (const Arrival& a : batch) addRun(a.ts, a.ts, a.len, 1);
+  if (batch.empty()) return;
+  if (packets_ == 0) first_ns_ = batch.front().ts;
+  last_ns_ = batch.back().ts;
+  packets_ += batch.size();
+  // The current base bin's counts in registers; a base bin closes only when an arrival passes its end.
+  uint64_t bin_bytes = cur_bin_bytes_, bin_packets = cur_bin_packets_, bytes = 0;
+  for (const Arrival& a : batch) {
+    if (a.ts >= cur_bin_end_) [[unlikely]] {
+      cur_bin_bytes_ = bin_bytes;
+      cur_bin_packets_ = bin_packets;
+      if (bin_packets != 0) closeBaseBin();
+      cur_bin_ = a.ts / base_bin_ns_;
+      cur_bin_end_ = (cur_bin_ + 1) * base_bin_ns_;
+      bin_bytes = bin_packets = 0;
+    }
+    bin_bytes += a.len;
+    ++bin_packets;
+    bytes += a.len;
+  }
+  cur_bin_bytes_ = bin_bytes;
+  cur_bin_packets_ = bin_packets;
+  bytes_ += bytes;
   if (exact_) exact_->addBatch(batch);
   VirtualQueue::addBatch(backlog_, batch);
 }

@@ -147,10 +147,10 @@ void Stream::closeBaseBin() {
       s.aligned = a;
       s.aligned_end_bin = (a + 1) * s.bins;
     }
-    s.last_traffic_aligned = s.aligned;
     s.aligned_bytes += cur_bin_bytes_;
     s.aligned_packets += cur_bin_packets_;
   }
+  last_bin_ = cur_bin_;
   cur_bin_bytes_ = 0;
   cur_bin_packets_ = 0;
 }
@@ -247,7 +247,8 @@ StreamResult Stream::result() const {
     }
     sr.peak_bin_bytes = s.peak_bytes;
     sr.peak_bin_packets = s.peak_packets;
-    sr.bins_spanned = packets_ ? static_cast<uint64_t>(s.last_traffic_aligned - s.first_aligned + 1) : 0;
+    // From the aligned window of the first packet to that of the last (the same division as closeBaseBin's).
+    sr.bins_spanned = packets_ ? static_cast<uint64_t>(last_bin_ / s.bins - s.first_aligned + 1) : 0;
     sr.utilisation = s.utilisation;
     r.scales.push_back(std::move(sr));
   }

@@ -136,22 +136,24 @@ class Stream {
   uint64_t microburstCount() const { return exact_ && exact_->microbursts() ? exact_->microbursts()->count : 0; }
 
  private:
-  struct Scale {
-    int64_t tau_ns = 0;
-    int64_t bins = 0;      // base bins per τ
-    int exact_index = -1;  // into exact_, or -1
+  // What every base-bin close touches comes first, in one cache line (a tracked pair or flow closes a base
+  // bin on each of its scales about once per run of packets).
+  struct alignas(64) Scale {
+    int64_t bins = 0;  // base bins per τ
     // Bin-window envelope: bytes in the last `bins` base bins.
     uint64_t first = 0;  // absolute position in nonempty_ of the oldest bin inside
     uint64_t window_sum = 0;
-    uint64_t window_max = 0;         // over the current report interval (the whole run without intervals)
-    uint64_t window_closed_max = 0;  // over the closed report intervals
+    uint64_t window_max = 0;  // over the current report interval (the whole run without intervals)
     // Aligned bins of width τ.
-    int64_t aligned = INT64_MIN;
     int64_t aligned_end_bin = INT64_MIN;  // the first base bin past aligned window `aligned`
-    int64_t first_aligned = 0;
-    int64_t last_traffic_aligned = 0;  // the aligned window of the last packet (for bins_spanned)
     uint64_t aligned_bytes = 0;
     uint64_t aligned_packets = 0;
+    int64_t aligned = INT64_MIN;
+    // The rest.
+    int64_t tau_ns = 0;
+    int exact_index = -1;            // into exact_, or -1
+    uint64_t window_closed_max = 0;  // over the closed report intervals
+    int64_t first_aligned = 0;
     uint64_t peak_bytes = 0;
     uint64_t peak_packets = 0;
     std::optional<Histogram> utilisation;
@@ -176,6 +178,7 @@ class Stream {
   int64_t last_ns_ = 0;
   int64_t cur_bin_ = INT64_MIN;
   int64_t cur_bin_end_ = INT64_MIN;  // first timestamp past the current base bin
+  int64_t last_bin_ = 0;             // the last base bin closed (with traffic): the last packet's
   uint64_t cur_bin_bytes_ = 0;
   uint64_t cur_bin_packets_ = 0;
   std::vector<Scale> scales_;

@@ -110,6 +110,9 @@ class CaptureSource {
   virtual void stop() = 0;
   // True once a finite source (a file) has delivered everything; live sources never finish.
   virtual bool finished() const { return false; }
+  // Whether finished() can ever turn true (the control thread then looks at it often, to end a file's run at
+  // once).
+  virtual bool finite() const { return false; }
   // An error met after start (a file that could not be read after all); checked after stop().
   virtual absl::Status status() const { return absl::OkStatus(); }
   // Any thread, any time (never on a packet path: a device read can be slow).

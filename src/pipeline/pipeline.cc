@@ -44,20 +44,30 @@ Ledger ledgerNow(const CapturePort& p, uint64_t analysed) {
 }
 
 // Interval reports on their way from the workers to the control thread. A worker holds the lock only to
-// append; the control thread takes the whole list at once.
+// append; the control thread takes the whole list at once, and can wait for one.
 class Mailbox {
  public:
   void push(size_t port, PortSnapshot s) {
-    std::lock_guard<std::mutex> lock(mu_);
-    items_.emplace_back(port, std::move(s));
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      items_.emplace_back(port, std::move(s));
+    }
+    cv_.notify_one();
   }
   std::deque<std::pair<size_t, PortSnapshot>> take() {
     std::lock_guard<std::mutex> lock(mu_);
+    if (items_.empty()) return {};
     return std::exchange(items_, {});
+  }
+  // Until an item is in or `limit` passes.
+  void wait(std::chrono::nanoseconds limit) {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait_for(lock, limit, [this] { return !items_.empty(); });
   }
 
  private:
   std::mutex mu_;
+  std::condition_variable cv_;
   std::deque<std::pair<size_t, PortSnapshot>> items_;
 };
 
@@ -219,13 +229,13 @@ class PortWorker {
       pthread_setname_np(threads.back().native_handle(), absl::StrCat("bs-port-", index_, "-", w + 1).c_str());
     }
     std::array<PacketRecord, kBatch> batch;
-    // Idle: 64 empty polls, then asleep until a ring publishes (its doorbell) or 1 ms passes (the drain flag
-    // is looked at then), so that a quiet port costs little CPU and a producer that hands over every few
-    // hundred microseconds (AF_XDP at low rates) wakes the worker once per hand-over. But a producer that
-    // publishes every few microseconds would pay a wake-up call per burst (at 20 M records/s that halved the
-    // RX lcore's rate): when the last doorbell sleep was cut short within 100 us, the worker first naps 100 us
-    // on a timer, as it did before the doorbell, and the producer finds nobody to wake. The rings hold far more
-    // than 1 ms of records.
+    // Idle: 64 empty polls, then asleep until a ring publishes or the drain begins (the doorbell: wake()) or
+    // 100 ms pass, so that a quiet port costs little CPU (its producers' ticks wake it) and a producer that
+    // hands over every few hundred microseconds (AF_XDP at low rates) wakes the worker once per hand-over. But a
+    // producer that publishes every few microseconds would pay a wake-up call per burst (at 20 M records/s that halved
+    // the RX lcore's rate): when the last doorbell sleep was cut short within 100 us, the worker first naps 100 us on a
+    // timer, as it did before the doorbell, and the producer finds nobody to wake. The rings hold far more than 1 ms of
+    // records.
     unsigned empty = 0;
     bool nap_first = false, napped = false;
     for (;;) {
@@ -246,7 +256,8 @@ class PortWorker {
         continue;
       }
       const auto asleep = std::chrono::steady_clock::now();
-      doorbell_.sleep([this] { return anyPublished(); }, std::chrono::milliseconds(1));
+      doorbell_.sleep([this, &draining] { return anyPublished() || draining.load(std::memory_order_seq_cst); },
+                      std::chrono::milliseconds(100));
       nap_first = std::chrono::steady_clock::now() - asleep < kNap;
     }
     reorder_.flush([this](const PacketRecord& r) { feed(r); });
@@ -258,6 +269,8 @@ class PortWorker {
   }
 
   Engine& engine() { return engine_; }  // before run(): for PipelineConfig::extend_engine
+  // Any thread, after storing run()'s `draining` (sequentially consistent): ends a doorbell sleep.
+  void wake() { doorbell_.ring(); }
 
   PortResult result() const {
     PortResult r;
@@ -465,8 +478,9 @@ absl::StatusOr<RunResult> runCapture(CaptureSource& source, const PipelineConfig
     analyzers[port]->ingest(std::move(delta));
     last_training[port] = analysis(port);
   };
-  auto deliver = [&] {
+  auto deliver = [&] {  // whether anything came
     auto items = mailbox.take();
+    if (items.empty()) return false;
     // Every interval's bins go in, but each port is analysed once per hand-over, with its last interval: a
     // control thread that fell behind (many intervals waiting, a burst of empty ones after a silence)
     // catches up instead of analysing each. Only that snapshot carries the report (its interval figures
@@ -491,6 +505,7 @@ absl::StatusOr<RunResult> runCapture(CaptureSource& source, const PipelineConfig
       s.timestamps = source.timestampInfo();
       on_interval(port, s);
     }
+    return true;
   };
 
   BS_RETURN_IF_ERROR(source.start());
@@ -507,14 +522,20 @@ absl::StatusOr<RunResult> runCapture(CaptureSource& source, const PipelineConfig
   const Clock::time_point started = Clock::now();
   Clock::time_point last_packet = started;
   uint64_t last_seen = 0;
+  // A report wakes the control thread at once. Besides, it looks every kMaxNap (a signal, a duration, idleness);
+  // reading a file, every 2 ms while records come (so that the end of the file is seen at once), backing off
+  // to kMaxNap when nothing changes. A live sensor's control thread wakes tens of times a second, not hundreds.
+  constexpr std::chrono::milliseconds kBusyNap{2}, kMaxNap{64};
+  std::chrono::nanoseconds nap = kBusyNap;
   for (;;) {
-    deliver();
+    bool changed = deliver();
     const Clock::time_point now = Clock::now();
     uint64_t seen = 0;
     for (const CapturePort& p : ports) seen += sumReceived(p);
     if (seen != last_seen) {
       last_seen = seen;
       last_packet = now;
+      changed = true;
     }
     if (stop.load(std::memory_order_relaxed)) {
       result.stop_reason = "signal";
@@ -532,12 +553,27 @@ absl::StatusOr<RunResult> runCapture(CaptureSource& source, const PipelineConfig
       result.stop_reason = "idle";
       break;
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    nap = !source.finite() ? std::chrono::nanoseconds(kMaxNap)
+          : changed        ? std::chrono::nanoseconds(kBusyNap)
+                           : std::min<std::chrono::nanoseconds>(2 * nap, kMaxNap);
+    // Not past a duration or idle limit by more than a busy nap.
+    if (config.duration_s > 0) {
+      const auto left = std::chrono::duration_cast<std::chrono::nanoseconds>(
+          std::chrono::duration<double>(config.duration_s) - (now - started));
+      nap = std::clamp<std::chrono::nanoseconds>(left, kBusyNap, nap);
+    }
+    if (config.idle_exit_s > 0 && seen > 0) {
+      const auto left = std::chrono::duration_cast<std::chrono::nanoseconds>(
+          std::chrono::duration<double>(config.idle_exit_s) - (now - last_packet));
+      nap = std::clamp<std::chrono::nanoseconds>(left, kBusyNap, nap);
+    }
+    mailbox.wait(nap);
   }
 
   // Stop the producers (each pushes its last records and a final tick), then let the workers drain.
   source.stop();
-  draining.store(true, std::memory_order_release);
+  draining.store(true, std::memory_order_seq_cst);  // as the workers' doorbell sleep looks at it
+  for (auto& w : workers) w->wake();
   for (std::thread& t : threads) t.join();
   deliver();
   BS_RETURN_IF_ERROR(source.status());

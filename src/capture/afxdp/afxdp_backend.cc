@@ -22,6 +22,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <fstream>
 #include <optional>
 #include <thread>
@@ -31,6 +32,10 @@
 
 namespace burstscope {
 namespace {
+
+// An idle queue's watermark period once its whole port has been silent this long (AfXdpBackend::rxLoop).
+constexpr int64_t kDeepIdleNs = 100'000'000;
+constexpr int64_t kDeepIdleTickNs = 20'000'000;
 
 // CLOCK_REALTIME - CLOCK_MONOTONIC, from the tightest of a few (monotonic, realtime, monotonic) triples:
 // the XDP program stamps frames with bpf_ktime_get_ns(), which is CLOCK_MONOTONIC.
@@ -98,6 +103,10 @@ struct Socket {
   std::thread thread;
   // Frames the program sent without metadata (a driver with no room for it): stamped on arrival here.
   std::atomic<uint64_t> no_metadata{0};
+  // When a queue of this socket's port last had frames (CLOCK_MONOTONIC ns, stored at most once a millisecond by
+  // each queue): while any has, an idle queue ticks every millisecond; after kDeepIdleNs of silence on the
+  // whole port, every kDeepIdleTickNs.
+  std::atomic<int64_t>* port_traffic_ns = nullptr;
 
   ~Socket() {
     if (xsk) xsk_socket__delete(xsk);
@@ -175,12 +184,15 @@ class AfXdpBackend final : public CaptureSource {
   bool running_ = false;
   std::optional<uint32_t> rx_coalesce_us_;  // the first port's, read once at start (an ioctl)
   std::atomic<int64_t> max_step_ns_{0};
+  std::deque<std::atomic<int64_t>> port_traffic_ns_;  // per port (Socket::port_traffic_ns)
 };
 
 absl::Status AfXdpBackend::openSocket(Port& port, size_t index, uint32_t queue) {
   auto s = std::make_unique<Socket>();
   s->port_index = index;
   s->queue_id = queue;
+  while (port_traffic_ns_.size() <= index) port_traffic_ns_.emplace_back(0);
+  s->port_traffic_ns = &port_traffic_ns_[index];
   s->area_size = static_cast<size_t>(cfg_.frames) * cfg_.frame_size;
   void* area = mmap(nullptr, s->area_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (area == MAP_FAILED) {
@@ -343,7 +355,7 @@ void AfXdpBackend::rxLoop(Socket& s) {
   QueueProducer& producer = *s.producer;
   int64_t offset = monotonicToRealtime();
   int64_t next_resync = clockNs(CLOCK_MONOTONIC) + static_cast<int64_t>(cfg_.resync_s * 1e9);
-  int64_t last_ts = INT64_MIN, last_tick = 0;
+  int64_t last_ts = INT64_MIN, last_tick = 0, last_traffic = 0;
   const int fd = xsk_socket__fd(s.xsk);
   uint8_t* const area = static_cast<uint8_t*>(s.area);
   bool drained_once = false;
@@ -364,18 +376,27 @@ void AfXdpBackend::rxLoop(Socket& s) {
       }
       // Idle: a watermark now and then (the worker merges queues by them), else sleep in poll() until a
       // frame comes; 1 ms at most, the reorder horizon's order, so a quiet queue never holds others back long.
-      if (mono_now - last_tick >= 1'000'000 || idle_polls == 0) {
+      // Once the whole port has been silent for kDeepIdleNs nobody waits for this queue's watermark but the
+      // report intervals, and it ticks every kDeepIdleTickNs: an idle port costs tens of wake-ups a second,
+      // not thousands (its worker wakes at each tick). poll() still returns at the first frame.
+      const bool deep = mono_now - s.port_traffic_ns->load(std::memory_order_relaxed) >= kDeepIdleNs;
+      const int64_t period = deep ? kDeepIdleTickNs : 1'000'000;
+      if (mono_now - last_tick >= period || idle_polls == 0) {
         last_tick = mono_now;
         tick(std::max(last_ts, mono_now + offset));
       }
       ++idle_polls;
       if (xsk_ring_prod__needs_wakeup(&s.fill)) recvfrom(fd, nullptr, 0, MSG_DONTWAIT, nullptr, nullptr);
       pollfd p{fd, POLLIN, 0};
-      poll(&p, 1, 1);
+      poll(&p, 1, static_cast<int>(std::max<int64_t>(1, (last_tick + period - mono_now) / 1'000'000)));
       continue;
     }
     drained_once = false;
     idle_polls = 0;
+    if (mono_now - last_traffic >= 1'000'000) {
+      last_traffic = mono_now;
+      s.port_traffic_ns->store(mono_now, std::memory_order_relaxed);
+    }
     uint32_t fidx = 0;
     // The fill ring can hold every UMEM frame, and these n are out of it, so room for them always exists.
     if (xsk_ring_prod__reserve(&s.fill, n, &fidx) != n) {

@@ -381,6 +381,7 @@ class PcapCapture final : public CaptureSource, private FrameSink {
     if (thread_.joinable()) thread_.join();
   }
   bool finished() const override { return finished_.load(std::memory_order_acquire); }
+  bool finite() const override { return true; }
   absl::Status status() const override { return status_; }
   DeviceStats deviceStats(size_t) const override { return {}; }
   SourceStats sourceStats() const override { return reader_->stats(); }

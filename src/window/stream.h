@@ -73,9 +73,21 @@ class VirtualQueue {
       max_dt[j] = qs[j].max_dt_;
     }
     int64_t last = qs[0].last_ns_;  // every queue of a stream sees every arrival: one time for all
+    int64_t short_gap = INT64_MAX;  // gaps up to this drain no queue by more than INT64_MAX units
+    for (int j = 0; j < N; ++j) short_gap = std::min(short_gap, max_dt[j]);
     for (const Arrival& a : batch) {
       const int64_t dt = a.ts - last;
       last = a.ts;
+      if (dt <= short_gap) [[likely]] {
+        for (int j = 0; j < N; ++j) {
+          int64_t x = q[j] - per_ns[j] * dt;  // q >= 0 and the drain is at most INT64_MAX: no overflow
+          x = x > 0 ? x : 0;
+          if (__builtin_add_overflow(x, static_cast<int64_t>(a.len) * unit[j], &x)) x = INT64_MAX;
+          q[j] = x;
+          max[j] = x > max[j] ? x : max[j];
+        }
+        continue;
+      }
       for (int j = 0; j < N; ++j) {
         const int64_t drain = dt > max_dt[j] ? INT64_MAX : per_ns[j] * dt;
         int64_t x = q[j] > drain ? q[j] - drain : 0;

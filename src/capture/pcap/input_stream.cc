@@ -1,6 +1,7 @@
 #include "src/capture/pcap/input_stream.h"
 
 #include <fcntl.h>
+#include <stdio_ext.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -226,6 +227,9 @@ FILE* InputStream::toFile() {
     owns_fd_ = false;
     stdio_buffer_.reset(new char[kStdioBuffer]);
     std::setvbuf(f, stdio_buffer_.get(), _IOFBF, kStdioBuffer);
+    // One thread reads it (its FileReader's): no lock per fread. libpcap makes two freads per record, and
+    // the lock was a fifth of the reading thread's time.
+    __fsetlocking(f, FSETLOCKING_BYCALLER);
     return f;
   }
   cookie_io_functions_t io{};
@@ -240,6 +244,7 @@ FILE* InputStream::toFile() {
     // glibc takes a size only with a buffer: without one it picks its own (8 KiB for a cookie stream).
     stdio_buffer_.reset(new char[kStdioBuffer]);
     std::setvbuf(f, stdio_buffer_.get(), _IOFBF, kStdioBuffer);
+    __fsetlocking(f, FSETLOCKING_BYCALLER);  // as above
   }
   return f;
 }

@@ -522,7 +522,8 @@ absl::StatusOr<RunResult> runCapture(CaptureSource& source, const PipelineConfig
   const Clock::time_point started = Clock::now();
   Clock::time_point last_packet = started;
   uint64_t last_seen = 0;
-  // A report wakes the control thread at once. Besides, it looks every kMaxNap (a signal, a duration, idleness);
+  // A report wakes the control thread at once. Besides, it looks every kMaxNap (a signal, idleness: each seen up to
+  // that late, as the last packet's time is taken when it looks; a duration is not overslept);
   // reading a file, every 2 ms while records come (so that the end of the file is seen at once), backing off
   // to kMaxNap when nothing changes. A live sensor's control thread wakes tens of times a second, not hundreds.
   constexpr std::chrono::milliseconds kBusyNap{2}, kMaxNap{64};

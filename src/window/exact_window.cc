@@ -37,6 +37,7 @@ ExactWindows::ExactWindows(std::vector<int64_t> taus_ns, size_t max_entries, std
 // unpredictable exit) at the arrivals that cannot matter. The walk never passes the arrival it is at: what
 // leaves at t is older than t - τ < t.
 void ExactWindows::addBatch(std::span<const Arrival> batch) {
+  if (batch.empty()) return;
   if (batch.size() > 1 && fifo_.size() + batch.size() >= max_entries_) {
     // Near the memory bound, demotion must happen at the arrival that reaches it: one by one.
     for (const Arrival& a : batch) addBatch({&a, 1});
@@ -50,7 +51,8 @@ void ExactWindows::addBatch(std::span<const Arrival> batch) {
     Entry* slots = fifo_.slots();
     const uint64_t mask = fifo_.mask();
     uint64_t tail = fifo_.end();
-    int64_t back_ts = fifo_.empty() ? INT64_MIN : slots[(tail - 1) & mask].ts;
+    if (fifo_.empty()) slots[tail++ & mask] = Entry{batch.front().ts, 0};  // the first arrival, added below
+    int64_t back_ts = slots[(tail - 1) & mask].ts;
     for (const Arrival& a : batch) {
       if (a.ts == back_ts) {
         slots[(tail - 1) & mask].bytes += a.len;

@@ -227,8 +227,9 @@ FILE* InputStream::toFile() {
     owns_fd_ = false;
     stdio_buffer_.reset(new char[kStdioBuffer]);
     std::setvbuf(f, stdio_buffer_.get(), _IOFBF, kStdioBuffer);
-    // One thread reads it (its FileReader's): no lock per fread. libpcap makes two freads per record, and
-    // the lock was a fifth of the reading thread's time.
+    // One thread at a time uses it (libpcap reads the file header on the opening thread, the records on the
+    // reading thread, which starts after and is joined before the close): no lock per fread. libpcap makes two freads
+    // per record, and the lock was a fifth of the reading thread's time.
     __fsetlocking(f, FSETLOCKING_BYCALLER);
     return f;
   }

@@ -1,10 +1,17 @@
 // One capture file's records, one at a time, for the merge in pcap_source.cc. Private to src/capture/pcap.
 //
-// Classic pcap is read by libpcap. pcapng is read by our own block reader (pcapng_reader.cc): libpcap
-// refuses a pcapng file whose interfaces differ in link type or snap length ("an interface has a type
-// different from the type of the first interface"), which is exactly what a host capture with several
-// interfaces is, and Wireshark's wiretap is not a library with a stable interface. The pcapng reader
-// follows draft-ietf-opsawg-pcapng: sections of either byte order, interfaces with their own link type,
+// Classic pcap in its plain form (µs or ns timestamps in this machine's byte order, version 2.4: what tcpdump,
+// dumpcap and libpcap write on x86 and ARM) is read by our own reader (classic_reader.cc), every other form by
+// libpcap. libpcap's reader copies each record twice (the kernel's read into stdio's buffer, two freads into
+// its own) and makes two library calls per record; ours reads 64 KiB at a time and hands out each record where
+// it lies, which reads a file in about two thirds of the time (read_bench, bench/README.md). It follows
+// libpcap's rules to the letter (its bounds, its truncation and its words for it, the sign of the time fields),
+// which the tests and the fuzz target check by reading the same bytes both ways.
+//
+// pcapng is read by our own block reader (pcapng_reader.cc): libpcap refuses a pcapng file whose interfaces differ in
+// link type or snap length ("an interface has a type different from the type of the first interface"), which is exactly
+// what a host capture with several interfaces is, and Wireshark's wiretap is not a library with a stable interface. The
+// pcapng reader follows draft-ietf-opsawg-pcapng: sections of either byte order, interfaces with their own link type,
 // if_tsresol (decimal and binary) and if_tsoffset; enhanced, simple and obsolete packet blocks; every other
 // block skipped. It never reads past a block and bounds a block at 16 MiB (libpcap's limit is the same).
 #pragma once
@@ -44,6 +51,9 @@ class FileReader {
   void warn(const std::string& text);  // prefixed with the file's path
   // Counts a bad timestamp (once described in a warning) and returns the time to give the record.
   int64_t badTimestamp(int64_t carried, const std::string& what);
+  // A classic pcap record's time in ns since the epoch, from its seconds and its sub-second field in ns (as
+  // libpcap hands them over at nanosecond precision); both readers of the format take it from here.
+  int64_t classicTimestamp(int64_t sec, int64_t sub_ns);
 
   InputFileStats stats_;
   uint64_t truncated_records_ = 0, bad_timestamps_ = 0;
@@ -51,9 +61,19 @@ class FileReader {
   std::vector<std::string> warnings_;
 };
 
+// Which reader takes a classic pcap file: ours where its header is the plain form (isPlainClassicPcap),
+// else libpcap; or libpcap always (the tests compare the two).
+enum class ClassicReader { kOwnWherePlain, kLibpcap };
+
 // Opens one file (or "-"), finds its compression and format from the content, and reads its header (the
 // first section and interfaces up to the first packet for pcapng). Errors name the file.
-absl::StatusOr<std::unique_ptr<FileReader>> openFileReader(const std::string& path);
+absl::StatusOr<std::unique_ptr<FileReader>> openFileReader(const std::string& path,
+                                                           ClassicReader classic = ClassicReader::kOwnWherePlain);
+
+// Classic pcap in its plain form, from classic_reader.cc: the magic of µs or ns timestamps in this machine's
+// byte order, version 2.4, a link type we measure. `stream` is positioned at the file's start.
+bool isPlainClassicPcap(std::span<const uint8_t> file_header);
+absl::StatusOr<std::unique_ptr<FileReader>> openClassicPcapReader(std::unique_ptr<InputStream> stream);
 
 // pcapng, from pcapng_reader.cc: `stream` is positioned at the file's start.
 absl::StatusOr<std::unique_ptr<FileReader>> openPcapngReader(std::unique_ptr<InputStream> stream);

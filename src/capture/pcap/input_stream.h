@@ -26,7 +26,7 @@ class InputStream {
   // Reads up to `n` decompressed bytes; fewer only at the end of the stream or where it cannot be read on
   // (error() then says why: a read error, corrupt or cut-off compressed data).
   size_t read(uint8_t* buf, size_t n);
-  // The first `n` (at most 16) decompressed bytes, before any read(): what the format is found from.
+  // The first `n` (at most 24) decompressed bytes, before any read(): what the format is found from.
   std::span<const uint8_t> peek(size_t n);
   // The stream as a stdio FILE for libpcap, owned by the caller (fclose or pcap_close it); the stream must
   // outlive it. A plain regular file is handed over as itself, read from the start, with a 256 KiB buffer.
@@ -59,7 +59,7 @@ class InputStream {
   size_t in_cap_ = 0;
   size_t in_pos_ = 0, in_len_ = 0;
   bool in_eof_ = false;
-  uint8_t head_[16] = {};  // peeked decompressed bytes, served before anything else
+  uint8_t head_[24] = {};  // peeked decompressed bytes (a classic pcap file header), served before anything else
   size_t head_len_ = 0, head_pos_ = 0;
   bool peeked_ = false;
   std::unique_ptr<char[]> stdio_buffer_;  // the FILE's buffer from toFile(): outlives the FILE

@@ -37,6 +37,26 @@ int64_t FileReader::badTimestamp(int64_t carried, const std::string& what) {
   return carried;
 }
 
+// A sub-second field of a second or more (a writer's bug: tv_usec >= 1e6 in a microsecond file) is carried
+// into the seconds; both that and an out-of-range time are counted as bad timestamps.
+int64_t FileReader::classicTimestamp(int64_t sec, int64_t sub_ns) {
+  constexpr int64_t kMaxSeconds = int64_t{1} << 33;  // the year 2242: beyond it, a corrupt record
+  // Both bounds keep the sum below in int64: 2^33 s is 8.6e18 ns, and the sub-second field is at most a
+  // 32-bit count of microseconds, in ns 4.3e12.
+  const bool seconds_ok = sec >= 0 && sec < kMaxSeconds && sub_ns >= 0 && sub_ns < 10'000'000'000'000;
+  int64_t ts = seconds_ok ? sec * 1'000'000'000 + sub_ns : 0;
+  if (seconds_ok && sub_ns >= 1'000'000'000) {
+    if (bad_timestamps_++ == 0) {
+      warn(absl::StrCat("a record's timestamp (", sec, " s + ", sub_ns,
+                        " ns) has a sub-second field of a second or more; carried, and counted"));
+    }
+  } else if (!seconds_ok) {
+    ts = badTimestamp(last_ts_, absl::StrCat("a record's timestamp (", sec, " s + ", sub_ns, " ns) is out of range"));
+  }
+  last_ts_ = ts;
+  return ts;
+}
+
 namespace {
 
 struct PcapCloser {
@@ -76,7 +96,7 @@ class LibpcapReader final : public FileReader {
     const u_char* data;
     const int rc = pcap_next_ex(pcap_.get(), &h, &data);
     if (rc == 1) {
-      r->ts_ns = timestampNs(h->ts);
+      r->ts_ns = classicTimestamp(h->ts.tv_sec, h->ts.tv_usec);  // nanoseconds in tv_usec at this precision
       r->wire_len = h->len;
       r->data = {data, h->caplen};
       r->link = link_;
@@ -100,29 +120,6 @@ class LibpcapReader final : public FileReader {
     stats_.path = stream_->path();
     stats_.format = "pcap";
     stats_.compression = stream_->compression();
-  }
-
-  // A record's time in ns since the epoch. With nanosecond precision libpcap puts nanoseconds in tv_usec.
-  // A sub-second field of a second or more (a writer's bug: tv_usec >= 1e6 in a microsecond file) is
-  // carried into the seconds; both that and an out-of-range time are counted as bad timestamps.
-  int64_t timestampNs(const timeval& tv) {
-    constexpr int64_t kMaxSeconds = int64_t{1} << 33;  // the year 2242: beyond it, a corrupt record
-    // Both bounds keep the sum below in int64: 2^33 s is 8.6e18 ns, and libpcap's sub-second field is at
-    // most a 32-bit count of microseconds, in ns 4.3e12.
-    const bool seconds_ok =
-        tv.tv_sec >= 0 && tv.tv_sec < kMaxSeconds && tv.tv_usec >= 0 && tv.tv_usec < 10'000'000'000'000;
-    int64_t ts = seconds_ok ? int64_t{tv.tv_sec} * 1'000'000'000 + tv.tv_usec : 0;
-    if (seconds_ok && tv.tv_usec >= 1'000'000'000) {
-      if (bad_timestamps_++ == 0) {
-        warn(absl::StrCat("a record's timestamp (", tv.tv_sec, " s + ", tv.tv_usec,
-                          " ns) has a sub-second field of a second or more; carried, and counted"));
-      }
-    } else if (!seconds_ok) {
-      ts = badTimestamp(last_ts_,
-                        absl::StrCat("a record's timestamp (", tv.tv_sec, " s + ", tv.tv_usec, " ns) is out of range"));
-    }
-    last_ts_ = ts;
-    return ts;
   }
 
   std::unique_ptr<InputStream> stream_;  // outlives pcap_ (declared first, destroyed last)
@@ -334,7 +331,7 @@ class MergedFileSource final : public PacketSource {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<FileReader>> openFileReader(const std::string& path) {
+absl::StatusOr<std::unique_ptr<FileReader>> openFileReader(const std::string& path, ClassicReader classic) {
   BS_ASSIGN_OR_RETURN(std::unique_ptr<InputStream> stream, InputStream::open(path));
   const std::span<const uint8_t> m = stream->peek(4);
   if (!stream->error().empty() && m.size() < 4) {
@@ -342,6 +339,9 @@ absl::StatusOr<std::unique_ptr<FileReader>> openFileReader(const std::string& pa
   }
   if (m.size() == 4 && m[0] == 0x0A && m[1] == 0x0D && m[2] == 0x0D && m[3] == 0x0A) {
     return openPcapngReader(std::move(stream));
+  }
+  if (classic == ClassicReader::kOwnWherePlain && isPlainClassicPcap(stream->peek(24))) {
+    return openClassicPcapReader(std::move(stream));
   }
   return LibpcapReader::open(std::move(stream));  // classic pcap, or libpcap's clear "unknown file format"
 }

@@ -288,7 +288,23 @@ class Reorderer {
   int64_t clockShiftNs() const { return shift_ns_; }       // push(): what they add up to (time shifted on)
 
  private:
-  void insert(const PacketRecord& r);
+  // Holds `r` with time `ts` (its own, shifted or clamped): one copy into the buffer.
+  void holdAt(const PacketRecord& r, int64_t ts);
+  // Into the buffer in time order, stable: at the back for a record in order (the usual case, inline), else
+  // by insertion from the back (insertLate).
+  void insert(const PacketRecord& r, int64_t ts) {
+    if (size_ == buf_.size()) grow();
+    const size_t mask = buf_.size() - 1;
+    if (size_ == 0 || buf_[(head_ + size_ - 1) & mask].ts_ns <= ts) {
+      PacketRecord& slot = buf_[(head_ + size_) & mask];
+      slot = r;
+      slot.ts_ns = ts;
+      ++size_;
+      return;
+    }
+    insertLate(r, ts);
+  }
+  void insertLate(const PacketRecord& r, int64_t ts);
   void grow();
 
   int64_t horizon_ns_;
@@ -304,28 +320,28 @@ class Reorderer {
   int64_t shift_ns_ = 0;
 };
 
-inline void Reorderer::hold(const PacketRecord& r) {
-  PacketRecord rec = r;
-  if (rec.ts_ns < released_ns_) {
-    max_lateness_ns_ = std::max(max_lateness_ns_, released_ns_ - rec.ts_ns);
-    rec.ts_ns = released_ns_;
+inline void Reorderer::hold(const PacketRecord& r) { holdAt(r, r.ts_ns); }
+
+inline void Reorderer::holdAt(const PacketRecord& r, int64_t ts) {
+  if (ts < released_ns_) {
+    max_lateness_ns_ = std::max(max_lateness_ns_, released_ns_ - ts);
+    ts = released_ns_;
     ++clamped_;
   }
-  insert(rec);
-  newest_ns_ = std::max(newest_ns_, rec.ts_ns);
+  insert(r, ts);
+  newest_ns_ = std::max(newest_ns_, ts);
 }
 
 template <typename Emit>
 void Reorderer::push(const PacketRecord& r, Emit&& emit) {
-  PacketRecord rec = r;
-  rec.ts_ns += shift_ns_;
+  int64_t ts = r.ts_ns + shift_ns_;
   // Nothing released is newer than newest_ns_ here, so it is the time line's front.
-  if (newest_ns_ != INT64_MIN && rec.ts_ns < newest_ns_ - kClockStepNs) {
+  if (newest_ns_ != INT64_MIN && ts < newest_ns_ - kClockStepNs) {
     ++steps_back_;
-    shift_ns_ += newest_ns_ - rec.ts_ns;
-    rec.ts_ns = newest_ns_;
+    shift_ns_ += newest_ns_ - ts;
+    ts = newest_ns_;
   }
-  hold(rec);
+  holdAt(r, ts);
   const size_t mask = buf_.size() - 1;
   while (size_ > 0 && buf_[head_].ts_ns <= newest_ns_ - horizon_ns_) {
     released_ns_ = buf_[head_].ts_ns;

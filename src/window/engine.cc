@@ -371,17 +371,18 @@ uint64_t Engine::steps() const { return impl_->steps; }
 
 void Engine::forwardMicroburst(uint64_t step, const Microburst& m) { impl_->forwarded.emplace_back(step, m); }
 
-void Reorderer::insert(const PacketRecord& r) {
-  if (size_ == buf_.size()) grow();
+void Reorderer::insertLate(const PacketRecord& r, int64_t ts) {
   const size_t mask = buf_.size() - 1;
-  // Stable insertion from the back: captures are nearly in order, so this is usually one comparison.
+  // Stable insertion from the back (the newest held record is later than ts: at least one step).
   size_t pos = size_;
-  while (pos > 0 && buf_[(head_ + pos - 1) & mask].ts_ns > r.ts_ns) {
+  while (pos > 0 && buf_[(head_ + pos - 1) & mask].ts_ns > ts) {
     buf_[(head_ + pos) & mask] = buf_[(head_ + pos - 1) & mask];
     --pos;
   }
-  if (pos != size_) ++reordered_;
-  buf_[(head_ + pos) & mask] = r;
+  ++reordered_;
+  PacketRecord& slot = buf_[(head_ + pos) & mask];
+  slot = r;
+  slot.ts_ns = ts;
   ++size_;
 }
 

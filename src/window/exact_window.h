@@ -17,7 +17,7 @@ namespace burstscope::internal {
 // A packet as the port and direction streams see it.
 struct Arrival {
   int64_t ts;
-  uint64_t len;
+  uint32_t len;  // a frame's wire length (PacketRecord::wire_len); below 2^32, which the backlogs rely on
 };
 
 struct MicroburstSpec {

@@ -3,10 +3,12 @@
 
 #include <algorithm>
 #include <deque>
+#include <iostream>
 #include <map>
 #include <random>
 
 #include "burstscope/window.h"
+#include "src/window/stream.h"
 
 namespace burstscope {
 namespace {
@@ -249,6 +251,54 @@ TEST(EngineTest, VirtualBacklogMatchesClosedForm) {
           << "seed " << seed << " rate " << b.rate_bps;
     }
   }
+}
+
+// The backlogs four queues to an AVX-512 register (where the CPU has it) and in scalar registers: the same
+// figures to the byte, every interval's and the run's, and the closed form's. The default rates (four narrow
+// queues), three with a wide one between, and gaps longer than a batch may span in one register (those batches
+// take the scalar path: both kinds meet in one run), fed one by one and in batches.
+TEST(EngineTest, VirtualBacklogTheSameInOneRegisterAndInFour) {
+  std::vector<Pkt> v = randomTrace(51, 2000);
+  const std::vector<Pkt> later = randomTrace(52, 600);
+  for (Pkt p : later) {
+    p.ts += int64_t{2'000'000'000'000'000'000};  // past max_dt / 2 of the 400 G queue: scalar for that batch
+    v.push_back(p);
+  }
+  std::vector<PacketRecord> records;
+  for (const Pkt& p : v) records.push_back(record(p));
+  for (const std::vector<double>& rates :
+       {std::vector<double>{1e9, 10e9, 25e9, 100e9}, std::vector<double>{1e9, 1'000'000'007, 400e9, 3.3e9, 10e9}}) {
+    for (size_t batch : {size_t{1}, size_t{256}}) {
+      EngineConfig c = smallConfig();
+      c.rates_bps = rates;
+      c.report_interval_ns = 10'000'000;  // about 400 intervals before the jump
+      c.baseline_ns = 100'000'000;
+      std::vector<EngineResult> results;
+      std::vector<std::vector<std::vector<double>>> intervals;
+      for (bool simd : {true, false}) {
+        internal::setBacklogSimd(simd);
+        Engine e(c);
+        std::vector<std::vector<double>> seen;
+        e.setIntervalSink([&seen](const IntervalReport& r) { seen.push_back(r.port.backlog_bytes); });
+        for (size_t i = 0; i < records.size(); i += batch) {
+          e.add(std::span<const PacketRecord>(records.data() + i, std::min(batch, records.size() - i)));
+        }
+        e.finish();
+        results.push_back(e.result());
+        intervals.push_back(seen);
+      }
+      internal::setBacklogSimd(true);
+      ASSERT_EQ(results[0].port.backlog.size(), rates.size());
+      EXPECT_GT(intervals[0].size(), 10u);
+      EXPECT_EQ(intervals[0], intervals[1]) << "batch " << batch;
+      for (size_t i = 0; i < rates.size(); ++i) {
+        EXPECT_EQ(results[0].port.backlog[i].max_backlog_bytes, results[1].port.backlog[i].max_backlog_bytes);
+        EXPECT_NEAR(results[0].port.backlog[i].max_backlog_bytes, static_cast<double>(bruteBacklog(v, rates[i])), 1e-3)
+            << "batch " << batch << " rate " << rates[i];
+      }
+    }
+  }
+  if (!internal::backlogSimdAvailable()) std::cout << "note: this CPU has no AVX-512: both runs took the scalar path\n";
 }
 
 TEST(EngineTest, MicroburstsMatchBruteForce) {

@@ -325,6 +325,47 @@ TEST(EngineTest, MicroburstsMatchBruteForce) {
   }
 }
 
+// Traffic that hovers about the threshold, arrivals every few microseconds: microbursts end by departures between
+// arrivals while arrivals keep coming, and start again (the random traces above end theirs in idle gaps). Every
+// start, end, volume and peak is the brute force's, fed one by one and in batches.
+TEST(EngineTest, MicroburstsAboutTheThresholdMatchBruteForce) {
+  for (uint32_t seed = 71; seed <= 76; ++seed) {
+    std::mt19937_64 rng(seed);
+    std::vector<Pkt> v;
+    int64_t t = 1'795'294'232'000'000'000;
+    for (int i = 0; i < 4000; ++i) {
+      // About 0.5 Gbit/s on average (the threshold), in stretches a little above and a little below it.
+      const bool above = (i / 150) % 2 == 0;
+      v.push_back({t, static_cast<uint32_t>(100 + rng() % 800)});
+      t += static_cast<int64_t>((above ? 6'000 : 9'000) + rng() % 4'000);
+      if (seed % 2) t -= t % 1000;  // some departures exactly at arrivals
+    }
+    EngineConfig c = smallConfig();
+    c.link_capacity_bps = 1e9;  // 50% of 1 Gbit/s over 100 us = 6250 bytes
+    const std::vector<Microburst> want = bruteMicrobursts(v, c.microburst_tau_ns, 6250.0);
+    ASSERT_GT(want.size(), 20u) << "the trace must hover about the threshold for this test to mean anything";
+    for (size_t batch : {size_t{1}, size_t{256}}) {
+      Engine e(c);
+      std::vector<PacketRecord> records;
+      for (const Pkt& p : v) records.push_back(record(p));
+      for (size_t i = 0; i < records.size(); i += batch) {
+        e.add(std::span<const PacketRecord>(records.data() + i, std::min(batch, records.size() - i)));
+      }
+      e.finish();
+      const EngineResult r = e.result();
+      const MicroburstResult& got = *r.port.microbursts;
+      ASSERT_EQ(got.events.size(), want.size()) << "seed " << seed << " batch " << batch;
+      for (size_t i = 0; i < want.size(); ++i) {
+        SCOPED_TRACE(testing::Message() << "seed " << seed << " batch " << batch << " microburst " << i);
+        EXPECT_EQ(got.events[i].start_ns, want[i].start_ns);
+        EXPECT_EQ(got.events[i].end_ns, want[i].end_ns);
+        EXPECT_EQ(got.events[i].bytes, want[i].bytes);
+        EXPECT_DOUBLE_EQ(got.events[i].peak_bps, want[i].peak_bps);
+      }
+    }
+  }
+}
+
 TEST(EngineTest, MicroburstScaleNeedNotBeAReportedScale) {
   std::vector<Pkt> v = randomTrace(51, 900);
   EngineConfig c = smallConfig();

@@ -114,7 +114,7 @@ bool VirtualQueue::addNarrowSimd(VirtualQueue* qs, size_t n, std::span<const Arr
   Lanes l;
   l.last = qs[0].last_ns_;
   for (size_t j = 0; j < n; ++j) {
-    if (qs[j].q_ >= kQueueBound || span > qs[j].max_dt_ / 2) return false;
+    if (qs[j].q_ >= kQueueBound || span < 0 || span > qs[j].max_dt_ / 2) return false;
     l.q[j] = qs[j].q_;
     l.max[j] = qs[j].max_;
     l.per_ns[j] = qs[j].per_ns_;

@@ -62,14 +62,17 @@ class VirtualQueue {
   double closeInterval(int64_t next_start);
   double rateBps() const { return rate_; }
   double maxBytes() const;
+  bool wide() const { return wide_; }
+
+  // The narrow queues qs[0, n) (n <= 4) side by side in one AVX-512 register, where the CPU has it and the batch
+  // cannot take a figure near 2^63 (every queue below 2^61 units, the batch's drain below 2^62, fewer than 2^18
+  // arrivals): the same figures as addNarrow<n>, which saturates only beyond that. False (nothing done)
+  // otherwise. Public for the tests, which compare it with the scalar path.
+  static bool addNarrowSimd(VirtualQueue* qs, size_t n, std::span<const Arrival> batch);
 
  private:
   void addWide(int64_t ts, uint64_t len);
   void drainWide(int64_t ts);
-  // The narrow queues qs[0, n) (n <= 4) side by side in one AVX-512 register, where the CPU has it and the batch
-  // cannot take any queue past 2^62 units (every queue below 2^61, every length below 2^32, fewer than 2^18
-  // arrivals): the same figures as addNarrow<n>, which saturates only beyond that. False (nothing done) otherwise.
-  static bool addNarrowSimd(VirtualQueue* qs, size_t n, std::span<const Arrival> batch);
 
   template <int N>
   static void addNarrow(VirtualQueue* qs, std::span<const Arrival> batch) {

@@ -5,6 +5,7 @@
 #include <deque>
 #include <iostream>
 #include <map>
+#include <numeric>
 #include <random>
 
 #include "burstscope/window.h"
@@ -299,6 +300,64 @@ TEST(EngineTest, VirtualBacklogTheSameInOneRegisterAndInFour) {
     }
   }
   if (!internal::backlogSimdAvailable()) std::cout << "note: this CPU has no AVX-512: both runs took the scalar path\n";
+}
+
+// The register path against the scalar one queue by queue, two, three and four narrow queues at a time: random
+// batches (equal times among them), long gaps (the register refuses those batches), a batch whose drain is exactly
+// the most the register takes and one a nanosecond past it, interval closes between. And that the register
+// path ran at all: a path that always declined would pass the engine's tests.
+TEST(VirtualQueueTest, OneRegisterEqualsTheScalarPathQueueByQueue) {
+  if (!internal::backlogSimdAvailable()) GTEST_SKIP() << "this CPU has no AVX-512: only the scalar path runs here";
+  using internal::VirtualQueue;
+  const std::vector<double> rates = {1e9, 10e9, 25e9, 100e9, 400e9, 3.3e9};  // a byte is at most 80 units: narrow
+  std::mt19937_64 rng(7);
+  for (size_t n : {size_t{2}, size_t{3}, size_t{4}}) {
+    SCOPED_TRACE(n);
+    std::vector<VirtualQueue> simd, scalar;
+    for (size_t j = 0; j < n; ++j) {
+      simd.emplace_back(rates[(j + n) % rates.size()]);
+      scalar.emplace_back(rates[(j + n) % rates.size()]);
+      ASSERT_FALSE(simd.back().wide());
+    }
+    // The most the register takes over a batch: half of INT64_MAX / (drain per ns) of the fastest queue.
+    int64_t most = INT64_MAX;
+    for (size_t j = 0; j < n; ++j) {
+      const int64_t r = std::llround(rates[(j + n) % rates.size()]);
+      most = std::min(most, INT64_MAX / (r / std::gcd(r, int64_t{8'000'000'000})) / 2);
+    }
+    auto both = [&](const std::vector<internal::Arrival>& batch) -> bool {
+      const bool ran = VirtualQueue::addNarrowSimd(simd.data(), n, batch);
+      internal::setBacklogSimd(false);
+      if (!ran) VirtualQueue::addBatch(simd, batch);
+      VirtualQueue::addBatch(scalar, batch);
+      internal::setBacklogSimd(true);
+      for (size_t j = 0; j < n; ++j) EXPECT_EQ(simd[j].maxBytes(), scalar[j].maxBytes()) << "queue " << j;
+      return ran;
+    };
+    int64_t t = 1'795'294'232'000'000'000;
+    size_t ran = 0, batches = 0;
+    for (int b = 0; b < 300; ++b) {
+      std::vector<internal::Arrival> batch;
+      const size_t len = 1 + rng() % 300;
+      for (size_t i = 0; i < len; ++i) {
+        t += rng() % 3 == 0 ? 0 : static_cast<int64_t>(rng() % 3000);
+        batch.push_back({t, static_cast<uint32_t>(40 + rng() % 9000)});
+      }
+      if (b % 60 == 59) batch.push_back({t += 4'000'000'000'000'000'000, 1500});  // a gap of 127 years
+      ran += both(batch);
+      ++batches;
+      if (b % 25 == 24) {
+        t += 1'000;
+        for (size_t j = 0; j < n; ++j) ASSERT_EQ(simd[j].closeInterval(t), scalar[j].closeInterval(t)) << j;
+      }
+    }
+    EXPECT_GT(ran, batches * 9 / 10);
+    EXPECT_LT(ran, batches);  // the batches with a long gap went the scalar way
+    // At the register's bound and a nanosecond past it (the queues' last arrival is at t).
+    EXPECT_TRUE(both({{t + 1, 9000}, {t + most, 1500}}));
+    t += most;
+    EXPECT_FALSE(both({{t + 1, 9000}, {t + most + 1, 1500}}));
+  }
 }
 
 TEST(EngineTest, MicroburstsMatchBruteForce) {

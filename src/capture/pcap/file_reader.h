@@ -4,9 +4,11 @@
 // dumpcap and libpcap write on x86 and ARM) is read by our own reader (classic_reader.cc), every other form by
 // libpcap. libpcap's reader copies each record twice (the kernel's read into stdio's buffer, two freads into
 // its own) and makes two library calls per record; ours reads 64 KiB at a time and hands out each record where
-// it lies, which reads a file in about two thirds of the time (read_bench, bench/README.md). It follows
+// it lies, which reads a file in about 60% of the time (read_bench, bench/README.md). It follows
 // libpcap's rules to the letter (its bounds, its truncation and its words for it, the sign of the time fields),
-// which the tests and the fuzz target check by reading the same bytes both ways.
+// which the tests and the fuzz target check by reading the same bytes both ways. One difference is left: a read
+// error of the disk itself (EIO) is reported in the stream's words ("read error: ..."), not libpcap's ("error
+// reading dump file: ..."); reading stops there and the record is counted either way.
 //
 // pcapng is read by our own block reader (pcapng_reader.cc): libpcap refuses a pcapng file whose interfaces differ in
 // link type or snap length ("an interface has a type different from the type of the first interface"), which is exactly

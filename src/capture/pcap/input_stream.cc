@@ -56,8 +56,9 @@ absl::StatusOr<std::unique_ptr<InputStream>> InputStream::open(const std::string
   s->in_.reset(new uint8_t[kInputBuffer]);
   s->in_cap_ = kInputBuffer;
   // Magic numbers: gzip 1f 8b (RFC 1952), zstd 28 b5 2f fd (RFC 8878, a little-endian 0xFD2FB528); a few
-  // bytes only, so that a plain file handed to libpcap is not read twice.
-  while (s->in_len_ < 16 && s->fillRaw(16 - s->in_len_)) {
+  // bytes only (as many as peek() serves: a classic pcap file header), so that a plain file handed to libpcap
+  // is not read twice.
+  while (s->in_len_ < sizeof(s->head_) && s->fillRaw(sizeof(s->head_) - s->in_len_)) {
   }
   if (!s->error_.empty()) return absl::InvalidArgumentError(absl::StrCat("cannot read ", path, ": ", s->error_));
   const uint8_t* m = s->in_.get();

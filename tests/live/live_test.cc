@@ -70,15 +70,18 @@ class ThreadBackend final : public CaptureSource {
     std::mt19937 rng(static_cast<uint32_t>(q));
     for (size_t i = 0; i < in.size();) {
       const size_t n = std::min<size_t>(1 + rng() % 32, in.size() - i);
+      // As QueueProducer::flush counts: received before any of them can be taken, a drop only after the received
+      // count that holds it (a ledger read then never finds analysed + drops above received; storing received
+      // after the enqueue let a fast worker analyse records not yet counted as received).
+      received += n;
+      counters_[q]->received.store(received, std::memory_order_release);
       size_t done = rings_[q]->enqueue({in.data() + i, n});
       while (lossless_ && done < n) {
         std::this_thread::yield();
         done += rings_[q]->enqueue({in.data() + i + done, n - done});
       }
-      received += n;
       drops += n - done;
-      counters_[q]->received.store(received, std::memory_order_relaxed);
-      counters_[q]->ring_drops.store(drops, std::memory_order_relaxed);
+      counters_[q]->ring_drops.store(drops, std::memory_order_release);
       i += n;
       if (rng() % 8 == 0) std::this_thread::yield();
     }

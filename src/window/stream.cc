@@ -76,11 +76,12 @@ void setBacklogSimd(bool allowed) { simd_allowed.store(allowed, std::memory_orde
 bool backlogSimdAvailable() { return cpuHasAvx512(); }
 
 // Why: one queue's recursion is a chain of dependent steps per arrival, and four of them side by side in scalar
-// registers are bound by the instructions (about 28 per arrival). In one register, and written as the time at
-// which each queue would be empty, S = max(S, P) + L with P the drain since the batch's start and L the arrival's
-// units (the queue is then S - P: max(q - drain, 0) + L, as addNarrow computes it), the four are one chain of two
-// instructions per arrival; the drain, the units and the maximum are off it. Measured in bench/README.md. Only
-// x86-64 with AVX-512 (F, VL, DQ); elsewhere, and for a batch that could take a figure near 64 bits, addNarrow.
+// registers are bound by the instructions (about 30 per arrival in perf annotate's listing of the loop). In one
+// register, and written as the time at which each queue would be empty, S = max(S, P) + L with P the drain since the
+// batch's start and L the arrival's units (the queue is then S - P: max(q - drain, 0) + L, as addNarrow computes it),
+// the four are one chain of two instructions per arrival; the drain, the units and the maximum are off it. Measured in
+// bench/README.md. Only x86-64 with AVX-512 (F, VL, DQ); elsewhere, and for a batch that could take a figure near 64
+// bits, addNarrow.
 #if defined(__x86_64__)
 __attribute__((target("avx512f,avx512vl,avx512dq"))) static void addNarrowAvx512(Lanes& l,
                                                                                  std::span<const Arrival> batch) {

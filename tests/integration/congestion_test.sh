@@ -6,11 +6,12 @@
 #   - the switch dropped and TCP resent (the kernel's qdisc counter, tshark);
 #   - burstscope's TCP retransmissions (live and `analyze` of tcpdump's file) within 5% of tshark's
 #     tcp.analysis.retransmission on the same frames;
-#   - most of them on host pairs toward the bottlenecked worker;
-#   - most of them inside or right after congesting microbursts: TCP learns of a drop one round trip later,
-#     and a full queue of Q bytes at rate R makes the round trip at least Q/R, so evidence.after is set to
-#     5 Q/R (TCP repairs a burst's losses over several round trips: RACK-TLP's probe timeout is 2 SRTT, and
-#     each round trip resends what the window allows);
+#   - per destination, burstscope's retransmissions are tshark's, and the bottlenecked worker received some;
+#   - analyze's microbursts and congesting bursts are those computed from scratch (congesting_bursts.py) from
+#     tshark's frames and retransmissions, with evidence.after at 5 Q/R: TCP learns of a drop one round trip
+#     later, and a full queue of Q bytes at rate R makes the round trip at least Q/R (TCP repairs a burst's
+#     losses over several round trips: RACK-TLP's probe timeout is 2 SRTT). How many retransmissions fall in
+#     those windows is TCP's timing (a slower machine resends later): printed, not asserted;
 #   - without the bottleneck, the same job: the switch drops nothing, and `analyze` counts what tshark counts
 #     (a few, not zero: on a loaded 2-core machine an ACK can come later than a tail-loss probe or the
 #     retransmission timer, and TCP resends what was not lost; the count is printed, not bounded); live, the
@@ -110,42 +111,38 @@ print(f"tshark {ts}, burstscope live {a}, analyze {b}; live packets {live['packe
 sys.exit(0 if ts > 0 and abs(a - ts) <= 0.05 * ts and abs(b - ts) <= 0.05 * ts and live["ledger"]["balanced"] else 1)
 PY
 
-check "bn: most of the retransmissions burstscope counts are on host pairs toward the bottlenecked worker" \
-  "$PY" - "$TMP/bn.bs.out" "$TMP/bn.json" "$WORKER" <<'PY'
-import json, sys
-ev = json.load(open(sys.argv[1]))["ports"][0]["evidence"]
-job = json.load(open(sys.argv[2]))["jobs"][0]
-ip = [r["ip"] for r in job["ranks"] if r["host"] == f"h{sys.argv[3]}"][0]
-by = {}
-for p in ev["pairs"]:
-    by[(p["src"], p["dst"])] = by.get((p["src"], p["dst"]), 0) + p["tcp_retransmissions"]
-total = ev["totals"]["tcp_retransmissions"]
-toward = sum(n for (s, d), n in by.items() if d == ip)
-involving = sum(n for (s, d), n in by.items() if ip in (s, d))
-# The rest: from it (its ACKs wait in the same queue toward it, and its own sends may time out), or elsewhere
-# when a loaded 2-core machine stalls a receiver past a sender's retransmission timer (seen once: 82 of 252).
-print("bottlenecked worker", ip, "retransmissions by pair", {f"{s}>{d}": n for (s, d), n in by.items() if n},
-      f"total {total}, toward it {toward}, to or from it {involving}")
-sys.exit(0 if total > 0 and toward > total / 2 else 1)
+# Which destinations TCP resent toward, and how many of its resends fell near a burst, are TCP's doing (a slower
+# or busier machine stalls receivers past a sender's timers and resends later and elsewhere): those are printed.
+# What is asserted is what burstscope computes from the same frames.
+check "bn: burstscope's retransmissions per destination are tshark's (within 5% or 2), and the bottlenecked worker received some" \
+  "$PY" - "$TMP/bn.bs.out" "$TMP/bn.analyze.json" "$TMP/bn.retx" "$TMP/bn.json" "$WORKER" <<'PY'
+import collections, json, sys
+live = json.load(open(sys.argv[1]))["ports"][0]["evidence"]
+off = json.load(open(sys.argv[2]))["evidence"]
+tshark = collections.Counter(open(sys.argv[3]).read().split())
+job = json.load(open(sys.argv[4]))["jobs"][0]
+ip = [r["ip"] for r in job["ranks"] if r["host"] == f"h{sys.argv[5]}"][0]
+def toward(ev):
+    c = collections.Counter()
+    for p in ev["pairs"]:
+        c[p["dst"]] += p["tcp_retransmissions"]
+    return c
+ok = tshark[ip] > 0
+for name, ev in (("live", live), ("analyze", off)):
+    c = toward(ev)
+    print(f"{name}: {dict(c)}; tshark: {dict(tshark)}")
+    ok &= all(abs(c[d] - tshark[d]) <= max(2, 0.05 * tshark[d]) for d in set(c) | set(tshark))
+total = sum(tshark.values())
+print(f"measured: {tshark[ip]} of {total} resent toward the bottlenecked worker {ip}")
+sys.exit(0 if ok else 1)
 PY
 
-# The bins and the list of congesting bursts are analyze's (a live report lists an interval's bursts only); the
-# live run's congesting bursts are printed beside them (its timestamps are its own, so its bursts may differ).
-check "bn: most retransmissions lie inside or within evidence.after of a congesting microburst toward or from their hosts" \
-  "$PY" - "$TMP/bn.analyze.json" "$TMP/bn.bs.out" <<'PY'
-import json, sys
-ev = json.load(open(sys.argv[1]))["evidence"]
-live = json.load(open(sys.argv[2]))["ports"][0]["evidence"]["microbursts"]
-print(f"live: {live['congesting']} of {live['count']} microbursts congesting")
-mb, after = ev["microbursts"], ev["after_ns"]
-bins = [(b["start_ns"], b["tcp_retransmissions"]) for b in ev["bins"] if b["tcp_retransmissions"]]
-# A 100 us base bin belongs to a burst's window when it overlaps [start, end + after].
-inside = sum(n for s, n in bins if any(e["start_ns"] - 100_000 < s <= e["end_ns"] + after for e in mb["events"]))
-total = sum(n for _, n in bins)
-print(f"after {after / 1e6} ms: {mb['congesting']} of {mb['count']} microbursts congesting, {len(mb['events'])} listed; "
-      f"retransmissions in their windows {inside} of {total} (in bins)")
-sys.exit(0 if mb["congesting"] > 0 and len(mb["events"]) == mb["congesting"] and total > 0 and inside > total / 2 else 1)
-PY
+# The microbursts and their congesting verdicts from scratch (tests/integration/congesting_bursts.py: the SPEC's
+# definitions over tshark's frames and retransmissions) against analyze's; the live run's congesting bursts are
+# printed beside them (its timestamps are its own, so its bursts may differ).
+echo "# live: $("$PY" -c 'import json,sys; m=json.load(open(sys.argv[1]))["ports"][0]["evidence"]["microbursts"]; print(m["congesting"], "of", m["count"], "microbursts congesting")' "$TMP/bn.bs.out")"
+check "bn: analyze's microbursts and congesting bursts are the ones computed from scratch from tshark's frames and retransmissions" \
+  "$PY" "$ROOT/tests/integration/congesting_bursts.py" "$TMP/bn.pcap" "$TMP/bn.analyze.json"
 
 # 2. The same job without the bottleneck (a fresh testbed, the same options otherwise).
 BN_RETX=$(wc -l <"$TMP/bn.retx")

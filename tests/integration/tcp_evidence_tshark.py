@@ -90,6 +90,21 @@ for path in traces:
     check(congesting <= j["evidence"]["microbursts"]["congesting"],
           f"{name}: the steps' congesting bursts ({congesting}) are among the trace's "
           f"({j['evidence']['microbursts']['congesting']})")
+# The congesting bursts from scratch (congesting_bursts.py) on the bottleneck recording, at one tau and at the
+# congestion suite's evidence.after (5 Q/R of its queue): the same microbursts and the same verdicts.
+bottleneck = os.path.join(root, "data", "testbed", "ddp-ring-w4-bottleneck.pcap")
+for after in ("100us", "24ms"):
+    j = subprocess.run([exe, "analyze", bottleneck, "--json", "--link-gbps", "10", "--evidence-after", after],
+                       capture_output=True, text=True, check=True).stdout
+    scratch = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"bs-congesting-{os.getpid()}.json")
+    with open(scratch, "w") as f:
+        f.write(j)
+    r = subprocess.run([sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                                     "congesting_bursts.py"), bottleneck, scratch],
+                       capture_output=True, text=True)
+    os.remove(scratch)
+    check(r.returncode == 0, f"ddp-ring-w4-bottleneck, evidence.after {after}: microbursts and congesting bursts as "
+          f"computed from scratch: " + " / ".join(r.stdout.splitlines()))
 check(seen_retx >= 100, f"the traces hold retransmissions to compare ({seen_retx} per tshark)")
 check(seen_step_retx >= 100, f"the traces' job steps hold retransmissions to compare ({seen_step_retx} per tshark)")
 done()

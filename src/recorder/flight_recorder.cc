@@ -473,7 +473,12 @@ void FlightRecorder::writerLoop() {
     cv_.wait_for(lock, std::chrono::milliseconds(100), [&] { return stopping_ || !pending_.empty(); });
     if (signalled_.exchange(false, std::memory_order_relaxed)) {
       lock.unlock();
-      triggerNow();
+      // A signal has no one to answer, as POST has: what it did goes to the log, a line per port (a file to
+      // come, or why none), in one write each so that other threads' lines do not cut into it.
+      for (const std::string& line : triggerNow()) {
+        const std::string text = absl::StrCat("burstscope run: flight recorder (SIGUSR2): ", line, "\n");
+        std::fwrite(text.data(), 1, text.size(), stderr);
+      }
       lock.lock();
     }
     if (pending_.empty()) {

@@ -62,6 +62,15 @@ start() {
   done
   return 1
 }
+# Waits (bounded: N tenths of a second) for a line of the log.
+wait_line() {  # PATTERN FILE N
+  for _ in $(seq 1 "$3"); do
+    grep -q -- "$1" "$2" 2>/dev/null && return 0
+    kill -0 "$pid" 2>/dev/null || return 1
+    sleep 0.1
+  done
+  return 1
+}
 # The distinct effective and permitted capability sets of every thread of $1 (least privilege after set-up).
 thread_caps() {
   for t in /proc/"$1"/task/*; do awk '/^Cap(Eff|Prm)/ {printf "%s ", $2} END {print ""}' "$t/status"; done | sort -u
@@ -123,9 +132,24 @@ python3 "$ROOT/tests/integration/make_flows.py" "$TMP/flows.pcap" 64 40
 # sockets have taken; its window (30 s each way) holds every frame sent however far behind a loaded machine's
 # RX threads are when the signal comes, and the file is written at the idle exit at the latest.
 printf 'flight-recorder:\n  enabled: true\n  before: 30s\n  after: 30s\n' >"$TMP/flight.yaml"
+# SIGUSR2 is honoured once the recorder's rings are allocated (its start-up line, which comes after the capture
+# line start() waits for: under a sanitizer on a loaded machine, seconds later), and writes a file once a frame
+# has been captured: wait for the first, then signal until the log says a file is to come (bounded).
 start flows --xdp "$V1" --top-k 64 --idle-exit 3s --config "$TMP/flight.yaml" --flight-recorder "$TMP/flight"
+wait_line "burstscope run: flight recorder into" "$TMP/flows.err" 600
 sent=$(send --pps 5000 "$TMP/flows.pcap")
-kill -USR2 "$pid"
+for _ in $(seq 1 50); do
+  kill -0 "$pid" 2>/dev/null || break
+  before=$(grep -c "flight recorder (SIGUSR2)" "$TMP/flows.err")
+  kill -USR2 "$pid"
+  for _ in $(seq 1 100); do
+    [ "$(grep -c "flight recorder (SIGUSR2)" "$TMP/flows.err")" -gt "$before" ] && break
+    sleep 0.1
+  done
+  grep -q "flight recorder (SIGUSR2): $V1: /" "$TMP/flows.err" && break
+  sleep 0.2
+done
+check "two queues: SIGUSR2 is answered in the log with the file to come" grep "flight recorder (SIGUSR2): $V1: /" "$TMP/flows.err"
 wait $pid
 check "two queues: exits 0" test $? = 0
 flight=$(ls "$TMP"/flight/burstscope-*-on_demand.pcapng 2>/dev/null | head -1)

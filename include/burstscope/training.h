@@ -144,7 +144,7 @@ struct RankReport {
 // One step of a job as the period cuts them: [start, end) runs from the quietest stretch before the step's
 // traffic to the one after it.
 struct StepSpan {
-  uint64_t index = 0;  // 0: the window's first whole step
+  uint64_t index = 0;  // 0: the job's first step in the window (the first of typical volume)
   int64_t start_ns = 0;
   int64_t end_ns = 0;
   double bytes = 0;                      // the job's bytes in it
@@ -175,7 +175,9 @@ struct JobReport {
   std::vector<RankReport> ranks;
   std::optional<double> gradient_bytes;  // ring only: mean rank bytes per step × N / (2(N−1)), wire bytes
   TopologyReport topology;
-  std::vector<StepSpan> steps;  // with a period: the window's whole steps (the latest kMaxListedSteps)
+  // With a period: the steps that happened, from the job's first step of typical volume in the window to its
+  // last, those in which it sent (the latest kMaxListedSteps).
+  std::vector<StepSpan> steps;
   // The job's own non-empty 100 µs bins of the analysed interval(s), (bin index = ts / bin, bytes) ascending:
   // the live view's per-job picture. Only when they cover at most kMaxIntervalBinsSpan (a longer file: empty).
   std::vector<std::pair<int64_t, uint64_t>> interval_bins;

@@ -136,7 +136,19 @@ PeriodReport readPeriod(const std::vector<double>& fine, double fine_ns, const T
       const size_t from = end - static_cast<size_t>(std::ceil(tail));
       training::PeriodEstimate recent =
           estimatePeriod(std::span<const double>(fine).subspan(from, end - from), fine_ns, cfg);
+      // A real change of pace: the recent steps no longer repeat at the window's period as well as at the new
+      // one. A recent reading that is part of a step (a pipeline's microbatch train, one of its burst groups) or
+      // several steps, while the recent steps still repeat at the window's period, is not a change.
+      bool still = false;
       if (recent.found && std::abs(recent.period_bins - e.period_bins) > 0.08 * e.period_bins) {
+        PeriodOptions o;
+        o.min_period_bins = 0.92 * e.period_bins;
+        o.max_period_bins = 1.08 * e.period_bins;
+        o.min_quality = cfg.min_period_quality;
+        const training::PeriodEstimate old = findPeriod(std::span<const double>(fine).subspan(from, end - from), o);
+        still = old.found && old.quality >= recent.quality;
+      }
+      if (recent.found && std::abs(recent.period_bins - e.period_bins) > 0.08 * e.period_bins && !still) {
         e = recent;
         region = from;
         pr.changed = true;
@@ -150,58 +162,100 @@ PeriodReport readPeriod(const std::vector<double>& fine, double fine_ns, const T
   }
   pr.period_s = e.period_bins * fine_ns / 1e9;
   pr.quality = e.quality;
-  // Steps are cut in the quietest stretch of the folded series (between the last burst of a step and the
-  // first of the next).
+  // Steps are cut where the traffic of a step has ended: first in the quietest stretch of the series folded at
+  // the period (a window of a twentieth of it), then again with only the steps of typical volume folded (a
+  // start-up broadcast or rendezvous traffic at some other phase left out), at the *start* of that quiet
+  // stretch: right after the latest end of any step's traffic, where the job's log ends one step and starts the
+  // next (docs/training.md "Steps").
   const double period = e.period_bins;
   const double start = static_cast<double>(region);
   const size_t slots = std::max<size_t>(1, static_cast<size_t>(std::llround(period)));
-  std::vector<double> fold(slots, 0.0);
-  double ph = 0;  // (i - start) mod period, kept incrementally
-  for (size_t i = region; i < fine.size(); ++i, ph += 1) {
-    if (ph >= period) ph -= period;
-    fold[std::min(slots - 1, static_cast<size_t>(ph))] += fine[i];
-  }
   const size_t w = std::max<size_t>(1, slots / 20);
-  double run = 0;
-  for (size_t i = 0; i < w; ++i) run += fold[i % slots];
-  double best = run;
+  auto fold = [&](const training::StepCut* only) {
+    std::vector<double> fd(slots, 0.0);
+    auto add = [&](size_t from, size_t to) {
+      const double x = static_cast<double>(from) - start;
+      double ph = x - std::floor(x / period) * period;  // (i - start) mod period, kept incrementally
+      for (size_t i = from; i < to; ++i, ph += 1) {
+        if (ph >= period) ph -= period;
+        fd[std::min(slots - 1, static_cast<size_t>(ph))] += fine[i];
+      }
+    };
+    if (only == nullptr) {
+      add(region, fine.size());
+    } else {
+      only->forEachStep(fine.size(), [&](size_t k, size_t b, size_t en) {
+        if (only->counted[k]) add(b, en);
+      });
+    }
+    return fd;
+  };
+  // The sum of each window of w slots (circular), and the quietest one.
+  auto windows = [&](const std::vector<double>& fd, size_t* best_at) {
+    std::vector<double> sums(slots, 0.0);
+    double run = 0;
+    for (size_t i = 0; i < w; ++i) run += fd[i % slots];
+    sums[0] = run;
+    *best_at = 0;
+    for (size_t k = 1; k < slots; ++k) {
+      run += fd[(k + w - 1) % slots] - fd[k - 1];
+      sums[k] = run;
+      if (run < sums[*best_at]) *best_at = k;
+    }
+    return sums;
+  };
+  auto cutAt = [&](double origin) {
+    cut->period = period;
+    cut->origin = origin;
+    // Up to the step the series ends in: a job's last step ends where its traffic ends, which is where the
+    // series (offline: the capture) may end too; a step cut short there is of typical volume only if its
+    // traffic is all there.
+    const double steps = (static_cast<double>(fine.size()) - cut->origin) / period;
+    cut->count = steps > 0 ? static_cast<size_t>(std::ceil(steps)) : 0;
+    cut->counted.assign(cut->count, false);
+    cut->bytes.assign(cut->count, 0.0);
+    std::vector<double>& step_bytes = cut->bytes;
+    cut->forEachStep(fine.size(), [&](size_t k, size_t begin, size_t end) {
+      double sum = 0;
+      for (size_t i = begin; i < end; ++i) sum += fine[i];
+      step_bytes[k] = sum;
+    });
+    // Steps of typical volume: at least three quarters of the median step's bytes (a step cut off by the start
+    // of the job or of the capture, or a pause, would skew bytes per step).
+    std::vector<double> nonzero;
+    for (double b : step_bytes) {
+      if (b > 0) nonzero.push_back(b);
+    }
+    double median = 0;
+    if (!nonzero.empty()) {
+      std::nth_element(nonzero.begin(), nonzero.begin() + nonzero.size() / 2, nonzero.end());
+      median = nonzero[nonzero.size() / 2];
+    }
+    for (size_t k = 0; k < cut->count; ++k) {
+      cut->counted[k] = step_bytes[k] > 0 && step_bytes[k] >= 0.75 * median;
+    }
+  };
   size_t best_at = 0;
-  for (size_t s = 1; s < slots; ++s) {
-    run += fold[(s + w - 1) % slots] - fold[s - 1];
-    if (run < best) {
-      best = run;
-      best_at = s;
+  windows(fold(nullptr), &best_at);
+  cutAt(start + std::fmod(static_cast<double>(best_at) + static_cast<double>(w) / 2, period));
+  {
+    const std::vector<double> fd = fold(cut);
+    const double total = std::accumulate(fd.begin(), fd.end(), 0.0);
+    const std::vector<double> sums = windows(fd, &best_at);
+    if (total > 0) {
+      // Back from the quietest window while the windows before it are as quiet (within 0.1% of the folded
+      // bytes): the first quiet slot, right after the steps' traffic. The cut goes two bins into it, so that the
+      // bin a boundary falls in (k·T is fractional) is a quiet one and no packet is split from its bin's step.
+      const double quiet = sums[best_at] + 1e-3 * total;
+      size_t at = best_at, run = 0;
+      for (; run + 1 < slots && sums[(at + slots - 1) % slots] <= quiet; ++run) at = (at + slots - 1) % slots;
+      const double guard = std::min(2.0, static_cast<double>(run + w) / 2);
+      cutAt(start + std::fmod(static_cast<double>(at) + guard, period));
     }
   }
-  cut->period = period;
-  cut->origin = start + std::fmod(static_cast<double>(best_at) + static_cast<double>(w) / 2, period);
-  const double whole = (static_cast<double>(fine.size()) - cut->origin) / period;
-  cut->count = whole > 0 ? static_cast<size_t>(std::floor(whole)) : 0;
-  cut->counted.assign(cut->count, false);
-  cut->bytes.assign(cut->count, 0.0);
-  std::vector<double>& step_bytes = cut->bytes;
-  cut->forEachStep(fine.size(), [&](size_t k, size_t begin, size_t end) {
-    double sum = 0;
-    for (size_t i = begin; i < end; ++i) sum += fine[i];
-    step_bytes[k] = sum;
-  });
   // Duty cycle: the share of the counted steps' time above a tenth of the series' busiest bin.
   const double peak = largest(fine);
   uint64_t busy = 0, all = 0;
-  // Steps with traffic: at least three quarters of the median step's bytes (a step cut off by the start of the job or
-  // of the capture, or a pause, would skew bytes per step).
-  std::vector<double> nonzero;
-  for (double b : step_bytes) {
-    if (b > 0) nonzero.push_back(b);
-  }
-  double median = 0;
-  if (!nonzero.empty()) {
-    std::nth_element(nonzero.begin(), nonzero.begin() + nonzero.size() / 2, nonzero.end());
-    median = nonzero[nonzero.size() / 2];
-  }
-  for (size_t k = 0; k < cut->count; ++k) {
-    cut->counted[k] = step_bytes[k] > 0 && step_bytes[k] >= 0.75 * median;
-  }
   const double tenth = 0.1 * peak;
   cut->forEachStep(fine.size(), [&](size_t k, size_t begin, size_t end) {
     if (!cut->counted[k]) return;
@@ -556,13 +610,23 @@ TrainingReport TrainingAnalyzer::Impl::analyze() {
       r.step_bytes_min = *std::min_element(counted.begin(), counted.end());
       r.step_bytes_max = *std::max_element(counted.begin(), counted.end());
       // Where each step lies: fine coordinate x is at ws·bin + x·fine_ns.
+      // The steps that happened (SPEC "Steps"): from the job's first step of typical volume to its last, those
+      // in which it sent; none over the silence before its first step or after its last, nor the start-up's
+      // rendezvous and model broadcast before the first step. Numbered from its first step.
       const std::vector<double>& all = cut.bytes;
-      const size_t first = cut.count > kMaxListedSteps ? cut.count - kMaxListedSteps : 0;
+      size_t lo = 0, hi = 0;  // the first and one past the last counted step
+      for (size_t k = 0; k < cut.count; ++k) {
+        if (!cut.counted[k]) continue;
+        if (hi == 0) lo = k;
+        hi = k + 1;
+      }
+      const size_t first = std::max(lo, hi > kMaxListedSteps ? hi - kMaxListedSteps : 0);
       auto at_ns = [&](double x) { return ws * bin + std::llround(x * fine_ns); };
-      for (size_t k = first; k < cut.count; ++k) {
+      for (size_t k = first; k < hi; ++k) {
+        if (!(all[k] > 0)) continue;
         const double x = cut.origin + static_cast<double>(k) * cut.period;
         r.steps.push_back(
-            {k, at_ns(x), at_ns(x + cut.period), all[k], static_cast<bool>(cut.counted[k]), std::nullopt});
+            {k - lo, at_ns(x), at_ns(x + cut.period), all[k], static_cast<bool>(cut.counted[k]), std::nullopt});
       }
     }
     // A job of thousands of hosts (a configured /8) is not classified: the matrix would be n² each interval.

@@ -9,8 +9,22 @@
 - two disjoint jobs at once on one bridge (two-jobs: a ring on h0-h2, a parameter server on h3-h5, different
   compute per step): two jobs reported, each job's hosts exactly one of them, each with its own topology and
   a period within 3% of its own logged mean.
-The logged mean is the job's own (rank 0, steps after the first two, as in ../shared/traces)."""
+The logged mean is the job's own (rank 0, steps after the first two, as in ../shared/traces).
+
+Steps that happened (SPEC "Steps"), on every recording and job: the step list holds as many steps as the job's
+step log (data/testbed/*.steps), numbered from 0, and its first and last steps are the log's first and last: each
+starts, and ends, within half a period of the logged one. Half a period: a listed step whose boundaries lie
+nearer to a logged step's than to its neighbours' (a period away) is that step, while a list shifted by one step,
+or started over the idle seconds before the job, misses by a period or more. The listed steps lie on SPEC's fixed
+grid start + kT, cut right after the latest end of any step's traffic, and cannot follow single steps: these
+jobs' steps end up to ~50 ms either side of any such grid (steps of 181-308 ms logged against periods of
+194-294 ms), and a first step's logged start also holds the warm-up compute before its first traffic (step 0 of
+tree-w4 lasts 272 ms against a period of 234). Every boundary that is a previous step's end (the last step's
+start, both steps' ends) is held to half a period; the first step's start, which has no previous step, is held to
+half a period plus what the logged first step lasted beyond one period.
+"""
 import json
+import re
 import subprocess
 import sys
 
@@ -44,6 +58,37 @@ def period_error(period, spec):
                  f"or {whole:.6f} s over all its steps (off by {100 * err:.2f}%)")
 
 
+def logged_steps(name):
+    """The job's own step log: (start_ns, duration_s) of each step."""
+    steps = []
+    for line in open(f"{root}/data/testbed/{name}"):
+        m = re.match(r"step=(\d+) start_ns=(\d+) duration_s=([\d.]+)", line)
+        if m:
+            steps.append((int(m[2]), float(m[3])))
+    return steps
+
+
+def check_steps(name, j, spec):
+    log = logged_steps(spec["steps_file"])
+    listed = j["steps"]
+    period = j["period"]["period_s"]
+    check(len(listed) == len(log), f"{name}: {len(listed)} steps listed, as many as the job logged ({len(log)})")
+    if not listed or period is None:
+        return
+    half = period / 2
+    warmup = max(0.0, log[0][1] - period)
+    for what, edge, got, want, tol in (
+            ("first", "starts", listed[0]["start_ns"], log[0][0], half + warmup),
+            ("first", "ends", listed[0]["end_ns"], log[0][0] + log[0][1] * 1e9, half),
+            ("last", "starts", listed[-1]["start_ns"], log[-1][0], half),
+            ("last", "ends", listed[-1]["end_ns"], log[-1][0] + log[-1][1] * 1e9, half)):
+        off = (got - want) / 1e9
+        check(abs(off) <= tol, f"{name}: {what} step {edge} {1e3 * off:+.1f} ms from the logged one "
+                               f"(within {1e3 * tol:.1f} ms)")
+    check([s["index"] for s in listed] == list(range(len(listed))),
+          f"{name}: steps numbered 0..{len(listed) - 1} from the job's first step")
+
+
 def job_of(training, hosts):
     for j in training["jobs"]:
         if set(hosts) <= set(j["hosts"]):
@@ -51,7 +96,7 @@ def job_of(training, hosts):
     return None
 
 
-for name in ["ddp-ring-w4", "ps-w4-s1", "alltoall-w4", "tree-w4"]:
+for name in ["ddp-ring-w4", "ddp-ring-w4-bottleneck", "ps-w4-s1", "alltoall-w4", "tree-w4"]:
     t, meta = analyse(name)
     spec = meta["jobs"][0]
     ips = [h["ip"] for h in spec["hosts"]]
@@ -61,6 +106,7 @@ for name in ["ddp-ring-w4", "ps-w4-s1", "alltoall-w4", "tree-w4"]:
         continue
     err, what = period_error(j["period"]["period_s"], spec)
     check(err is not None and err <= 0.03, f"{name}: {what}")
+    check_steps(name, j, spec)
     kind = j["topology"]["kind"]
     if spec["pattern"] == "ddp-ring":
         check(kind == "ring", f"{name}: topology ring (got {kind})")
@@ -97,6 +143,7 @@ for spec in meta["jobs"]:
           f"{name}: topology {kinds[spec['pattern']]} (got {j['topology']['kind']})")
     err, what = period_error(j["period"]["period_s"], spec)
     check(err is not None and err <= 0.03, f"{name}: {what}")
+    check_steps(name, j, spec)
 
 print(f"1..{len(checks)}")
 for i, (ok, what) in enumerate(checks, 1):

@@ -182,6 +182,36 @@ TEST(TrainingTest, StepsAreCutBetweenTheStepsTraffic) {
   }
 }
 
+TEST(TrainingTest, OnlyTheStepsThatHappenedAreListed) {
+  // SPEC "Steps": a job's rendezvous (a few kB) 2.5 s before its first step, its model broadcast (half a step's
+  // bytes) 120 ms before it, 20 steps, then the capture runs on 1.5 s with a last few bytes between two of its
+  // hosts. Listed: the 20 steps, numbered from 0, the first holding the first step's traffic and the last the
+  // last's, each exactly one step's — none over the idle seconds, none for the start-up.
+  const auto s = steps(20, 250'000'000, 0.05, 3);
+  std::vector<PacketRecord> v = ringJob(4, s, {{0, 300'000}});
+  burst(&v, s.front() - 2'500'000'000, 1, 2, 3'000);
+  burst(&v, s.front() - 120'000'000, 1, 2, 200'000);
+  burst(&v, s.front() - 120'000'000, 1, 3, 200'000);
+  burst(&v, s.back() + 1'500'000'000, 2, 1, 1'000);
+  TrainingReport r = analyse(v);
+  ASSERT_EQ(r.jobs.size(), 1u);
+  const JobReport& j = r.jobs[0];
+  ASSERT_TRUE(j.period.period_s) << j.period.why;
+  ASSERT_EQ(j.steps.size(), s.size());
+  for (size_t k = 0; k < j.steps.size(); ++k) {
+    const StepSpan& st = j.steps[k];
+    EXPECT_EQ(st.index, k);
+    EXPECT_GT(st.bytes, 0);
+    // Step k holds the traffic of the job's step k: its records from s[k] on (a burst under a millisecond).
+    int64_t last = s[k];
+    for (const PacketRecord& p : v) {
+      if (p.ts_ns >= s[k] && p.ts_ns < s[k] + 50'000'000) last = std::max(last, p.ts_ns);
+    }
+    EXPECT_LE(st.start_ns, s[k]) << "step " << k;
+    EXPECT_GT(st.end_ns, last) << "step " << k;
+  }
+}
+
 TEST(TrainingTest, SeveralUnequalBurstGroupsPerStepGiveTheFundamental) {
   const auto s = steps(30, 200'000'000);
   TrainingReport r = analyse(ringJob(4, s, {{0, 300'000}, {0.08, 100'000}, {0.45, 200'000}}));

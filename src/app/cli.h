@@ -41,6 +41,8 @@ std::unique_ptr<Command> addCompareCommand(CLI::App& top);
 std::unique_ptr<Command> addRunCommand(CLI::App& top, const std::vector<std::string>& eal_args);
 std::unique_ptr<Command> addWhatifCommand(CLI::App& top);
 std::unique_ptr<Command> addHashPasswordCommand(CLI::App& top);
+// Hidden: `burstscope completion bash|zsh` prints a completion script made from top's option table.
+std::unique_ptr<Command> addCompletionCommand(CLI::App& top);
 
 // Set by SIGINT and SIGTERM: the capture or analysis stops and reports what it has.
 extern std::atomic<bool> g_stop;

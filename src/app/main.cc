@@ -43,10 +43,10 @@ int mainImpl(int argc, char** argv) {
                        std::string("burstscope ") + BURSTSCOPE_VERSION + " (revision " + BURSTSCOPE_REVISION + ")");
 
   std::vector<std::string> eal_args;  // after "--": `run`'s
-  // In the order --help lists them.
-  std::unique_ptr<Command> commands[] = {addAnalyzeCommand(app), addReportCommand(app),
-                                         addCompareCommand(app), addRunCommand(app, eal_args),
-                                         addWhatifCommand(app),  addHashPasswordCommand(app)};
+  // In the order --help lists them; the last is hidden from it.
+  std::unique_ptr<Command> commands[] = {
+      addAnalyzeCommand(app), addReportCommand(app),       addCompareCommand(app),   addRunCommand(app, eal_args),
+      addWhatifCommand(app),  addHashPasswordCommand(app), addCompletionCommand(app)};
 
   std::signal(SIGINT, onSignal);
   std::signal(SIGTERM, onSignal);

@@ -73,6 +73,23 @@ else
   notok "bash: sourcing the script registers a completion for burstscope"
   sed 's/^/# /' "$TMP/out"
 fi
+# As installed: bash-completion loads it on the first TAB from share/bash-completion/completions/burstscope
+# in XDG_DATA_DIRS (meson install puts it there under the prefix).
+if [ -f /usr/share/bash-completion/bash_completion ]; then
+  mkdir -p "$TMP/share/bash-completion/completions"
+  cp "$BASH_SCRIPT" "$TMP/share/bash-completion/completions/burstscope"
+  if XDG_DATA_DIRS=$TMP/share BASH_COMPLETION_USER_DIR=$TMP/none bash --norc --noprofile -c \
+    'source /usr/share/bash-completion/bash_completion && __load_completion burstscope && complete -p burstscope' \
+    >"$TMP/out" 2>&1 && grep -q -- '-F _burstscope' "$TMP/out"; then
+    ok "bash-completion loads it from share/bash-completion/completions/burstscope"
+  else
+    notok "bash-completion loads it from share/bash-completion/completions/burstscope"
+    sed 's/^/# /' "$TMP/out"
+  fi
+else
+  n=$((n + 1))
+  echo "ok $n # SKIP bash-completion is not installed: its loader not tested (apt-get install bash-completion)"
+fi
 echo analyze >"$TMP/want.ana"
 bash_complete burstscope ana >"$TMP/got" 2>&1
 same "bash: burstscope ana<TAB> offers analyze" "$TMP/want.ana" "$TMP/got"

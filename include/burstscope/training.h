@@ -88,6 +88,9 @@ struct TrainingFlowBins {
   uint64_t packets = 0;
   uint64_t bytes = 0;
   std::vector<std::pair<int64_t, uint32_t>> bins;  // (bin index = ts / bin_ns, bytes), ascending
+  // Transport payload per bin, beside `bins` (same length; empty: not known): TCP sequence space newly
+  // covered (no headers, no retransmitted bytes), RoCEv2 IB payload. What the model-size estimate rests on.
+  std::vector<uint32_t> payload;
 };
 
 struct TrainingDelta {
@@ -173,7 +176,9 @@ struct JobReport {
   double step_bytes_cv = 0;    // their spread: standard deviation / mean
   double step_bytes_min = 0, step_bytes_max = 0;
   std::vector<RankReport> ranks;
-  std::optional<double> gradient_bytes;  // ring only: mean rank bytes per step × N / (2(N−1)), wire bytes
+  // Ring only: mean rank transport payload per step × N / (2(N−1)) (SPEC "Model size": no headers, no
+  // retransmissions).
+  std::optional<double> gradient_bytes;
   TopologyReport topology;
   // With a period: the steps that happened, from the job's first step of typical volume in the window to its
   // last, those in which it sent (the latest kMaxListedSteps).

@@ -770,7 +770,8 @@ std::string trainingText(const TrainingReport& t, const EngineConfig& c) {
     }
     if (r.gradient_bytes) {
       absl::StrAppend(&out, absl::StrFormat("    gradients    about %s per step (ring all-reduce: each of the %d ranks "
-                                            "sends 2(N-1)/N of them; wire bytes, headers included)\n",
+                                            "sends 2(N-1)/N of them; transport payload, no headers or "
+                                            "retransmissions)\n",
                                             humanBytes(*r.gradient_bytes), r.hosts.size()));
     }
     if (tp.kind == "ring") {

@@ -328,8 +328,9 @@ void trainingFamilies(Families& f, const LabelVec& L, const ExportPortInfo& info
     }
     if (j.gradient_bytes) {
       f.gauge("burstscope_job_gradient_bytes",
-              "ring jobs: gradient bytes per step estimated as rank bytes per step x N / (2(N-1)) (wire bytes)", J,
-              *j.gradient_bytes);
+              "ring jobs: gradient bytes per step estimated as rank payload bytes per step x N / (2(N-1)) (transport "
+              "payload: no headers, no retransmissions)",
+              J, *j.gradient_bytes);
     }
     f.gauge("burstscope_job_top_flows_share_ratio", "share of the job's bytes in its 5 heaviest flows", J,
             j.topology.top_flows_share);

@@ -33,11 +33,13 @@ class TrainingAggregator final : public Aggregator {
       }
       const int64_t bin = floorDiv(r.ts_ns, cfg_.bin_ns);
       if (bin != f->cur_bin) {
-        if (f->cur_bytes > 0) f->bins.emplace_back(f->cur_bin, binBytes(f->cur_bytes));
+        if (f->cur_bytes > 0) f->push();
         f->cur_bin = bin;
         f->cur_bytes = 0;
+        f->cur_payload = 0;
       }
       f->cur_bytes += r.wire_len;
+      f->cur_payload += payloadOf(r, f);
       f->bytes += r.wire_len;
       ++f->packets;
       f->last_ns = r.ts_ns;
@@ -70,10 +72,37 @@ class TrainingAggregator final : public Aggregator {
     uint64_t packets = 0, bytes = 0;  // since the last hand-over
     int64_t cur_bin = std::numeric_limits<int64_t>::min();
     uint64_t cur_bytes = 0;
+    uint64_t cur_payload = 0;
     int64_t last_ns = 0;
+    uint32_t next_seq = 0;  // TCP: the end of the sequence space seen so far
+    bool seq_known = false;
     bool listed = false;  // in active_
     std::vector<std::pair<int64_t, uint32_t>> bins;
+    std::vector<uint32_t> payload;  // beside bins
+    void push() {
+      bins.emplace_back(cur_bin, binBytes(cur_bytes));
+      payload.push_back(binBytes(cur_payload));
+    }
   };
+
+  // A packet's transport payload (SPEC "Model size": no headers, no retransmissions). TCP: the sequence space
+  // it newly covers beyond the highest end seen on its flow, so a retransmitted segment adds nothing and a late
+  // segment filling a hole was counted by the one that jumped past it; a jump of more than 1 GiB (a reused
+  // 5-tuple, a flow first seen mid-way) starts the count afresh. RoCEv2: the IB payload. Else none.
+  static uint32_t payloadOf(const PacketRecord& r, Flow* f) {
+    if (r.l4Kind() == L4Kind::kRoce) return r.len;
+    if (r.l4Kind() != L4Kind::kTcp || r.len == 0) return 0;
+    const uint32_t end = r.seq + r.len;
+    if (!f->seq_known) {
+      f->seq_known = true;
+      f->next_seq = end;
+      return r.len;
+    }
+    const int32_t ahead = static_cast<int32_t>(end - f->next_seq);  // serial arithmetic
+    if (ahead <= 0) return 0;
+    f->next_seq = end;
+    return ahead <= (int32_t{1} << 30) ? static_cast<uint32_t>(ahead) : r.len;
+  }
 
   Flow* find(const FlowKey& key) {
     if (last_ != nullptr && last_->key == key) return last_;
@@ -115,15 +144,18 @@ class TrainingAggregator final : public Aggregator {
     for (uint32_t i : active_) {
       Flow& f = flows_[i];
       if (f.cur_bytes > 0) {
-        f.bins.emplace_back(f.cur_bin, binBytes(f.cur_bytes));
+        f.push();
         f.cur_bytes = 0;
+        f.cur_payload = 0;
       }
       TrainingFlowBins fb;
       fb.key = f.key;
       fb.packets = std::exchange(f.packets, 0);
       fb.bytes = std::exchange(f.bytes, 0);
       fb.bins = std::move(f.bins);
+      fb.payload = std::move(f.payload);
       f.bins = {};
+      f.payload = {};
       f.listed = false;
       d->flows.push_back(std::move(fb));
     }

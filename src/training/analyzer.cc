@@ -286,7 +286,13 @@ bool Cidr::contains(const std::array<uint8_t, 16>& a, uint8_t fam) const {
 struct TrainingAnalyzer::Impl {
   struct FlowHist {
     FlowKey key;
-    std::deque<std::pair<int64_t, uint32_t>> bins;
+    // (bin index, wire bytes, transport payload): 16 bytes, as a pair of the first two would take.
+    struct Bin {
+      int64_t first;
+      uint32_t second;
+      uint32_t payload;
+    };
+    std::deque<Bin> bins;
     uint64_t bytes = 0;  // in the window
     int64_t last_bin = kMin;
   };
@@ -362,9 +368,10 @@ void TrainingAnalyzer::ingest(std::shared_ptr<const TrainingDelta> d) {
     if (fb.bins.empty()) continue;
     Impl::FlowHist& h = m.flows[fb.key];
     h.key = fb.key;
-    for (const auto& [b, bytes] : fb.bins) {
+    for (size_t i = 0; i < fb.bins.size(); ++i) {
+      const auto [b, bytes] = fb.bins[i];
       if (b < m.cutoff_bin) continue;
-      h.bins.emplace_back(b, bytes);
+      h.bins.push_back({b, bytes, i < fb.payload.size() ? fb.payload[i] : 0});
       h.bytes += bytes;
       ++m.bins_held;
       m.first_bin = std::min(m.first_bin, b);
@@ -547,7 +554,7 @@ TrainingReport TrainingAnalyzer::Impl::analyze() {
     std::vector<double> fine(nf, 0.0);
     int64_t last_bin = kMin;
     for (const FlowHist* h : jf) {
-      for (const auto& [b, bytes] : h->bins) fine[static_cast<size_t>((b - ws) / f)] += bytes;
+      for (const FlowHist::Bin& x : h->bins) fine[static_cast<size_t>((x.first - ws) / f)] += x.second;
       last_bin = std::max(last_bin, h->last_bin);
     }
     r.idle_s = last_bin == kMin ? window_s : std::max(0.0, static_cast<double>(now_ns - (last_bin + 1) * bin) / 1e9);
@@ -587,15 +594,17 @@ TrainingReport TrainingAnalyzer::Impl::analyze() {
     training::StepCut cut;
     r.period = readPeriod(fine, fine_ns, cfg, &cut);
     std::vector<std::vector<double>> rank_steps(n, std::vector<double>(cut.count, 0.0));
+    std::vector<double> rank_payload(n, 0.0);  // over the counted steps
     std::vector<double> steps(cut.count, 0.0);
     if (r.period.period_s) {
       for (const FlowHist* h : jf) {
         const size_t src = at[srcOf(h->key)];
-        for (const auto& [b, bytes] : h->bins) {
-          const long k = cut.stepOf(static_cast<size_t>((b - ws) / f));
+        for (const FlowHist::Bin& x : h->bins) {
+          const long k = cut.stepOf(static_cast<size_t>((x.first - ws) / f));
           if (k < 0 || !cut.counted[k]) continue;
-          rank_steps[src][k] += bytes;
-          steps[k] += bytes;
+          rank_steps[src][k] += x.second;
+          rank_payload[src] += x.payload;
+          steps[k] += x.second;
         }
       }
       std::vector<double> counted;
@@ -635,7 +644,7 @@ TrainingReport TrainingAnalyzer::Impl::analyze() {
     tr.roles.resize(n, "host");
     tr.successor.resize(n, -1);
     r.topology = tr.report;
-    double rank_mean = 0;
+    double rank_payload_mean = 0;  // transport payload a rank sends per counted step
     for (size_t i = 0; i < n; ++i) {
       RankReport rk;
       rk.host = r.hosts[i];
@@ -646,12 +655,15 @@ TrainingReport TrainingAnalyzer::Impl::analyze() {
         for (size_t k = 0; k < cut.count; ++k) s += cut.counted[k] ? rank_steps[i][k] : 0;
         rk.sent_bytes_per_step = s / static_cast<double>(r.period.steps);
       }
-      rank_mean += rk.sent_bytes_per_step / static_cast<double>(n);
+      if (r.period.steps > 0) {
+        rank_payload_mean += rank_payload[i] / static_cast<double>(r.period.steps) / static_cast<double>(n);
+      }
       r.ranks.push_back(std::move(rk));
     }
-    // Ring all-reduce: each rank sends 2(N-1)/N of the gradient per step.
-    if (r.topology.kind == "ring" && r.period.steps > 0 && n >= 2) {
-      r.gradient_bytes = rank_mean * static_cast<double>(n) / (2.0 * static_cast<double>(n - 1));
+    // Ring all-reduce: each rank sends 2(N-1)/N of the gradient per step (SPEC "Model size", from transport
+    // payload: no headers, no retransmissions). None when the capture carries no payload figures.
+    if (r.topology.kind == "ring" && r.period.steps > 0 && n >= 2 && rank_payload_mean > 0) {
+      r.gradient_bytes = rank_payload_mean * static_cast<double>(n) / (2.0 * static_cast<double>(n - 1));
     }
     current.insert(r.name);
     memory[r.name] = Remembered{r, last_bin == kMin ? now_ns : (last_bin + 1) * bin};
@@ -796,7 +808,7 @@ TrainingReport TrainingAnalyzer::Impl::analyze() {
     for (const PairAgg* p : order) {
       std::vector<double> fine(nf, 0.0);
       for (const FlowHist* h : p->flows) {
-        for (const auto& [b, bytes] : h->bins) fine[static_cast<size_t>((b - ws) / f)] += bytes;
+        for (const FlowHist::Bin& x : h->bins) fine[static_cast<size_t>((x.first - ws) / f)] += x.second;
       }
       training::StepCut cut;
       rep.pairs.push_back(PairPeriod{hostName(p->s), hostName(p->d), p->bytes, readPeriod(fine, fine_ns, cfg, &cut)});

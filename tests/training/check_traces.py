@@ -22,6 +22,9 @@ jobs' steps end up to ~50 ms either side of any such grid (steps of 181-308 ms l
 tree-w4 lasts 272 ms against a period of 234). Every boundary that is a previous step's end (the last step's
 start, both steps' ends) is held to half a period; the first step's start, which has no previous step, is held to
 half a period plus what the logged first step lasted beyond one period.
+
+Model size (SPEC "Model size"), on every ring job: G from transport payload within 1.5% of the job's parameter
+bytes (4 bytes x the "params" of its metadata).
 """
 import json
 import re
@@ -89,6 +92,15 @@ def check_steps(name, j, spec):
           f"{name}: steps numbered 0..{len(listed) - 1} from the job's first step")
 
 
+def check_model_size(name, j, spec):
+    g = j["gradient_bytes_estimate"]
+    params = 4 * spec["model"]["params"]
+    err = None if g is None else (g - params) / params
+    check(err is not None and abs(err) <= 0.015,
+          f"{name}: model size from payload {g} B within 1.5% of 4 x {spec['model']['params']} params = {params} B"
+          + ("" if err is None else f" (off by {100 * err:+.2f}%)"))
+
+
 def job_of(training, hosts):
     for j in training["jobs"]:
         if set(hosts) <= set(j["hosts"]):
@@ -117,10 +129,7 @@ for name in ["ddp-ring-w4", "ddp-ring-w4-bottleneck", "ps-w4-s1", "alltoall-w4",
             check(by_ip.get(rank_ip[src]) == rank_ip[dst],
                   f"{name}: rank {src} ({rank_ip[src]}) sends to its successor rank {dst} ({rank_ip[dst]}): "
                   f"got {by_ip.get(rank_ip[src])}")
-        g = j["gradient_bytes_estimate"]
-        model = spec["model"]["bytes"]
-        check(g is not None and 0.95 * model <= g <= 1.25 * model,
-              f"{name}: gradient estimate {g} B within -5%/+25% (headers, ACKs) of the model's {model} B")
+        check_model_size(name, j, spec)
     if spec["pattern"] == "ps":
         servers = [r["ip"] for r in spec["ranks"] if r["role"] == "server"]
         check(kind == "parameter-server" and j["topology"]["servers"] == servers,
@@ -144,6 +153,8 @@ for spec in meta["jobs"]:
     err, what = period_error(j["period"]["period_s"], spec)
     check(err is not None and err <= 0.03, f"{name}: {what}")
     check_steps(name, j, spec)
+    if spec["pattern"] == "ddp-ring":
+        check_model_size(name, j, spec)
 
 print(f"1..{len(checks)}")
 for i, (ok, what) in enumerate(checks, 1):

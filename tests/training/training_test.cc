@@ -32,17 +32,27 @@ FlowKey flow(int src, int dst, uint16_t port = 5000) {
 
 std::string ip(int h) { return "10.0.0." + std::to_string(h); }
 
-// A burst of `bytes` from src to dst starting at t, 1514-byte frames at `gbps`, and an ACK (66 B) back per two.
+// A burst of `bytes` from src to dst starting at t, 1514-byte TCP frames (1448 bytes of payload, the flow's
+// sequence numbers running on from its last burst) at `gbps`, and an ACK (66 B, no payload) back per two.
+constexpr uint32_t kPayload = 1448;
 void burst(std::vector<PacketRecord>* v, int64_t t, int src, int dst, uint64_t bytes, double gbps = 4) {
+  static std::map<std::pair<int, int>, uint32_t> next_seq;
   const int64_t gap = static_cast<int64_t>(1514 * 8 / gbps);
   for (uint64_t sent = 0, i = 0; sent < bytes; sent += 1514, ++i) {
     PacketRecord r;
     r.ts_ns = t + static_cast<int64_t>(i) * gap;
     r.wire_len = 1514;
     r.key = flow(src, dst);
+    r.l4 = static_cast<uint8_t>(L4Kind::kTcp);
+    r.op = kTcpAck;
+    r.len = kPayload;
+    r.seq = next_seq[{src, dst}];
+    next_seq[{src, dst}] += kPayload;
     v->push_back(r);
     if (i % 2 == 1) {
       PacketRecord a = r;
+      a.len = 0;
+      a.seq = 0;
       a.ts_ns += 20'000;
       a.wire_len = 66;
       a.key = flow(dst, src, static_cast<uint16_t>(40000 + src));
@@ -148,10 +158,39 @@ TEST(TrainingTest, OneBurstPerStepGivesPeriodRingAndBytesPerStep) {
   }
   EXPECT_NEAR(j.step_bytes_mean, 4 * (199 * 1514 + 99 * 66), 8000);
   EXPECT_LT(j.step_bytes_cv, 0.01);
+  // G from transport payload (SPEC "Model size"): each rank sends 2(N-1)/N of it, 199 frames of 1448 payload
+  // bytes; no headers, no ACKs.
   ASSERT_TRUE(j.gradient_bytes);
-  EXPECT_NEAR(*j.gradient_bytes, (199 * 1514 + 99 * 66) * 4 / 6.0, 2000);
+  EXPECT_NEAR(*j.gradient_bytes, 199.0 * kPayload * 4 / 6.0, 1.0);
   EXPECT_GT(j.period.duty_cycle, 0);
   EXPECT_LT(j.period.duty_cycle, 0.05);
+}
+
+TEST(TrainingTest, ModelSizeCountsPayloadNotHeadersNorRetransmissions) {
+  // A ring job whose every tenth segment is sent twice (a retransmission: the same sequence range again) and
+  // whose TCP segments carry 1448 bytes in 1514-byte frames: G is the payload, 199 segments' worth × N/2(N-1),
+  // however many wire bytes the headers and the resent segments add.
+  const auto s = steps(30, 250'000'000);
+  std::vector<PacketRecord> v = ringJob(4, s, {{0, 300'000}});
+  const size_t original = v.size();
+  uint64_t resent = 0;
+  for (size_t i = 0; i < original; ++i) {
+    if (v[i].len > 0 && i % 10 == 0) {
+      PacketRecord again = v[i];
+      again.ts_ns += 1'000;
+      v.push_back(again);
+      resent += again.wire_len;
+    }
+  }
+  ASSERT_GT(resent, 0u);
+  TrainingReport r = analyse(v);
+  ASSERT_EQ(r.jobs.size(), 1u);
+  const JobReport& j = r.jobs[0];
+  ASSERT_EQ(j.topology.kind, "ring");
+  ASSERT_TRUE(j.gradient_bytes);
+  EXPECT_NEAR(*j.gradient_bytes, 199.0 * kPayload * 4 / 6.0, 1.0);
+  // The wire bytes per step did grow by the resent segments (so the payload is what kept G put).
+  EXPECT_GT(j.step_bytes_mean, 4 * (199 * 1514 + 99 * 66) + 0.5 * static_cast<double>(resent) / 30);
 }
 
 TEST(TrainingTest, StepsAreCutBetweenTheStepsTraffic) {

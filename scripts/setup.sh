@@ -33,6 +33,8 @@ PKGS=(
   prometheus prometheus-alertmanager
   # the man page, made from the CLI's own help at build time (meson.build); systemd-analyze checks the installed units
   help2man systemd
+  # the shell completions' test runs them in real shells, bash's as bash-completion loads it (tests/cli)
+  bash-completion zsh
   # the ship suite: the Debian package (debhelper, lintian), a fresh Debian root for it (mmdebstrap), the image (podman)
   debhelper dpkg-dev fakeroot lintian mmdebstrap podman
 )

@@ -25,12 +25,16 @@ expected=(
   "$P/share/burstscope/deploy/kubernetes/burstscope-dpdk.yaml"
   "$P/share/doc/burstscope/examples/burstscope.yaml" "$P/share/doc/burstscope/examples/burstscope-afxdp.yaml"
   "$P/share/doc/burstscope/examples/web-config.yml"
-  "$P/share/doc/burstscope/README.md" "$P/share/doc/burstscope/operations.md" "$P/share/doc/burstscope/runbook.md"
+  "$P/share/doc/burstscope/README.md" "$P/share/doc/burstscope/index.md" "$P/share/doc/burstscope/operations.md" "$P/share/doc/burstscope/runbook.md"
 )
 for d in "$ROOT"/dashboards/*.json; do expected+=("$P/share/burstscope/dashboards/$(basename "$d")"); done
+expected+=("$P/share/bash-completion/completions/burstscope")
+if [ "$PREFIX" = /usr ]; then expected+=("$P/share/zsh/vendor-completions/_burstscope"); else expected+=("$P/share/zsh/site-functions/_burstscope"); fi
 for f in "${expected[@]}"; do
   check "installed: ${f#"$DEST"}" test -s "$f"
 done
+check "the installed README.md is the front page and index.md the docs index (one does not overwrite the other)" \
+  sh -c "cmp -s '$ROOT/README.md' '$P/share/doc/burstscope/README.md' && cmp -s '$ROOT/docs/README.md' '$P/share/doc/burstscope/index.md'"
 check "nothing of the build's own tools or tests is installed (only the binary in bin)" \
   test "$(find "$P/bin" -type f | wc -l)" = 1
 

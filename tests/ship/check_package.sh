@@ -35,7 +35,8 @@ check "lintian: no error or warning (docs/install.md explains the info tags left
 dpkg -c "$deb" | awk '{print $6}' >"$TMP/contents"
 for f in ./usr/bin/burstscope ./lib/systemd/system/burstscope.service ./lib/systemd/system/burstscope-afxdp.service \
   ./usr/share/man/man1/burstscope.1.gz ./usr/share/burstscope/traces/ddp-gloo-w3-3steps.pcap \
-  ./usr/share/burstscope/alerts/burstscope.rules.yml ./usr/share/doc/burstscope/examples/burstscope.yaml; do
+  ./usr/share/burstscope/alerts/burstscope.rules.yml ./usr/share/doc/burstscope/examples/burstscope.yaml \
+  ./usr/share/bash-completion/completions/burstscope ./usr/share/zsh/vendor-completions/_burstscope; do
   check "the package holds $f" grep -qx "$f" "$TMP/contents"
 done
 check "its dependencies come from the binary's libraries (shlibs) and DPDK's run-time drivers" sh -c \

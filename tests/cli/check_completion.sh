@@ -37,8 +37,10 @@ else
 fi
 
 for shell in bash zsh; do
-  "$BS" completion "$shell" >"$TMP/printed.$shell" 2>"$TMP/err" && [ -s "$TMP/printed.$shell" ] ||
-    { notok "burstscope completion $shell prints a script"; sed 's/^/# /' "$TMP/err"; }
+  if ! "$BS" completion "$shell" >"$TMP/printed.$shell" 2>"$TMP/err" || [ ! -s "$TMP/printed.$shell" ]; then
+    notok "burstscope completion $shell prints a script"
+    sed 's/^/# /' "$TMP/err"
+  fi
 done
 BASH_SCRIPT=${3:-$TMP/printed.bash}
 ZSH_SCRIPT=${4:-$TMP/printed.zsh}
@@ -118,7 +120,12 @@ else
   mkdir -p "$TMP/zfunc"
   cp "$ZSH_SCRIPT" "$TMP/zfunc/_burstscope"
   zsh_complete() { zsh -f "$ROOT/tests/cli/zsh_complete.zsh" "$TMP/zfunc" "$1" "$TMP/got" 2>"$TMP/zerr" || cat "$TMP/zerr"; }
-  zsh -n "$ZSH_SCRIPT" 2>"$TMP/zerr" && ok "zsh: the script parses (zsh -n)" || { notok "zsh: the script parses"; sed 's/^/# /' "$TMP/zerr"; }
+  if zsh -n "$ZSH_SCRIPT" 2>"$TMP/zerr"; then
+    ok "zsh: the script parses (zsh -n)"
+  else
+    notok "zsh: the script parses"
+    sed 's/^/# /' "$TMP/zerr"
+  fi
   zsh_complete "burstscope ana"
   same "zsh: burstscope ana<TAB> offers analyze" "$TMP/want.ana" "$TMP/got"
   zsh_complete "burstscope analyze --sc"

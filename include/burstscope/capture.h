@@ -26,10 +26,25 @@
 
 namespace burstscope {
 
+// One 100 µs bin of a live queue's frames, counted by its producer before the ring can drop them (SPEC
+// "Overload"): the port's complete series, whatever the analysis loses. A bin can come in several parts (a tick
+// hands over the open bin; frames of the same bin after it come in a later part): the worker adds them up.
+struct QueueBin {
+  int64_t start_ns = 0;     // a multiple of kQueueBinNs
+  uint32_t packets = 0;     // frames of the bin (their timestamps in [start_ns, start_ns + kQueueBinNs))
+  uint32_t lost = 0;        // of those, dropped after this count (record ring full)
+  uint64_t bytes = 0;       // their wire bytes (of the measured frame: the inner one of a mirror encapsulation)
+  uint64_t lost_bytes = 0;  // the dropped ones' wire bytes
+  // Bins the side channel dropped before this one, since the start (a jump says the series has a hole).
+  uint64_t channel_drops = 0;
+};
+inline constexpr int64_t kQueueBinNs = 100'000;
+
 // Written only by the queue's producer thread (relaxed stores), read by anyone.
 struct alignas(kCacheLine) QueueCounters {
   std::atomic<uint64_t> received{0};    // frames taken from the queue (ticks are not frames)
   std::atomic<uint64_t> ring_drops{0};  // of those, dropped because the record ring was full
+  std::atomic<uint64_t> bin_drops{0};   // 100 µs bins the full side channel dropped (a live queue's series)
   // The queue's decoder counts, copied by the producer now and then (every 64 batches, at each tick, at
   // stop), so that the exporter can read them while capture runs without touching the decoder.
   alignas(kCacheLine) std::array<std::atomic<uint64_t>, kDecodeErrorCount> decode_errors{};
@@ -96,6 +111,8 @@ struct CapturePort {
   double link_bps = 0;                         // capacity of the mirrored link; 0: the configured default
   std::vector<SpscRing<PacketRecord>*> rings;  // one per queue
   std::vector<const QueueCounters*> counters;  // one per queue
+  // One per queue: its 100 µs bins, counted before its ring (QueueBin); none (nullptr) for a lossless queue.
+  std::vector<SpscRing<QueueBin>*> bins;
   // One queue in file order that loses nothing (a capture file): merged by push, with clock-step handling.
   bool ordered_lossless = false;
 };
@@ -160,6 +177,17 @@ class QueueProducer {
     }
     decoder_.decode(data, wire_len, r, link);
     r->ts_ns = ts_ns;
+    if (!lossless_) {
+      // The 100 µs bin, before anything can be lost after it (SPEC "Overload"): the measured frame's bytes.
+      if (ts_ns >= bin_end_ || ts_ns < bin_.start_ns) [[unlikely]]
+        rollBin(ts_ns);
+      ++bin_.packets;
+      bin_.bytes += r->wire_len;
+      if (r == &scratch_) [[unlikely]] {
+        ++bin_.lost;
+        bin_.lost_bytes += r->wire_len;
+      }
+    }
     return *r;
   }
   // Frames added since the last flush, and the first and last of their timestamps.
@@ -174,7 +202,14 @@ class QueueProducer {
   void tick(int64_t watermark_ns);
 
   static constexpr size_t kMaxBatch = 1024;
+  // Bins the side channel holds: 0.8 s of a busy queue's bins (the worker drains it at every poll).
+  static constexpr size_t kBinChannel = 8192;
   SpscRing<PacketRecord>& ring() { return ring_; }
+  // The 100 µs bins' side channel (a live queue's only; a lossless one counts none).
+  SpscRing<QueueBin>* bins() { return lossless_ ? nullptr : &bins_; }
+  SpscRing<QueueBin>& binChannel() { return bins_; }  // the same, for a live queue (a lossless one's stays empty)
+  // A frame earlier than the open bin (a queue's clock stepping back): counted into the open bin, and here.
+  uint64_t binsOutOfOrder() const { return bins_out_of_order_; }
   const QueueCounters& counters() const { return counters_; }
   const DecodeStats& decodeStats() const { return decoder_.stats(); }
   uint64_t received() const { return received_; }
@@ -193,6 +228,14 @@ class QueueProducer {
   size_t room_ = 0;                              // lossy: free ring slots from the producer's index, as last read
   int64_t first_ts_ = 0, last_ts_ = 0;
   uint64_t received_ = 0, ring_drops_ = 0, batches_ = 0;
+  // Hands the open bin (if it holds frames) to the side channel, or drops and counts it when that is full.
+  void pushBin();
+  // A frame outside the open bin: hand it over and open the frame's own.
+  void rollBin(int64_t ts_ns);
+  SpscRing<QueueBin> bins_;
+  QueueBin bin_;
+  int64_t bin_end_ = INT64_MIN;  // the open bin's end; INT64_MIN: none open yet
+  uint64_t bin_drops_ = 0, bins_out_of_order_ = 0;
 };
 
 // A backend's setFrameTap over its queues (each with `port_index` and a QueueProducer `producer`, in port and

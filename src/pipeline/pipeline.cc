@@ -14,6 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "burstscope/status.h"
+#include "src/pipeline/port_bins.h"
 #include "src/pipeline/step_evidence.h"
 
 namespace burstscope {
@@ -169,6 +170,12 @@ class PortWorker {
         mailbox_(mailbox) {
     for (size_t w = 1; w < workers; ++w) parts_.push_back(std::make_unique<PartWorker>(partConfig(ec, workers, w)));
     pending_parts_.resize(parts_.size());
+    // The complete 100 µs series of a live port's queues (SPEC "Overload"), for its report intervals.
+    const bool binned = port.bins.size() == port.rings.size() &&
+                        std::any_of(port.bins.begin(), port.bins.end(), [](const auto* b) { return b != nullptr; });
+    if (binned && engine_config_.report_interval_ns > 0) {
+      bins_ = std::make_unique<internal::PortBins>(engine_config_, port.rings.size());
+    }
     // Which engine runs what (docs/workers.md): evidence beside the tables (it names their heaviest pairs and
     // flows), training on the last part, and the mirror checks, which depend on nothing else, where they even
     // the load out (measured per part: bench/workers_bench): with the streams when two workers share the
@@ -197,6 +204,13 @@ class PortWorker {
       s.ledger = ledgerNow(port_, measured_);
       s.reordered = reorder_.reordered();
       s.clamped = reorder_.clamped();
+      if (bins_) {
+        s.bounds = bins_->close(r);
+        if (s.bounds->degraded()) {
+          ++degraded_intervals_;
+          if (degraded_.size() < PortResult::kMaxDegradedKept) degraded_.emplace_back(r.start_ns, r.end_ns, *s.bounds);
+        }
+      }
       joinMain(std::move(s));
     });
     for (size_t w = 0; w < parts_.size(); ++w) {
@@ -288,7 +302,11 @@ class PortWorker {
     for (const QueueCounters* c : port_.counters) {
       r.queue_received.push_back(c->received.load());
       r.queue_ring_drops.push_back(c->ring_drops.load());
+      r.bin_channel_drops += c->bin_drops.load();
     }
+    r.degraded_intervals = degraded_intervals_;
+    r.degraded = degraded_;
+    if (bins_) r.bins_late = bins_->late();
     return r;
   }
 
@@ -310,6 +328,12 @@ class PortWorker {
     for (size_t q = 0; q < port_.rings.size(); ++q) {
       const size_t n = port_.rings[q]->dequeue(batch);
       taken += n;
+      // The queue's bins after its records: every bin its producer closed before them is visible now.
+      if (bins_ && port_.bins[q] != nullptr) {
+        for (size_t m; (m = port_.bins[q]->dequeue(bin_batch_)) > 0;) {
+          for (size_t i = 0; i < m; ++i) bins_->add(q, bin_batch_[i]);
+        }
+      }
       for (size_t i = 0; i < n; ++i) {
         const PacketRecord& r = batch[i];
         if (port_.ordered_lossless) {
@@ -411,6 +435,10 @@ class PortWorker {
   std::deque<PortSnapshot> pending_main_;
   std::vector<std::deque<IntervalReport>> pending_parts_;
   uint64_t analysed_ = 0;
+  std::unique_ptr<internal::PortBins> bins_;  // live ports with report intervals only
+  std::array<QueueBin, 256> bin_batch_;
+  uint64_t degraded_intervals_ = 0;
+  std::vector<std::tuple<int64_t, int64_t, IntervalBounds>> degraded_;
   uint64_t measured_ = 0;  // records in the intervals closed so far
   uint64_t intervals_ = 0;
   uint64_t intervals_sent_ = 0;

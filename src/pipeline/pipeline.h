@@ -13,8 +13,10 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -61,6 +63,29 @@ struct Ledger {
   bool balanced() const { return received == analysed + ring_drops; }
 };
 
+// SPEC "Overload": what the port's complete 100 µs series (counted by each live queue's producer before its ring)
+// says about one report interval. The totals are exact whenever the series is. A figure whose windows reach
+// frames lost after the bins (a full ring) is *bounded*: E(τ) when a loss lies within τ before or in the
+// interval, PtM(τ) also when a loss lies in its baseline, the virtual backlog at rate r when a loss came since
+// the queue last drained; with k = τ/100 µs,
+// max B_k <= E(τ) <= max B_(k+1), and the backlog within 2·r·100 µs (docs/reliability.md). An interval with a
+// bounded figure is degraded.
+struct IntervalBounds {
+  uint64_t packets = 0, bytes = 0;    // every frame the port's queues took in the interval
+  uint64_t lost = 0, lost_bytes = 0;  // of those, dropped after the bins (record ring full)
+  bool complete = true;               // no bin of the interval or its windows was lost on the side channel
+  // Only for a degraded interval (else empty), per scale and per rate: whether the figure is bounded, and its
+  // [lower, upper] (an exact figure: lower == upper == the analysed one). PtM against the baseline of every
+  // frame, from the series. A lower bound takes the analysed figure where larger (a subset never exceeds the
+  // whole). Without a complete series a bounded figure has no upper bound (upper 0: unknown).
+  std::vector<bool> envelope_bounded, ptm_bounded, backlog_bounded;
+  std::vector<std::pair<uint64_t, uint64_t>> envelope_bytes;
+  std::vector<std::pair<std::optional<double>, std::optional<double>>> ptm;
+  std::vector<std::pair<double, double>> backlog_bytes;
+  double baseline_bps = 0;  // of every frame, from the series (degraded intervals only)
+  bool degraded() const { return !envelope_bounded.empty(); }
+};
+
 // What a port publishes at the close of each report interval, so that an exporter serves figures that change
 // only once per interval. The interval and the ledger are taken by the worker at the close; the device and
 // decoder counts by the control thread just after it.
@@ -70,6 +95,8 @@ struct PortSnapshot {
   Ledger ledger;           // received, analysed and ring drops when the interval closed
   uint64_t reordered = 0;
   uint64_t clamped = 0;
+  // From the queues' 100 µs bins; none for a source without them (a file: lossless).
+  std::optional<IntervalBounds> bounds;
   DeviceStats device;  // read by the control thread just after the close, never by the worker
   DecodeStats decode;
   TimestampInfo timestamps;
@@ -93,6 +120,13 @@ struct PortResult {
   std::vector<uint64_t> queue_received;  // per queue, as its producer counted
   std::vector<uint64_t> queue_ring_drops;
   uint64_t intervals = 0;
+  // SPEC "Overload", live queues only: intervals that lost frames after the bins, and their bounds (the first
+  // kMaxDegradedKept of them; degraded_intervals counts all).
+  uint64_t degraded_intervals = 0;
+  std::vector<std::tuple<int64_t, int64_t, IntervalBounds>> degraded;  // start, end, bounds
+  static constexpr size_t kMaxDegradedKept = 10000;
+  uint64_t bins_late = 0;          // bin parts that came after their interval closed (not in its series)
+  uint64_t bin_channel_drops = 0;  // bins the full side channels dropped
   std::shared_ptr<const TrainingReport> training;  // the last analysis (offline: of the whole file)
 };
 

@@ -262,6 +262,7 @@ absl::Status AfXdpBackend::openSocket(Port& port, size_t index, uint32_t queue) 
   s->producer = std::make_unique<QueueProducer>(cfg_.decoder, cfg_.ring_capacity);
   capture_ports_[index].rings.push_back(&s->producer->ring());
   capture_ports_[index].counters.push_back(&s->producer->counters());
+  capture_ports_[index].bins.push_back(s->producer->bins());
   sockets_.push_back(std::move(s));
   return absl::OkStatus();
 }

@@ -40,7 +40,25 @@ absl::Status CaptureSource::setFrameTap(size_t /*port*/, size_t /*queue*/, Frame
 }
 
 QueueProducer::QueueProducer(const DecoderConfig& decoder, size_t ring_capacity, bool lossless)
-    : decoder_(decoder), ring_(ring_capacity), lossless_(lossless) {}
+    : decoder_(decoder), ring_(ring_capacity), lossless_(lossless), bins_(lossless ? 2 : kBinChannel) {}
+
+void QueueProducer::pushBin() {
+  if (bin_.packets == 0) return;
+  bin_.channel_drops = bin_drops_;
+  if (bins_.enqueue({&bin_, 1}) == 0) {
+    ++bin_drops_;
+    counters_.bin_drops.store(bin_drops_, std::memory_order_relaxed);
+  }
+  bin_.packets = bin_.lost = 0;
+  bin_.bytes = bin_.lost_bytes = 0;
+}
+
+void QueueProducer::rollBin(int64_t ts_ns) {
+  if (ts_ns < bin_.start_ns && bin_end_ != INT64_MIN) ++bins_out_of_order_;
+  pushBin();
+  bin_.start_ns = ts_ns - ts_ns % kQueueBinNs;  // capture timestamps are positive
+  bin_end_ = bin_.start_ns + kQueueBinNs;
+}
 
 size_t QueueProducer::flush(const std::atomic<bool>* stop) {
   const size_t added = n_ + dropped_;
@@ -72,6 +90,9 @@ size_t QueueProducer::flush(const std::atomic<bool>* stop) {
 }
 
 void QueueProducer::tick(int64_t watermark_ns) {
+  // The open bin's frames so far go to the worker before the watermark that lets it close their interval (later
+  // frames of the same bin follow in another part); the ring's release of the tick publishes the bin with it.
+  if (!lossless_) pushBin();
   flush();  // a watermark must never overtake the records it promises are older
   counters_.publishDecode(decoder_.stats());
   if (watermark_ns == INT64_MIN) return;

@@ -294,6 +294,7 @@ absl::Status DpdkBackend::initPort(const DpdkPortConfig& pc, size_t index) {
     rq->producer = std::make_unique<QueueProducer>(cfg_.decoder, cfg_.ring_capacity);
     lp.rings.push_back(&rq->producer->ring());
     lp.counters.push_back(&rq->producer->counters());
+    lp.bins.push_back(rq->producer->bins());
     queues_.push_back(std::move(rq));
   }
   for (uint16_t q = 0; q < tx_queues; ++q) {

@@ -357,6 +357,7 @@ class PcapCapture final : public CaptureSource, private FrameSink {
     port_.name = "pcap";
     port_.rings.push_back(&producer_.ring());
     port_.counters.push_back(&producer_.counters());
+    port_.bins.push_back(producer_.bins());
     port_.ordered_lossless = true;
     ports_.push_back(port_);
   }

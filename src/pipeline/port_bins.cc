@@ -1,0 +1,212 @@
+#include "src/pipeline/port_bins.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+
+namespace burstscope::internal {
+
+namespace {
+constexpr int64_t kB = kQueueBinNs;
+// Slack ahead of the interval being closed: a queue's bins run ahead of the worker's close by the reorder
+// horizon, the ring's backlog and a poll; 3 s is far beyond any of them.
+constexpr int64_t kAheadBins = 3'000'000'000 / kB;
+}  // namespace
+
+PortBins::PortBins(const EngineConfig& c, size_t queues)
+    : cfg_(c),
+      channel_drops_(queues, 0),
+      last_part_(queues, INT64_MIN),
+      backlog_(c.rates_bps.size(), 0.0),
+      tainted_(c.rates_bps.size(), false) {
+  const int64_t tau_max = c.scales_ns.empty() ? kB : c.scales_ns.back();
+  history_bins_ = (tau_max + kB - 1) / kB + 1;
+  const int64_t interval_bins = std::max<int64_t>(1, c.report_interval_ns / kB);
+  const auto n = static_cast<size_t>(history_bins_ + 2 * interval_bins + kAheadBins);
+  slots_.resize(std::bit_ceil(n));
+  mask_ = slots_.size() - 1;
+}
+
+void PortBins::forgetBelow(int64_t index) {
+  if (index <= floor_) return;
+  if (index - floor_ >= static_cast<int64_t>(slots_.size())) {
+    std::fill(slots_.begin(), slots_.end(), Bin{});
+  } else {
+    for (int64_t i = floor_; i < index; ++i) at(i) = Bin{};
+  }
+  floor_ = index;
+}
+
+void PortBins::add(size_t q, const QueueBin& b) {
+  const int64_t i = b.start_ns / kB;
+  if (b.channel_drops != channel_drops_[q]) {
+    // The side channel dropped parts of this queue between its last part that came and this one.
+    holes_.emplace_back(last_part_[q] == INT64_MIN ? std::max(floor_, closed_) : last_part_[q], i);
+    channel_drops_[q] = b.channel_drops;
+  }
+  last_part_[q] = i;
+  if (floor_ == INT64_MIN) {
+    floor_ = i - history_bins_;
+    backlog_next_ = floor_;
+  }
+  const auto size = static_cast<int64_t>(slots_.size());
+  if (i >= floor_ + size) {
+    // Beyond the slots: after a silence longer than the longest window nothing held is needed any more, and the
+    // slots move on; otherwise (a queue's clock far ahead of the others) the part is counted and left out.
+    if (newest_ < closed_ && i - history_bins_ > newest_) {
+      forgetBelow(i - history_bins_);
+    } else {
+      ++late_;
+      holes_.emplace_back(i, i);
+      return;
+    }
+  }
+  if (i < closed_ || i < floor_) {
+    ++late_;
+    return;
+  }
+  Bin& s = at(i);
+  s.bytes += b.bytes;
+  s.packets += b.packets;
+  s.lost_bytes += b.lost_bytes;
+  s.lost += b.lost;
+  newest_ = std::max(newest_, i);
+}
+
+IntervalBounds PortBins::close(const IntervalReport& r) {
+  IntervalBounds out;
+  const int64_t first = r.start_ns / kB, end = r.end_ns / kB;
+  if (floor_ == INT64_MIN) {  // no bin yet
+    closed_ = std::max(closed_, end);
+    return out;
+  }
+  forgetBelow(first - history_bins_);  // bins below belong to closed (or skipped) intervals' windows
+  for (int64_t i = std::max(first, floor_); i < end; ++i) {
+    const Bin& s = at(i);
+    out.packets += s.packets;
+    out.bytes += s.bytes;
+    out.lost += s.lost;
+    out.lost_bytes += s.lost_bytes;
+  }
+  for (const auto& [a, z] : holes_) {
+    if (z >= first - history_bins_ && a < end) out.complete = false;
+  }
+  std::erase_if(holes_, [&](const auto& h) { return h.second < end - history_bins_; });
+
+  // Which scales' windows reach a lost frame: a window ending in the interval holds frames after start - τ.
+  const size_t scales = cfg_.scales_ns.size(), rates = cfg_.rates_bps.size();
+  std::vector<bool> scale_bounded(scales, false);
+  int64_t last_loss = INT64_MIN;  // the latest bin with a loss before `end`, within the longest window
+  for (int64_t i = std::max(first - history_bins_, floor_); i < end; ++i) {
+    if (at(i).lost > 0) last_loss = i;
+  }
+  for (size_t s = 0; s < scales; ++s) {
+    scale_bounded[s] = last_loss >= first - (cfg_.scales_ns[s] + kB - 1) / kB;
+  }
+
+  // The virtual backlog per rate, bin after bin: max(0, q + B_i - r·100 µs). A loss taints the analysed backlog
+  // until the queue of every frame has drained: q = 0 after a bin and the next bin empty (then nothing can be
+  // queued at that bin's end). Bins below the slots were empty.
+  std::vector<double> max_q(rates, 0.0);
+  std::vector<bool> rate_bounded(rates, false);
+  if (backlog_next_ < floor_) {
+    const int64_t skipped = floor_ - backlog_next_;
+    for (size_t j = 0; j < rates; ++j) {
+      const double per_bin = cfg_.rates_bps[j] * kB / 8e9;
+      const auto to_drain = static_cast<int64_t>(std::ceil(backlog_[j] / per_bin));
+      backlog_[j] = std::max(0.0, backlog_[j] - static_cast<double>(skipped) * per_bin);
+      if (skipped > to_drain) tainted_[j] = false;
+    }
+    backlog_next_ = floor_;
+  }
+  for (; backlog_next_ < end; ++backlog_next_) {
+    const Bin& bin = at(backlog_next_);
+    const auto bytes = static_cast<double>(bin.bytes);
+    for (size_t j = 0; j < rates; ++j) {
+      if (backlog_next_ == first && tainted_[j]) rate_bounded[j] = true;  // carried into the interval
+      if (tainted_[j] && backlog_[j] == 0 && bin.bytes == 0) tainted_[j] = false;
+      if (bin.lost > 0) tainted_[j] = true;
+      backlog_[j] = std::max(0.0, backlog_[j] + bytes - cfg_.rates_bps[j] * kB / 8e9);
+      if (backlog_next_ >= first) {
+        max_q[j] = std::max(max_q[j], backlog_[j]);
+        if (tainted_[j]) rate_bounded[j] = true;
+      }
+    }
+  }
+
+  // The baseline of every frame, as the engine keeps it over the analysed ones.
+  if (r.skipped_intervals > 0) interval_bytes_.clear();
+  interval_bytes_.emplace_back(out.bytes, out.lost > 0);
+  const int64_t interval = std::max<int64_t>(1, cfg_.report_interval_ns);
+  while (static_cast<int64_t>(interval_bytes_.size()) * interval > cfg_.baseline_ns) interval_bytes_.pop_front();
+  bool baseline_lost = false;
+  uint64_t baseline_bytes = 0;
+  for (const auto& [bytes, lost] : interval_bytes_) {
+    baseline_bytes += bytes;
+    baseline_lost = baseline_lost || lost;
+  }
+
+  const bool any = baseline_lost ||
+                   std::find(scale_bounded.begin(), scale_bounded.end(), true) != scale_bounded.end() ||
+                   std::find(rate_bounded.begin(), rate_bounded.end(), true) != rate_bounded.end();
+  if (any) {
+    out.baseline_bps =
+        r.baseline_ns > 0 ? static_cast<double>(baseline_bytes) * 8e9 / static_cast<double>(r.baseline_ns) : 0.0;
+    out.envelope_bounded = scale_bounded;
+    for (size_t s = 0; s < scales; ++s) out.ptm_bounded.push_back(scale_bounded[s] || baseline_lost);
+    bound(r, first, end, &out);
+    out.backlog_bounded = rate_bounded;
+    for (size_t j = 0; j < rates; ++j) {
+      const double analysed = j < r.port.backlog_bytes.size() ? r.port.backlog_bytes[j] : 0.0;
+      if (!rate_bounded[j]) {
+        out.backlog_bytes.emplace_back(analysed, analysed);
+      } else {
+        out.backlog_bytes.emplace_back(std::max(max_q[j], analysed),
+                                       out.complete ? max_q[j] + 2 * cfg_.rates_bps[j] * kB / 8e9 : 0.0);
+      }
+    }
+  }
+  closed_ = std::max(closed_, end);
+  return out;
+}
+
+// E(τ) over the interval's windows, as bounds from the series: a window of length τ holds floor(τ/b) whole
+// aligned bins somewhere (so the largest such sum is reached) and touches at most ceil(τ/b) + 1 bins.
+void PortBins::bound(const IntervalReport& r, int64_t first, int64_t end, IntervalBounds* out) {
+  const int64_t lo = first - history_bins_;
+  std::vector<uint64_t> prefix(static_cast<size_t>(end - lo) + 1, 0);
+  for (int64_t i = lo; i < end; ++i) {
+    prefix[static_cast<size_t>(i - lo) + 1] = prefix[static_cast<size_t>(i - lo)] + bytesAt(i);
+  }
+  // The bytes of bins (i - n, i], i.e. the n bins ending with bin i.
+  auto last = [&](int64_t i, int64_t n) {
+    return prefix[static_cast<size_t>(i - lo) + 1] - prefix[static_cast<size_t>(std::max(lo, i - n + 1) - lo)];
+  };
+  for (size_t s = 0; s < cfg_.scales_ns.size(); ++s) {
+    const int64_t tau = cfg_.scales_ns[s];
+    const uint64_t analysed = s < r.port.envelope_bytes.size() ? r.port.envelope_bytes[s] : 0;
+    uint64_t lower = analysed, upper = analysed;
+    if (out->envelope_bounded[s]) {
+      const int64_t k = tau / kB, u = (tau + kB - 1) / kB + 1;
+      upper = 0;
+      for (int64_t i = first; i < end; ++i) {
+        if (k > 0) lower = std::max(lower, last(i, k));
+        upper = std::max(upper, last(i, u));
+      }
+      // The analysed frames' own E(τ) (the start of `lower`) never exceeds the truth: a subset's windows hold
+      // less, and an inexact scale's figure is a sum of aligned base bins, below its own truth.
+      if (!out->complete) upper = 0;  // unknown
+    }
+    out->envelope_bytes.emplace_back(lower, upper);
+    const bool defined = tau <= r.baseline_ns && out->baseline_bps > 0;
+    if (!out->ptm_bounded[s]) {
+      const std::optional<double> p = s < r.port.ptm.size() ? r.port.ptm[s] : std::nullopt;
+      out->ptm.emplace_back(p, p);
+    } else {
+      out->ptm.emplace_back(defined ? peakToMean(lower, tau, out->baseline_bps) : std::nullopt,
+                            defined && upper > 0 ? peakToMean(upper, tau, out->baseline_bps) : std::nullopt);
+    }
+  }
+}
+
+}  // namespace burstscope::internal

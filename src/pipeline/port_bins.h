@@ -1,0 +1,63 @@
+// A port's complete 100 µs series on its worker (SPEC "Overload"): the bins every live queue's producer counted
+// before its ring could drop a frame, added up across queues, and at each interval close the interval's exact
+// totals and, when frames were lost after the bins, its figures as bounds (IntervalBounds in pipeline.h).
+//
+// Why by hand: the series is a ring of fixed slots indexed by bin number (no allocation after start, the worker's
+// packet path), and the bounds are prefix sums and a Lindley recursion over it; no library does this shape.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <utility>
+#include <vector>
+
+#include "burstscope/capture.h"
+#include "burstscope/window.h"
+#include "src/pipeline/pipeline.h"
+
+namespace burstscope::internal {
+
+class PortBins {
+ public:
+  // `c`: the port's engine configuration (scales, rates, report interval, baseline); `queues`: the port's.
+  PortBins(const EngineConfig& c, size_t queues);
+
+  // A bin part from queue `q`, in that queue's order (the worker drains the queue's side channel right after
+  // its record ring, so every part of an interval is here before the interval closes).
+  void add(size_t q, const QueueBin& b);
+  // The interval [r.start_ns, r.end_ns) closes: its totals, and bounds when it lost frames after the bins.
+  IntervalBounds close(const IntervalReport& r);
+
+  uint64_t late() const { return late_; }  // parts for an interval already closed (or beyond the slots)
+
+ private:
+  struct Bin {
+    uint64_t bytes = 0, lost_bytes = 0;
+    uint32_t packets = 0, lost = 0;
+  };
+  Bin& at(int64_t i) { return slots_[static_cast<size_t>(i) & mask_]; }
+  uint64_t bytesAt(int64_t i) const { return i < floor_ ? 0 : slots_[static_cast<size_t>(i) & mask_].bytes; }
+  void forgetBelow(int64_t index);  // slots of bins below `index` are zeroed and reused
+  // E(τ) and PtM(τ) of the bounded scales from the series (complete) or the analysed frames (lower only).
+  void bound(const IntervalReport& r, int64_t first, int64_t end, IntervalBounds* out);
+
+  const EngineConfig& cfg_;
+  std::vector<Bin> slots_;
+  size_t mask_ = 0;
+  int64_t history_bins_ = 0;    // the longest window's bins (ceil(τ_max / 100 µs) + 1): kept before an interval
+  int64_t floor_ = INT64_MIN;   // the lowest bin index the slots hold (INT64_MIN: no bin yet)
+  int64_t closed_ = INT64_MIN;  // bins below this index belong to closed intervals
+  int64_t newest_ = INT64_MIN;  // the highest bin index holding a frame
+  std::vector<uint64_t> channel_drops_;             // per queue, as its last part said
+  std::vector<int64_t> last_part_;                  // per queue, the bin index of its last part
+  std::vector<std::pair<int64_t, int64_t>> holes_;  // [first, last] bin indices a side channel lost parts in
+  // The virtual backlog per rate over the series (bytes), carried from bin to bin; next_ is its next bin.
+  std::vector<double> backlog_;
+  std::vector<bool> tainted_;  // per rate: a frame was lost since the queue (of every frame) last drained
+  int64_t backlog_next_ = INT64_MIN;
+  // Every frame's bytes of the last intervals, for the PtM baseline, and whether each lost frames.
+  std::deque<std::pair<uint64_t, bool>> interval_bytes_;
+  uint64_t late_ = 0;
+};
+
+}  // namespace burstscope::internal

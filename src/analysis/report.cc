@@ -665,6 +665,37 @@ std::string periodText(const PeriodReport& p) {
 
 }  // namespace
 
+Json boundsJson(const IntervalBounds& b, const std::vector<int64_t>& scales_ns, const std::vector<double>& rates_bps) {
+  Json j;
+  j["packets"] = b.packets;
+  j["bytes"] = b.bytes;
+  j["lost_packets"] = b.lost;
+  j["lost_bytes"] = b.lost_bytes;
+  j["complete"] = b.complete;
+  j["degraded"] = b.degraded();
+  if (!b.degraded()) return j;
+  auto pair = [](auto lo, auto hi, bool known) { return Json::array({lo, known ? Json(hi) : Json(nullptr)}); };
+  auto opt = [](const std::optional<double>& v) { return v ? Json(*v) : Json(nullptr); };
+  j["baseline_bps"] = b.baseline_bps;
+  j["scales"] = Json::array();
+  for (size_t i = 0; i < scales_ns.size() && i < b.envelope_bytes.size(); ++i) {
+    j["scales"].push_back({{"tau_ns", scales_ns[i]},
+                           {"bounded", static_cast<bool>(b.envelope_bounded[i])},
+                           {"envelope_bytes", pair(b.envelope_bytes[i].first, b.envelope_bytes[i].second,
+                                                   b.complete || !b.envelope_bounded[i])},
+                           {"ptm_bounded", static_cast<bool>(b.ptm_bounded[i])},
+                           {"ptm", Json::array({opt(b.ptm[i].first), opt(b.ptm[i].second)})}});
+  }
+  j["backlog"] = Json::array();
+  for (size_t k = 0; k < rates_bps.size() && k < b.backlog_bytes.size(); ++k) {
+    j["backlog"].push_back({{"rate_bps", rates_bps[k]},
+                            {"bounded", static_cast<bool>(b.backlog_bounded[k])},
+                            {"max_backlog_bytes", pair(b.backlog_bytes[k].first, b.backlog_bytes[k].second,
+                                                       b.complete || !b.backlog_bounded[k])}});
+  }
+  return j;
+}
+
 Json trainingJson(const TrainingReport& t, const EngineConfig& c) {
   Json j;
   j["window_s"] = static_cast<double>(t.window_ns) / 1e9;
@@ -923,6 +954,23 @@ Json runJson(const RunResult& r, int64_t reorder_horizon_ns) {
     for (size_t q = 0; q < p.queue_received.size(); ++q) {
       j["queues"].push_back({{"received", p.queue_received[q]}, {"ring_drops", p.queue_ring_drops[q]}});
     }
+    // SPEC "Overload" (live queues only): the intervals whose figures are bounds, and why the series may miss.
+    if (!p.queue_received.empty()) {
+      Json o;
+      o["series_packets"] = p.series_packets;
+      o["series_bytes"] = p.series_bytes;
+      o["degraded_intervals"] = p.degraded_intervals;
+      o["bins_late"] = p.bins_late;
+      o["bin_channel_drops"] = p.bin_channel_drops;
+      o["degraded"] = Json::array();
+      for (const auto& [start, end, b] : p.degraded) {
+        Json d = boundsJson(b, p.engine_config.scales_ns, p.engine_config.rates_bps);
+        d["start_ns"] = start;
+        d["end_ns"] = end;
+        o["degraded"].push_back(std::move(d));
+      }
+      j["overload"] = std::move(o);
+    }
     j["intervals"] = p.intervals;
     j["ledger"]["balanced"] = ledgerBalanced(p);
     out["ports"].push_back(j);
@@ -957,6 +1005,18 @@ std::string intervalSummary(const std::string& port, const PortSnapshot& snap, c
   }
   absl::StrAppend(&line, "  drops ring ", snap.ledger.ring_drops);
   if (!snap.device.drop_stages.empty()) absl::StrAppend(&line, " before RX ", snap.device.dropStagesTotal());
+  // SPEC "Overload": figures whose windows reach a frame lost after the 100 us series are bounds; say which.
+  if (snap.bounds && snap.bounds->degraded()) {
+    const IntervalBounds& b = *snap.bounds;
+    absl::StrAppend(&line, "  DEGRADED (", b.lost, " frames lost here after the 100us series)");
+    for (size_t i = 0; i < c.scales_ns.size() && i < b.envelope_bytes.size(); ++i) {
+      if (!b.envelope_bounded[i]) continue;
+      absl::StrAppend(&line, " E(", absl::StrReplaceAll(humanTau(c.scales_ns[i]), {{" ", ""}}), ") ",
+                      humanBytes(static_cast<double>(b.envelope_bytes[i].first)), "..",
+                      b.complete ? humanBytes(static_cast<double>(b.envelope_bytes[i].second)) : std::string("?"));
+      break;  // the shortest bounded scale; the others are in the JSON and the metrics
+    }
+  }
   // The busiest jobs: "job-10.77.1.1 ring/4 T 202ms"; the full picture is in the JSON and the metrics.
   if (snap.training) {
     size_t shown = 0;

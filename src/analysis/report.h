@@ -25,6 +25,9 @@ nlohmann::ordered_json runJson(const RunResult& r, int64_t reorder_horizon_ns);
 
 // The training section (docs/training.md): jobs, periods, bytes per step, topology, co-bursts.
 nlohmann::ordered_json trainingJson(const TrainingReport& t, const EngineConfig& c);
+// SPEC "Overload": one interval's complete-series totals and, when degraded, its bounded figures.
+nlohmann::ordered_json boundsJson(const IntervalBounds& b, const std::vector<int64_t>& scales_ns,
+                                  const std::vector<double>& rates_bps);
 std::string trainingText(const TrainingReport& t, const EngineConfig& c);
 
 // One line per port per interval: rates, PtM per scale, backlog, microbursts, drops.

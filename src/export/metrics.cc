@@ -231,10 +231,22 @@ void LiveMetrics::publish(size_t port, const PortSnapshot& s) {
     const size_t i = static_cast<size_t>(link - p.info.rates_bps.begin());
     auto count = [&](const std::string& dir, const IntervalStream& st) {
       uint64_t& n = v.over_buffer_intervals[dir];  // the series exists from the first interval on
-      if (i < st.backlog_bytes.size() && st.backlog_bytes[i] > *p.switch_buffer_bytes) ++n;
+      double backlog = i < st.backlog_bytes.size() ? st.backlog_bytes[i] : 0.0;
+      // A degraded interval: the lower bound, which frames lost before the analysis cannot hide.
+      if (dir == "all" && s.bounds && i < s.bounds->backlog_bytes.size()) {
+        backlog = std::max(backlog, s.bounds->backlog_bytes[i].first);
+      }
+      if (backlog > *p.switch_buffer_bytes) ++n;
     };
     count("all", s.interval.port);
     for (const auto& [d, st] : s.interval.directions) count(directionName(d), st);
+  }
+  if (s.bounds) {
+    v.series = true;
+    v.series_packets += s.bounds->packets;
+    v.series_bytes += s.bounds->bytes;
+    v.series_lost += s.bounds->lost;
+    v.degraded_intervals += s.bounds->degraded();
   }
   v.pairs.update(s.interval.pairs);
   v.flows.update(s.interval.flows);
@@ -423,6 +435,57 @@ void addMirror(Families& f, const LabelVec& L, const MirrorReport* m, const Evid
 
 // Congestion evidence (docs/evidence.md): counters since the start, per direction ("all": the port), PFC per
 // priority ("all": 802.3x PAUSE), congesting microbursts of the port stream.
+// SPEC "Overload": the live queues' complete 100 µs series, and the last interval's figures as bounds.
+void addBounds(Families& f, const LabelVec& L, const ExportPortInfo& info, std::array<uint64_t, 4> totals,
+               const PortSnapshot& s) {
+  f.counter("burstscope_series_packets_total",
+            "frames counted into the port's 100 us series before any ring could drop them (every frame taken)", L,
+            static_cast<double>(totals[0]));
+  f.counter("burstscope_series_bytes_total", "wire bytes of those frames", L, static_cast<double>(totals[1]));
+  f.counter("burstscope_series_lost_packets_total",
+            "of those, frames lost after the series counted them (the analysis misses them; figures are bounded)", L,
+            static_cast<double>(totals[2]));
+  f.counter("burstscope_degraded_intervals_total",
+            "completed report intervals whose burst figures are bounds: a frame lost after the series lies within "
+            "their windows",
+            L, static_cast<double>(totals[3]));
+  if (!s.bounds) return;
+  const IntervalBounds& b = *s.bounds;
+  f.gauge("burstscope_interval_degraded", "1 if the last interval's burst figures are bounds, else 0 (exact)", L,
+          b.degraded() ? 1 : 0);
+  if (!b.degraded()) return;  // the exact figures are burstscope_envelope_bytes and the others
+  const LabelVec A = with(L, {{"direction", "all"}});
+  for (size_t i = 0; i < info.scales_ns.size() && i < b.envelope_bytes.size(); ++i) {
+    const std::string scale = secondsLabel(info.scales_ns[i]);
+    const char* help = "bounds of E(scale) in the last interval when it is degraded (lower == upper: exact)";
+    f.gauge("burstscope_envelope_bound_bytes", help, with(A, {{"scale", scale}, {"bound", "lower"}}),
+            static_cast<double>(b.envelope_bytes[i].first));
+    if (b.complete) {
+      f.gauge("burstscope_envelope_bound_bytes", help, with(A, {{"scale", scale}, {"bound", "upper"}}),
+              static_cast<double>(b.envelope_bytes[i].second));
+    }
+    const char* ptm_help = "bounds of the peak-to-mean ratio in the last interval when it is degraded";
+    if (b.ptm[i].first) {
+      f.gauge("burstscope_peak_to_mean_bound_ratio", ptm_help, with(A, {{"scale", scale}, {"bound", "lower"}}),
+              *b.ptm[i].first);
+    }
+    if (b.ptm[i].second) {
+      f.gauge("burstscope_peak_to_mean_bound_ratio", ptm_help, with(A, {{"scale", scale}, {"bound", "upper"}}),
+              *b.ptm[i].second);
+    }
+  }
+  for (size_t j = 0; j < info.rates_bps.size() && j < b.backlog_bytes.size(); ++j) {
+    const std::string rate = absl::StrFormat("%.0f", info.rates_bps[j]);
+    const char* help = "bounds of the largest virtual backlog in the last interval when it is degraded";
+    f.gauge("burstscope_virtual_backlog_bound_bytes", help, with(A, {{"rate_bps", rate}, {"bound", "lower"}}),
+            b.backlog_bytes[j].first);
+    if (b.complete) {
+      f.gauge("burstscope_virtual_backlog_bound_bytes", help, with(A, {{"rate_bps", rate}, {"bound", "upper"}}),
+              b.backlog_bytes[j].second);
+    }
+  }
+}
+
 void addEvidence(Families& f, const LabelVec& L, const EvidenceReport& e) {
   std::vector<std::pair<std::string, const EvidenceCounts*>> dirs = {{"all", &e.totals}};
   for (const auto& [d, c] : e.directions) dirs.emplace_back(directionName(d), &c);
@@ -582,6 +645,9 @@ std::vector<MetricFamily> LiveMetrics::Collect() const {
       }
     }
 
+    if (v.series) {
+      addBounds(f, L, p.info, {v.series_packets, v.series_bytes, v.series_lost, v.degraded_intervals}, s);
+    }
     if (r.evidence) addEvidence(f, L, *r.evidence);
     if (r.mirror || r.evidence) addMirror(f, L, r.mirror.get(), r.evidence.get());
 

@@ -113,6 +113,10 @@ class LiveMetrics : public prometheus::Collectable {
     // Completed intervals whose backlog at the link's own speed exceeded the switch buffer, by direction:
     // counted at publish, so that no interval is missed between two scrapes (the alert reads this).
     std::map<std::string, uint64_t> over_buffer_intervals;
+    // SPEC "Overload" (live queues' 100 µs series): every frame counted before the rings, and the completed
+    // intervals whose figures are bounds (frames lost after the bins within their windows).
+    bool series = false;
+    uint64_t series_packets = 0, series_bytes = 0, series_lost = 0, degraded_intervals = 0;
     TopKCounters pairs, flows;
     std::map<std::string, uint64_t> job_bytes;       // per reported job, counted at publish
     std::shared_ptr<const TrainingReport> training;  // the latest analysis (not every snapshot carries one)

@@ -135,6 +135,23 @@ void LiveView::onInterval(size_t port, const PortSnapshot& s) {
             {"microbursts", st.microbursts},
             {"microbursts_total", s.interval.microbursts_total},
             {"scales", std::move(scales)}};
+  // SPEC "Overload": whether this interval's figures are bounds, and the bounds (live queues only).
+  if (s.bounds) {
+    const IntervalBounds& b = *s.bounds;
+    json bj = {{"degraded", b.degraded()}, {"lost_packets", b.lost}, {"complete", b.complete}};
+    if (b.degraded()) {
+      json e = json::array();
+      for (size_t i = 0; i < p.info.scales_ns.size() && i < b.envelope_bytes.size(); ++i) {
+        const bool known = b.complete || !b.envelope_bounded[i];
+        e.push_back(
+            {{"tau_ns", p.info.scales_ns[i]},
+             {"bounded", static_cast<bool>(b.envelope_bounded[i])},
+             {"envelope_bytes", {b.envelope_bytes[i].first, known ? json(b.envelope_bytes[i].second) : json()}}});
+      }
+      bj["scales"] = std::move(e);
+    }
+    f["bounds"] = std::move(bj);
+  }
   // The jobs the training analysis read (once it runs and has found any), each with its steps inside the view's
   // window as [start s, end s, bytes] (the page's step markers) and its own bins of the intervals analysed (kept
   // for the window, and sent once). An interval without an analysis (several handed over at once) keeps the

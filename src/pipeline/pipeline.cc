@@ -206,6 +206,8 @@ class PortWorker {
       s.clamped = reorder_.clamped();
       if (bins_) {
         s.bounds = bins_->close(r);
+        series_packets_ += s.bounds->packets;
+        series_bytes_ += s.bounds->bytes;
         if (s.bounds->degraded()) {
           ++degraded_intervals_;
           if (degraded_.size() < PortResult::kMaxDegradedKept) degraded_.emplace_back(r.start_ns, r.end_ns, *s.bounds);
@@ -305,6 +307,8 @@ class PortWorker {
       r.bin_channel_drops += c->bin_drops.load();
     }
     r.degraded_intervals = degraded_intervals_;
+    r.series_packets = series_packets_;
+    r.series_bytes = series_bytes_;
     r.degraded = degraded_;
     if (bins_) r.bins_late = bins_->late();
     return r;
@@ -438,6 +442,7 @@ class PortWorker {
   std::unique_ptr<internal::PortBins> bins_;  // live ports with report intervals only
   std::array<QueueBin, 256> bin_batch_;
   uint64_t degraded_intervals_ = 0;
+  uint64_t series_packets_ = 0, series_bytes_ = 0;
   std::vector<std::tuple<int64_t, int64_t, IntervalBounds>> degraded_;
   uint64_t measured_ = 0;  // records in the intervals closed so far
   uint64_t intervals_ = 0;

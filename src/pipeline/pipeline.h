@@ -123,6 +123,7 @@ struct PortResult {
   // SPEC "Overload", live queues only: intervals that lost frames after the bins, and their bounds (the first
   // kMaxDegradedKept of them; degraded_intervals counts all).
   uint64_t degraded_intervals = 0;
+  uint64_t series_packets = 0, series_bytes = 0;                       // every frame in the intervals' complete series
   std::vector<std::tuple<int64_t, int64_t, IntervalBounds>> degraded;  // start, end, bounds
   static constexpr size_t kMaxDegradedKept = 10000;
   uint64_t bins_late = 0;          // bin parts that came after their interval closed (not in its series)

@@ -75,7 +75,10 @@ void PortBins::add(size_t q, const QueueBin& b) {
 
 IntervalBounds PortBins::close(const IntervalReport& r) {
   IntervalBounds out;
-  const int64_t first = r.start_ns / kB, end = r.end_ns / kB;
+  const int64_t first = r.start_ns / kB;
+  // The last interval (closed by finish) takes every bin left: frames the rings dropped after the last one
+  // analysed are in no later interval.
+  const int64_t end = r.partial ? std::max(r.end_ns / kB, newest_ + 1) : r.end_ns / kB;
   if (floor_ == INT64_MIN) {  // no bin yet
     closed_ = std::max(closed_, end);
     return out;

@@ -124,6 +124,20 @@ elapsed_ms=$((($(date +%s%N) - start) / 1000000))
 check "paced replay exits 0" test "$rc" = 0
 check "paced replay at 2x takes at least half the recorded 1383 ms (took $elapsed_ms ms)" test "$elapsed_ms" -ge 650
 
+# 1b. Overload with a known truth (SPEC "Overload"): the same replay into rings of 64 records with 40 exact scales
+#     outruns the worker (about 60% of the frames lost here). The complete 100 us series and the degraded
+#     intervals' bounds are held to a from-scratch computation over the file (tests/integration/overload_bounds.py).
+# shellcheck disable=SC2046
+"$BS" run --listen none --json --port net_pcap0 --vdev "net_pcap0,rx_pcap=$TMP/pad.pcap" --idle-exit 2s --interval 100ms \
+  --ring-size 64 --scales-us "$(seq -s, 100 100 4000)" --exact-max-us 4000 --baseline 10s -- $(eal overload) \
+  >"$TMP/overload.json" 2>"$TMP/overload.err"
+rc=$?
+check "overload replay exits 0" test "$rc" = 0
+check "overload replay: series, degraded intervals and bounds against the file" \
+  python3 "$ROOT/tests/integration/overload_bounds.py" "$TMP/overload.json" "$TMP/pad.pcap"
+check "overload replay: the summary marks degraded intervals with their bounds" grep -q "DEGRADED (.*frames lost here" \
+  "$TMP/overload.err"
+
 # 2. net_null overload: RX outruns a worker given 40 exact scales; drops are counted at the ring, the
 #    ledger balances exactly after SIGTERM, and memory stays flat.
 # shellcheck disable=SC2046
@@ -170,6 +184,8 @@ wait $pid
 rc=$?
 check "overload: exits 0 on SIGTERM" test "$rc" = 0
 check "overload: ring drops counted" test "$(json "$TMP/null.json" "d['ports'][0]['ledger']['dropped']['ring_full'] > 0")" = True
+check "overload: every ring drop lies in a degraded interval; the complete series holds every frame received" \
+  test "$(json "$TMP/null.json" "(lambda p: sum(x['lost_packets'] for x in p['overload']['degraded']) == p['ledger']['dropped']['ring_full'] and p['overload']['series_packets'] == p['ledger']['received'] and p['overload']['degraded_intervals'] == len(p['overload']['degraded']) > 0)(d['ports'][0])")" = True
 check "overload: received = analysed + ring drops, = device ipackets" test "$(json "$TMP/null.json" \
   "(lambda l, p: l['received'] == l['analysed'] + l['dropped']['ring_full'] == p['device']['received'] and l['balanced'])(d['ports'][0]['ledger'], d['ports'][0])")" = True
 check "overload: RSS flat over 3 s of overload, within the bounded buffers ($rss_start -> $rss_end kB)" \

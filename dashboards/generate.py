@@ -218,6 +218,16 @@ def capture_health():
     b.panel("timeseries", "Drop ratio (5 min)", "percentunit",
             [q(f'burstscope:capture_drop_ratio:rate5m{{{SEL}}}', "{{sensor}} {{port}}")],
             description="Frames lost before measurement over frames that reached the port; alert above 0.1%.")
+    # SPEC "Overload" (docs/reliability.md): a drop must not lower the burst that caused it silently.
+    b.panel("timeseries", "Degraded intervals: burst figures are bounds", "short",
+            [q(f'sum by (sensor, port) (increase(burstscope_degraded_intervals_total{{{SEL}}}[$__rate_interval]))',
+               "{{sensor}} {{port}}")],
+            description="Report intervals whose windows reach a frame lost after the 100 us series: their E, PtM and "
+                        "backlog are bounds (BurstscopeMeasurementDegraded).")
+    b.panel("timeseries", "E(1 ms) of the last interval: analysed, and bounds when degraded", "bytes",
+            [q(f'burstscope_envelope_bytes{{{SEL}, direction="all", scale="0.001"}}', "analysed {{sensor}} {{port}}"),
+             q(f'burstscope_envelope_bound_bytes{{{SEL}, scale="0.001"}}', "{{bound}} bound {{sensor}} {{port}}")],
+            description="In a degraded interval the analysed E(1 ms) is low; the truth lies between the bounds.")
     b.panel("table", "Ledger: received = analysed + dropped", "short",
             [q(f'sum by (sensor, port) (burstscope_capture_received_packets_total{{{SEL}}})', instant=True, fmt="table"),
              q(f'sum by (sensor, port) (burstscope_capture_analysed_packets_total{{{SEL}}})', instant=True, fmt="table"),

@@ -18,6 +18,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "prometheus/text_serializer.h"
+#include "src/pipeline/port_bins.h"
 
 namespace burstscope {
 namespace {
@@ -189,6 +190,61 @@ TEST(LiveMetricsTest, IntervalsOverTheSwitchBufferAreCountedAtPublish) {
     auto c = select(fs, "burstscope_link_backlog_over_buffer_intervals_total", {{"direction", dir}});
     ASSERT_EQ(c.size(), 1u) << dir;
     EXPECT_EQ(c[0]->counter.value, static_cast<double>(n)) << dir;
+  }
+}
+
+// SPEC "Overload": the complete series and the degraded intervals, from a real PortBins over frames of which the
+// analysis lost every burst's second half; the counters count every published interval, the gauges the last.
+TEST(LiveMetricsTest, DegradedIntervalsAreCountedAndTheLastOnesBoundsExported) {
+  EngineConfig ec = liveEngine();
+  auto metrics = std::make_shared<LiveMetrics>(
+      ExportConfig{}, std::vector<ExportPortInfo>{{"p0", ec.link_capacity_bps, ec.scales_ns, ec.rates_bps}}, "test");
+  Engine e(ec);
+  internal::PortBins bins(ec, 1);
+  uint64_t intervals = 0, degraded = 0, series = 0, all = 0;
+  std::optional<IntervalBounds> last;
+  e.setIntervalSink([&](const IntervalReport& r) {
+    PortSnapshot s;
+    s.interval = r;
+    s.intervals = ++intervals;
+    s.bounds = bins.close(r);
+    if (!r.partial) {
+      degraded += s.bounds->degraded();
+      series += s.bounds->packets;
+      last = s.bounds;
+    }
+    metrics->publish(0, s);
+  });
+  std::mt19937 rng(5);
+  int64_t t = 1'795'294'232'000'000'000;
+  for (int b = 0; b < 300; ++b) {
+    const int burst = 1 + static_cast<int>(rng() % 80);
+    const bool lossy = rng() % 4 == 0;
+    for (int i = 0; i < burst; ++i, t += 1200) {
+      const uint32_t len = 64 + rng() % 1450;
+      // The producer bins every frame; in a lossy burst the second half is lost after the bins.
+      const bool lost = lossy && i > burst / 2;
+      bins.add(0, QueueBin{t - t % kQueueBinNs, 1, lost ? 1u : 0u, len, lost ? len : 0u, 0});
+      ++all;
+      if (!lost) e.add(rec(t, len, 1, 2));
+    }
+    t += static_cast<int64_t>(rng() % 3'000'000);
+  }
+  e.advance(t + 30'000'000);
+  ASSERT_GT(degraded, 0u);
+  ASSERT_LT(degraded, intervals);
+  const std::vector<MetricFamily> fs = metrics->Collect();
+  EXPECT_EQ(select(fs, "burstscope_series_packets_total", {})[0]->counter.value, static_cast<double>(series));
+  EXPECT_EQ(series, all);  // every frame, lost or not, in some completed interval's series
+  EXPECT_EQ(select(fs, "burstscope_degraded_intervals_total", {})[0]->counter.value, static_cast<double>(degraded));
+  ASSERT_TRUE(last.has_value());
+  EXPECT_EQ(select(fs, "burstscope_interval_degraded", {})[0]->gauge.value, last->degraded() ? 1.0 : 0.0);
+  const auto lower = select(fs, "burstscope_envelope_bound_bytes", {{"scale", "0.001"}, {"bound", "lower"}});
+  ASSERT_EQ(lower.size(), last->degraded() ? 1u : 0u);
+  if (last->degraded()) {
+    EXPECT_EQ(lower[0]->gauge.value, static_cast<double>(last->envelope_bytes[1].first));
+    EXPECT_EQ(select(fs, "burstscope_envelope_bound_bytes", {{"scale", "0.001"}, {"bound", "upper"}})[0]->gauge.value,
+              static_cast<double>(last->envelope_bytes[1].second));
   }
 }
 

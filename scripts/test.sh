@@ -49,12 +49,12 @@ ninja -C build-asan -j "$JOBS"
 # stress suite (10 M flows) too: it checks memory and scale, which the sanitizers' shadow memory would blur.
 meson test -C build-asan --print-errorlogs --num-processes "$JOBS" --no-suite dpdk --no-suite stress --no-suite ship
 
-step "ThreadSanitizer build: ring, pipeline, live merge, live view, flight recorder, exporter and AF_XDP capture tests"
+step "ThreadSanitizer build: ring, pipeline, live merge, overload bins, live view, flight recorder, exporter and AF_XDP capture tests"
 configure build-tsan -Dbuildtype=debugoptimized -Db_sanitize=thread -Db_lundef=false -Dbenchmarks=disabled \
   -Dwerror=true
-ninja -C build-tsan -j "$JOBS" tests/ring_test tests/live_test tests/live_view_test tests/flight_recorder_test tests/export_test tests/http_server_test burstscope \
+ninja -C build-tsan -j "$JOBS" tests/ring_test tests/live_test tests/overload_test tests/live_view_test tests/flight_recorder_test tests/export_test tests/http_server_test burstscope \
   tools/wrap_trace
-TSAN_OPTIONS=halt_on_error=1 meson test -C build-tsan --print-errorlogs --no-rebuild ring live live_view flight_recorder export http_server analyze \
+TSAN_OPTIONS=halt_on_error=1 meson test -C build-tsan --print-errorlogs --no-rebuild ring live overload live_view flight_recorder export http_server analyze \
   afxdp
 
 step "static analysis: clang-tidy and cppcheck (check sets in .clang-tidy and scripts/lint.sh)"

@@ -177,7 +177,8 @@ IntervalBounds PortBins::close(const IntervalReport& r) {
 // aligned bins somewhere (so the largest such sum is reached) and touches at most ceil(τ/b) + 1 bins.
 void PortBins::bound(const IntervalReport& r, int64_t first, int64_t end, IntervalBounds* out) {
   const int64_t lo = first - history_bins_;
-  std::vector<uint64_t> prefix(static_cast<size_t>(end - lo) + 1, 0);
+  std::vector<uint64_t>& prefix = prefix_;  // kept: no allocation per interval once it has grown
+  prefix.assign(static_cast<size_t>(end - lo) + 1, 0);
   for (int64_t i = lo; i < end; ++i) {
     prefix[static_cast<size_t>(i - lo) + 1] = prefix[static_cast<size_t>(i - lo)] + bytesAt(i);
   }

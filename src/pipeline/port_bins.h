@@ -57,6 +57,7 @@ class PortBins {
   int64_t backlog_next_ = INT64_MIN;
   // Every frame's bytes of the last intervals, for the PtM baseline, and whether each lost frames.
   std::deque<std::pair<uint64_t, bool>> interval_bytes_;
+  std::vector<uint64_t> prefix_;  // bound()'s prefix sums over the interval and its longest window
   uint64_t late_ = 0;
 };
 

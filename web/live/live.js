@@ -206,7 +206,13 @@
     if (!f || f.scales === undefined) { port.figures.textContent = 'figures: after the first report interval'; return; }
     const scales = f.scales.map(s => `E(${P.fmtSeconds(s.tau_ns / 1e9)}) ${P.fmtBytes(s.envelope_bytes)}` +
                                      (s.ptm === null ? '' : `, PtM ${P.fmtRatio(s.ptm)}`));
-    port.figures.textContent = `last report interval: ${P.fmtBps(f.mean_bps)} mean, ${f.microbursts} microbursts ` +
+    // SPEC "Overload": an interval whose windows reach frames lost before analysis shows its bounds, not the
+    // analysed (low) figures.
+    const b = f.bounds;
+    const degraded = b && b.degraded ? 'DEGRADED (' + b.lost_packets + ' frames lost after the 100 µs series): ' +
+      b.scales.filter(s => s.bounded).map(s => `E(${P.fmtSeconds(s.tau_ns / 1e9)}) ${P.fmtBytes(s.envelope_bytes[0])}` +
+        ` to ${s.envelope_bytes[1] === null ? '?' : P.fmtBytes(s.envelope_bytes[1])}`).join('; ') + '; ' : '';
+    port.figures.textContent = degraded + `last report interval: ${P.fmtBps(f.mean_bps)} mean, ${f.microbursts} microbursts ` +
                                `(${f.microbursts_total} since start); ` + scales.join('; ');
     // The training jobs on this port, with what the step markers mean.
     port.jobs.replaceChildren(...(f.jobs || []).map((job, k) => P.el('li', {style: `color: ${jobColour(k)}`},

@@ -208,8 +208,6 @@ class QueueProducer {
   // The 100 µs bins' side channel (a live queue's only; a lossless one counts none).
   SpscRing<QueueBin>* bins() { return lossless_ ? nullptr : &bins_; }
   SpscRing<QueueBin>& binChannel() { return bins_; }  // the same, for a live queue (a lossless one's stays empty)
-  // A frame earlier than the open bin (a queue's clock stepping back): counted into the open bin, and here.
-  uint64_t binsOutOfOrder() const { return bins_out_of_order_; }
   const QueueCounters& counters() const { return counters_; }
   const DecodeStats& decodeStats() const { return decoder_.stats(); }
   uint64_t received() const { return received_; }
@@ -230,12 +228,13 @@ class QueueProducer {
   uint64_t received_ = 0, ring_drops_ = 0, batches_ = 0;
   // Hands the open bin (if it holds frames) to the side channel, or drops and counts it when that is full.
   void pushBin();
-  // A frame outside the open bin: hand it over and open the frame's own.
+  // A frame outside the open bin (later, or earlier: a queue's clock stepping back): hand the open bin over and
+  // open the frame's own (a part for a bin whose interval already closed is counted late by the worker).
   void rollBin(int64_t ts_ns);
   SpscRing<QueueBin> bins_;
   QueueBin bin_;
   int64_t bin_end_ = INT64_MIN;  // the open bin's end; INT64_MIN: none open yet
-  uint64_t bin_drops_ = 0, bins_out_of_order_ = 0;
+  uint64_t bin_drops_ = 0;
 };
 
 // A backend's setFrameTap over its queues (each with `port_index` and a QueueProducer `producer`, in port and

@@ -54,7 +54,6 @@ void QueueProducer::pushBin() {
 }
 
 void QueueProducer::rollBin(int64_t ts_ns) {
-  if (ts_ns < bin_.start_ns && bin_end_ != INT64_MIN) ++bins_out_of_order_;
   pushBin();
   bin_.start_ns = ts_ns - ts_ns % kQueueBinNs;  // capture timestamps are positive
   bin_end_ = bin_.start_ns + kQueueBinNs;

@@ -1,6 +1,7 @@
 # shellcheck shell=bash
 # TAP helpers shared by the integration scripts that source it (after setting TMP to their scratch directory).
 #   check "description" command...   one TAP line; the command's output follows as comments when it fails
+#                                     (on stdout, and on stderr, which meson's --print-errorlogs shows)
 #                                     (and its first lines when CHECK_SHOW_PASS=1)
 #   wait_for SECONDS command...       polls (every WAIT_INTERVAL, default 0.2 s) until the command succeeds; the last try's output shows
 # Background processes the script starts go into PIDS: they are killed, and TMP removed, when it exits.
@@ -23,6 +24,8 @@ check() {
   else
     echo "not ok $n - $what"
     sed 's/^/# /' "$TMP/check.out" | head -40
+    # meson shows a failing TAP test's stderr, not its stdout: the reason goes there too, for CI's log.
+    { echo "not ok $n - $what"; sed 's/^/# /' "$TMP/check.out" | head -40; } >&2
     failed=$((failed + 1))
   fi
   return 0

@@ -54,6 +54,16 @@ struct alignas(kCacheLine) QueueCounters {
   DecodeStats decode() const;
 };
 
+// The state of a live port's link, as the backend watches it (docs/live-capture.md "Capture faults"): every
+// change is logged once on stderr with its time, counted here, and exported (burstscope_capture_link_*).
+struct LinkState {
+  bool present = true;      // the device exists (AF_XDP: an interface of the configured name)
+  bool up = true;           // administratively up with carrier (DPDK: link status up)
+  int64_t since_ns = 0;     // CLOCK_REALTIME of the last change of `up` (capture start if none)
+  uint64_t downs = 0;       // times the link went down (or the device went away) since capture began
+  uint64_t reattached = 0;  // times capture re-attached to the device (AF_XDP: a re-created interface; DPDK: a reset)
+};
+
 // What the device says about a port. A counter the device does not report is nullopt, never 0.
 struct DeviceStats {
   // Frames that reached the port since capture began, where the backend can count them (AF_XDP: the XDP
@@ -66,6 +76,7 @@ struct DeviceStats {
   std::optional<uint64_t> received, bytes;              // the device's own RX count (must equal RX's)
   std::vector<std::optional<uint64_t>> queue_received;  // per RX queue
   std::vector<std::pair<std::string, uint64_t>> extra;  // the driver's own counters, for the record
+  std::optional<LinkState> link;                        // live ports: the link as watched (files: none)
   uint64_t dropStagesTotal() const;
 };
 

@@ -950,6 +950,15 @@ Json runJson(const RunResult& r, int64_t reorder_horizon_ns) {
     for (const auto& [name, value] : p.device.extra) dev["extra"][name] = value;
     j["port"] = p.name;
     j["device"] = dev;
+    // Capture faults (docs/live-capture.md): the link as the backend watched it, for live ports.
+    if (p.device.link) {
+      const LinkState& l = *p.device.link;
+      j["link"] = {{"present", l.present},
+                   {"up", l.up},
+                   {"since_ns", l.since_ns},
+                   {"downs", l.downs},
+                   {"reattached", l.reattached}};
+    }
     j["queues"] = Json::array();
     for (size_t q = 0; q < p.queue_received.size(); ++q) {
       j["queues"].push_back({{"received", p.queue_received[q]}, {"ring_drops", p.queue_ring_drops[q]}});

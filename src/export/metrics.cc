@@ -677,6 +677,21 @@ std::vector<MetricFamily> LiveMetrics::Collect() const {
       f.counter("burstscope_device_received_packets_total", "packets the device reports as received", L,
                 static_cast<double>(*s.device.received));
     }
+    // Capture faults (docs/live-capture.md "Capture faults"): the link as the backend watches it.
+    if (const std::optional<LinkState>& l = s.device.link) {
+      f.gauge("burstscope_capture_link_up", "1 while the capture port's link is up with carrier, else 0", L,
+              l->up ? 1 : 0);
+      f.gauge("burstscope_capture_link_present", "1 while the capture device exists (AF_XDP: an interface by its name)",
+              L, l->present ? 1 : 0);
+      f.gauge("burstscope_capture_link_since_seconds",
+              "Unix time of the link's last change up or down (capture start if none)", L,
+              static_cast<double>(l->since_ns) / 1e9);
+      f.counter("burstscope_capture_link_downs_total",
+                "times the capture port's link went down or the device went away", L, static_cast<double>(l->downs));
+      f.counter("burstscope_capture_reattached_total",
+                "times capture re-attached to the device (AF_XDP: a re-created interface; DPDK: a device reset)", L,
+                static_cast<double>(l->reattached));
+    }
     f.counter("burstscope_capture_late_packets_total",
               "frames older than the reorder horizon allowed, measured at the last released time", L,
               static_cast<double>(s.clamped));

@@ -329,6 +329,36 @@ TEST(LiveMetricsTest, IdentityAndPortLabelsAreOnEverySeries) {
   EXPECT_EQ(select(fx.metrics->Collect(), "burstscope_switch_buffer_bytes", {})[0]->gauge.value, 12e6);
 }
 
+// Capture faults (docs/live-capture.md): the link as the backend reported it with the snapshot is exported
+// per port; a port without a watched link (a capture file) exports none of these series.
+TEST(LiveMetricsTest, LinkStateIsExportedAsTheBackendReportsIt) {
+  EngineConfig ec = liveEngine();
+  auto metrics = std::make_shared<LiveMetrics>(
+      ExportConfig{},
+      std::vector<ExportPortInfo>{{"p0", ec.link_capacity_bps, ec.scales_ns, ec.rates_bps},
+                                  {"p1", ec.link_capacity_bps, ec.scales_ns, ec.rates_bps}},
+      "test");
+  PortSnapshot down;
+  down.intervals = 1;
+  down.device.link = LinkState{true, false, 1'795'294'232'500'000'000, 3, 2};
+  metrics->publish(0, down);
+  PortSnapshot file;  // no link watched
+  file.intervals = 1;
+  metrics->publish(1, file);
+  const auto fs = metrics->Collect();
+  ASSERT_EQ(select(fs, "burstscope_capture_link_up", {{"port", "p0"}}).size(), 1u);
+  EXPECT_EQ(select(fs, "burstscope_capture_link_up", {{"port", "p0"}})[0]->gauge.value, 0);
+  EXPECT_EQ(select(fs, "burstscope_capture_link_present", {{"port", "p0"}})[0]->gauge.value, 1);
+  EXPECT_DOUBLE_EQ(select(fs, "burstscope_capture_link_since_seconds", {{"port", "p0"}})[0]->gauge.value,
+                   1'795'294'232.5);
+  EXPECT_EQ(select(fs, "burstscope_capture_link_downs_total", {{"port", "p0"}})[0]->counter.value, 3);
+  EXPECT_EQ(select(fs, "burstscope_capture_reattached_total", {{"port", "p0"}})[0]->counter.value, 2);
+  for (const char* name : {"burstscope_capture_link_up", "burstscope_capture_link_present",
+                           "burstscope_capture_link_downs_total", "burstscope_capture_reattached_total"}) {
+    EXPECT_TRUE(select(fs, name, {{"port", "p1"}}).empty()) << name;
+  }
+}
+
 // The worker publishes while scrapes run (also under ThreadSanitizer in scripts/test.sh): every scrape sees
 // one whole snapshot, and the cumulative counters it sees never go backwards.
 TEST(LiveMetricsTest, ScrapesDuringPublishingSeeWholeSnapshotsAndMonotoneCounters) {

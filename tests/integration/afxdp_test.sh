@@ -44,7 +44,7 @@ tx ip link set "$V0" up
 rx ip link set "$V1" up
 
 # Starts burstscope in the RX namespace (its arguments, or a whole setpriv command line), waits for its start
-# line; sets $pid.
+# line; sets $pid. Metrics off unless LISTEN says where.
 start() {
   local name=$1; shift
   # Not through rx(): a background function is a subshell, and signals must reach burstscope itself
@@ -52,7 +52,7 @@ start() {
   if [ "$1" = setpriv ]; then
     ip netns exec "$NS_RX" "$@" >"$TMP/$name.json" 2>"$TMP/$name.err" &
   else
-    ip netns exec "$NS_RX" "$BS" run --listen none --json -q "$@" >"$TMP/$name.json" 2>"$TMP/$name.err" &
+    ip netns exec "$NS_RX" "$BS" run --listen "${LISTEN:-none}" --json -q "$@" >"$TMP/$name.json" 2>"$TMP/$name.err" &
   fi
   pid=$!
   for _ in $(seq 1 600); do
@@ -264,6 +264,79 @@ start stale --xdp "$V1" --duration 1s
 wait $pid
 check "stale: the next run replaces it and says so" grep -q "removed a stale burstscope XDP program" "$TMP/stale.err"
 check "stale: no XDP program left" test "$(xdp_progs)" = 0
+
+# 6b. Capture faults (docs/live-capture.md "Capture faults"): while burstscope runs, the interface goes down and
+#     up, is deleted (with its peer) and re-created under the same name. Each change is logged once with its
+#     time and counted, the metrics say it while it lasts, capture resumes on the new interface (program and
+#     sockets re-attached by the monitor thread) and the ledger closes exactly over both interfaces.
+rx ip link set lo up # the metrics endpoint, on the namespace's loopback
+LISTEN=127.0.0.1:0 start fault --xdp "$V1" --interval 100ms
+metric() { # NAME: its value for this port, from the run's own endpoint
+  local url
+  url=$(grep -o 'http://127.0.0.1:[0-9]*/metrics' "$TMP/fault.err" | head -1) &&
+    rx curl -sf "$url" | awk -v m="$1" '$1 ~ "^"m"[{]" && $1 ~ /port="'"$V1"'"/ {print $NF + 0}'
+}
+metric_is() { test "$(metric "$1")" = "$2"; }
+wait_metric() { # NAME VALUE: bounded (30 s)
+  for _ in $(seq 1 300); do
+    metric_is "$1" "$2" && return 0
+    sleep 0.1
+  done
+  echo "$1 = $(metric "$1"), want $2"
+  return 1
+}
+link_metrics() { # up present downs reattached
+  echo "$(metric burstscope_capture_link_up) $(metric burstscope_capture_link_present)" \
+    "$(metric burstscope_capture_link_downs_total) $(metric burstscope_capture_reattached_total)"
+}
+link_metrics_are() { # "UP PRESENT DOWNS REATTACHED": bounded wait (30 s)
+  for _ in $(seq 1 300); do
+    [ "$(link_metrics)" = "$1" ] && return 0
+    sleep 0.1
+  done
+  echo "link metrics (up present downs reattached): $(link_metrics), want $1"
+  return 1
+}
+check "faults: link up, present, no downs, no re-attach at start (metrics)" link_metrics_are "1 1 0 0"
+sent1=$(send --pps 5000 "$TMP/flows.pcap")
+rx ip link set "$V1" down
+check "faults: link down logged once with its time" wait_line "port '$V1': link down at 20[0-9-]*T[0-9:.]*Z" "$TMP/fault.err" 300
+check "faults: burstscope_capture_link_up 0 while down" wait_metric burstscope_capture_link_up 0
+check "faults: burstscope_capture_link_downs_total 1" metric_is burstscope_capture_link_downs_total 1
+rx ip link set "$V1" up
+check "faults: link up logged with how long it was down" wait_line "port '$V1': link up at .*(down for [0-9.]* s)" "$TMP/fault.err" 300
+check "faults: burstscope_capture_link_up 1 again" wait_metric burstscope_capture_link_up 1
+rx ip link del "$V1"
+check "faults: removal logged" wait_line "port '$V1': interface removed at" "$TMP/fault.err" 300
+check "faults: burstscope_capture_link_present 0 while it is gone" wait_metric burstscope_capture_link_present 0
+check "faults: the capture keeps running without its interface" kill -0 "$pid"
+# The same pair again, made in the namespaces themselves (their IPv6 is off: nothing but the replay is sent).
+ip -n "$NS_TX" link add "$V0" numtxqueues 2 numrxqueues 2 type veth peer name "$V1" numtxqueues 2 numrxqueues 2 \
+  netns "$NS_RX"
+tx ip link set "$V0" up
+rx ip link set "$V1" up
+check "faults: re-created interface re-attached (program and both sockets), logged" \
+  wait_line "port '$V1': interface back at .*: XDP program and 2 AF_XDP sockets re-attached" "$TMP/fault.err" 300
+check "faults: our program is on the new interface" test "$(xdp_progs)" = 1
+check "faults: link up and present again, 2 downs, one re-attach (metrics)" link_metrics_are "1 1 2 1"
+sent2=$(send --pps 5000 "$TMP/flows.pcap")
+# Every frame of the second replay reached the new interface's sockets: wait for them (bounded), then stop.
+for _ in $(seq 1 300); do
+  [ "$(metric burstscope_capture_received_packets_total)" -ge $((sent1 + sent2)) ] 2>/dev/null && break
+  sleep 0.1
+done
+kill -TERM "$pid"
+wait $pid
+check "faults: exits 0 on SIGTERM" test $? = 0
+check "faults: each change logged once (down, up, removed, back, up: link lines 2 down 2 up)" test \
+  "$(grep -c "port '$V1': link down at" "$TMP/fault.err") $(grep -c "port '$V1': link up at" "$TMP/fault.err") $(grep -c "port '$V1': interface removed at" "$TMP/fault.err") $(grep -c "port '$V1': interface back at" "$TMP/fault.err")" = "2 2 1 1"
+check "faults: run --json link: up, present, 2 downs (down, removal), 1 re-attach" test "$(json "$TMP/fault.json" \
+  "(lambda l: (l['up'], l['present'], l['downs'], l['reattached']))(d['ports'][0]['link'])")" = "(True, True, 2, 1)"
+check "faults: the frames sent before and after the re-creation were all captured" test "$(json "$TMP/fault.json" \
+  "d['ports'][0]['ledger']['received']")" = "$((sent1 + sent2))"
+check "faults: ledger closes exactly over both interfaces (both programs' verdicts, both sockets' counts)" \
+  ledger_closes "$TMP/fault.json" "$((sent1 + sent2))"
+check "faults: no XDP program left" test "$(xdp_progs)" = 0
 
 # 7. Bad input: one clear error line, exit 1, nothing left attached.
 bad() {  # NAME PATTERN -- command...

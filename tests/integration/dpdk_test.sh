@@ -260,5 +260,86 @@ bad "bad config value" 2 "badval.yaml:4: dpdk.ports\[0\].rx-queues: must be an i
 bad "a bad EAL argument" 1 "EAL initialisation failed" -- \
   "$BS" run --listen 127.0.0.1:0 -q --port net_null0 -- --no-such-eal-option $(eal bad4)
 
+# 5. Capture faults (issue 39; docs/live-capture.md): net_tap's kernel interface is taken down and up again
+#    while capture runs. Each change is logged once on stderr with its time, the metrics say the link's state,
+#    capture goes on once the link is back (frames sent into the tap from the kernel side after the up are
+#    received), and at SIGTERM the JSON counts the down and the ledger balances.
+TAP_IF=bstap$$  # at most 15 characters; the interface goes away with the process that made it
+trap 'cleanup; ip link del "$TAP_IF" 2>/dev/null' EXIT
+# shellcheck disable=SC2046
+"$BS" run --listen 127.0.0.1:0 --json --interval 100ms --port net_tap0 --vdev "net_tap0,iface=$TAP_IF" \
+  -- $(eal tap) >"$TMP/tap.json" 2>"$TMP/tap.err" &
+pid=$!
+tap_url() { grep -o 'http://127.0.0.1:[0-9]*/metrics' "$TMP/tap.err" | head -1; }
+# tap_metric NAME OP VALUE: exits 0 once the metrics show NAME{port="net_tap0"} OP VALUE (awk comparison).
+tap_metric() {
+  local url
+  url=$(tap_url) && [ -n "$url" ] &&
+    curl -sf "$url" | awk -v m="$1" -v op="$2" -v v="$3" '
+      index($0, m "{") == 1 && index($0, "port=\"net_tap0\"") {
+        x = $NF + 0; if ((op == "==" && x == v) || (op == ">=" && x >= v)) f = 1 }
+      END { exit !f }'
+}
+tap_log() { grep -c -- "burstscope: dpdk port 'net_tap0': link $1 at " "$TMP/tap.err"; }
+check "link: the net_tap run starts and serves metrics (bounded wait)" wait_for 60 sh -c \
+  "grep -q 'metrics at http://127.0.0.1:' '$TMP/tap.err' && ip link show '$TAP_IF' >/dev/null"
+check "link: up at start, and not logged as a change" test "$(tap_log down)$(tap_log up)" = 00
+check "link: burstscope_capture_link_up 1 while the link is up (bounded wait)" \
+  wait_for 30 tap_metric burstscope_capture_link_up == 1
+t_down=$(date +%s%N)
+ip link set "$TAP_IF" down
+check "link: the down is logged (bounded wait)" wait_for 20 sh -c "grep -q \"dpdk port 'net_tap0': link down at \" '$TMP/tap.err'"
+down_line=$(grep "dpdk port 'net_tap0': link down at " "$TMP/tap.err" | head -1)
+# How long after `ip link set down` the backend saw it: the line's own UTC time (ms) against the shell's clock.
+down_ms=$(python3 -c "
+import datetime, re, sys
+m = re.search(r'link down at (\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3})Z \(was up for [0-9.]+ s\)', sys.argv[1])
+t = datetime.datetime.strptime(m.group(1), '%Y-%m-%dT%H:%M:%S.%f').replace(tzinfo=datetime.timezone.utc)
+print(round(t.timestamp() * 1000 - int(sys.argv[2]) / 1e6))" "$down_line" "$t_down" 2>/dev/null)
+# The lag is printed, not bounded (a loaded machine may take longer; the wait above is the bound).
+check "link: the down line has its UTC time, not before the down, and how long the link was up (seen ${down_ms:-?} ms after it)" \
+  test -n "$down_ms" -a "${down_ms:-99999}" -ge -5
+check "link: burstscope_capture_link_up 0 after the down (bounded wait)" \
+  wait_for 20 tap_metric burstscope_capture_link_up == 0
+check "link: burstscope_capture_link_downs_total counts it" tap_metric burstscope_capture_link_downs_total == 1
+check "link: burstscope_capture_link_present 1 (the device is there)" tap_metric burstscope_capture_link_present == 1
+check "link: burstscope_capture_link_since_seconds is the down's time (not before the down)" \
+  tap_metric burstscope_capture_link_since_seconds ">=" "$((t_down / 1000000000)).$(printf %09d $((t_down % 1000000000)))"
+ip link set "$TAP_IF" up
+check "link: the up is logged (bounded wait)" wait_for 20 sh -c \
+  "grep -Eq \"dpdk port 'net_tap0': link up at .*Z \\(down for [0-9.]+ s\\)\" '$TMP/tap.err'"
+check "link: burstscope_capture_link_up 1 again (bounded wait)" wait_for 20 tap_metric burstscope_capture_link_up == 1
+# Capture goes on after the link came back: 50 frames sent into the tap from the kernel side are received.
+rx_before=$(curl -sf "$(tap_url)" | awk '/^burstscope_capture_received_packets_total\{.*port="net_tap0"/ {print $NF + 0}')
+python3 - "$TAP_IF" 50 <<'EOF'
+import socket, struct, sys
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+s.bind((sys.argv[1], 0))
+payload = b"burstscope link test".ljust(64, b".")
+def csum(b):
+    n = sum(struct.unpack("!%dH" % (len(b) // 2), b))
+    n = (n >> 16) + (n & 0xFFFF)
+    return ~(n + (n >> 16)) & 0xFFFF
+for i in range(int(sys.argv[2])):
+    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 28 + len(payload), i, 0, 64, 17, 0, socket.inet_aton("198.18.0.1"),
+                     socket.inet_aton("198.18.0.2"))
+    ip = ip[:10] + struct.pack("!H", csum(ip)) + ip[12:]
+    udp = struct.pack("!HHHH", 40000, 9000, 8 + len(payload), 0)
+    s.send(b"\x02\x00\x00\x00\x00\x02\x02\x00\x00\x00\x00\x01\x08\x00" + ip + udp + payload)
+EOF
+check "link: capture goes on after the up: 50 frames sent into the tap are received (from ${rx_before:-?}, bounded wait)" \
+  wait_for 20 tap_metric burstscope_capture_received_packets_total ">=" "$((${rx_before:-0} + 50))"
+kill -TERM $pid
+for _ in $(seq 1 150); do kill -0 $pid 2>/dev/null || break; sleep 0.2; done
+kill -0 $pid 2>/dev/null && kill -KILL $pid
+wait $pid
+rc=$?
+check "link: exits 0 on SIGTERM (the ledger balanced)" test "$rc" = 0
+check "link: each change logged once (one down line, one up line)" test "$(tap_log down) $(tap_log up)" = "1 1"
+check "link: the JSON's ports[].link says up, present, one down, no re-attach" test "$(json "$TMP/tap.json" \
+  "(lambda l: l['up'] and l['present'] and l['downs'] == 1 and l['reattached'] == 0 and l['since_ns'] >= $t_down)(d['ports'][0]['link'])")" = True
+check "link: ledger balanced across the down and up, device ipackets = received >= 50" test "$(json "$TMP/tap.json" \
+  "(lambda p: p['ledger']['balanced'] and p['device']['received'] == p['ledger']['received'] >= 50)(d['ports'][0])")" = True
+
 echo "1..$n"
 [ "$failed" = 0 ]

@@ -19,15 +19,19 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <fstream>
+#include <mutex>
 #include <optional>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/time.h"
 #include "burstscope/status.h"
 
 namespace burstscope {
@@ -36,6 +40,8 @@ namespace {
 // An idle queue's watermark period once its whole port has been silent this long (AfXdpBackend::rxLoop).
 constexpr int64_t kDeepIdleNs = 100'000'000;
 constexpr int64_t kDeepIdleTickNs = 20'000'000;
+// Interfaces re-created under a port's name that one run can re-attach to (Socket::spares).
+constexpr uint32_t kSpareUmems = 3;
 
 // CLOCK_REALTIME - CLOCK_MONOTONIC, from the tightest of a few (monotonic, realtime, monotonic) triples:
 // the XDP program stamps frames with bpf_ktime_get_ns(), which is CLOCK_MONOTONIC.
@@ -88,6 +94,40 @@ std::optional<uint32_t> rxCoalesceUs(const std::string& ifname) {
   return ec.rx_coalesce_usecs;
 }
 
+// Whether an interface is up with carrier (IFF_UP and IFF_RUNNING), as `ip link` shows UP and LOWER_UP.
+bool interfaceUp(const std::string& ifname) {
+  const int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  ifreq ifr{};
+  std::strncpy(ifr.ifr_name, ifname.c_str(), IFNAMSIZ - 1);
+  const int rc = ioctl(fd, SIOCGIFFLAGS, &ifr);
+  close(fd);
+  return rc == 0 && (ifr.ifr_flags & IFF_UP) != 0 && (ifr.ifr_flags & IFF_RUNNING) != 0;
+}
+
+std::string utcTime(int64_t ns) {
+  return absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", absl::FromUnixNanos(ns), absl::UTCTimeZone());
+}
+
+// XDP_STATISTICS of one socket; kernels before 5.9 return only the first three fields (checked by size).
+struct XskStats {
+  uint64_t rx_dropped = 0, rx_invalid_descs = 0, tx_invalid_descs = 0;
+  std::optional<uint64_t> rx_ring_full, rx_fill_ring_empty_descs, tx_ring_empty_descs;
+
+  // Adds a retired socket's final counts (a re-created interface's sockets are new).
+  void add(const XskStats& o) {
+    rx_dropped += o.rx_dropped;
+    rx_invalid_descs += o.rx_invalid_descs;
+    tx_invalid_descs += o.tx_invalid_descs;
+    auto sum = [](std::optional<uint64_t>& a, const std::optional<uint64_t>& b) {
+      if (b) a = a.value_or(0) + *b;
+    };
+    sum(rx_ring_full, o.rx_ring_full);
+    sum(rx_fill_ring_empty_descs, o.rx_fill_ring_empty_descs);
+    sum(tx_ring_empty_descs, o.tx_ring_empty_descs);
+  }
+};
+
 struct Socket {
   size_t port_index = 0;
   uint32_t queue_id = 0;
@@ -107,10 +147,26 @@ struct Socket {
   // each queue): while any has, an idle queue ticks every millisecond; after kDeepIdleNs of silence on the
   // whole port, every kDeepIdleTickNs.
   std::atomic<int64_t>* port_traffic_ns = nullptr;
+  // Re-attaching to a re-created interface (AfXdpBackend::reattach): the monitor asks the RX thread to park,
+  // the thread drains its ring and parks (it only ticks while parked), the monitor replaces the socket and
+  // releases it. xsk, umem and the rings change only while the thread is parked.
+  std::atomic<bool> park{false}, parked{false};
+  XskStats retired;         // the final counts of this queue's earlier sockets (guarded by the backend's mu_)
+  uint16_t bind_flags = 0;  // as bound at start (zero-copy or copy), for a re-attach
+  // UMEMs registered on this socket's memory at start, each on an AF_XDP socket of its own, for re-attaching
+  // after set-up: registering a UMEM locks memory (CAP_IPC_LOCK) and a new AF_XDP socket needs CAP_NET_RAW,
+  // both gone by then, while binding a socket that exists does not. The same pages, pinned again: no memory.
+  struct Spare {
+    xsk_umem* umem = nullptr;
+    xsk_ring_prod fill{};
+    xsk_ring_cons comp{};
+  };
+  std::vector<Spare> spares;
 
   ~Socket() {
     if (xsk) xsk_socket__delete(xsk);
     if (umem) xsk_umem__delete(umem);
+    for (Spare& sp : spares) xsk_umem__delete(sp.umem);
     if (area) munmap(area, area_size);
   }
 };
@@ -127,12 +183,14 @@ struct Port {
   // The NIC counters when our program was attached: they count since the interface came up, the
   // program's verdicts since the attach, so the ledger takes the NIC's drops since then.
   std::optional<uint64_t> nic_base[std::size(kNicStages)];
-};
-
-// XDP_STATISTICS of one socket; kernels before 5.9 return only the first three fields (checked by size).
-struct XskStats {
-  uint64_t rx_dropped = 0, rx_invalid_descs = 0, tx_invalid_descs = 0;
-  std::optional<uint64_t> rx_ring_full, rx_fill_ring_empty_descs, tx_ring_empty_descs;
+  // Capture faults (the monitor thread; guarded by the backend's mu_ where deviceStats reads them). A
+  // re-created interface gets the same program (its counters carry on) and the NIC drops of the earlier
+  // interfaces count as last read, at most 100 ms before they went away.
+  uint64_t nic_retired[std::size(kNicStages)] = {};
+  uint64_t nic_last[std::size(kNicStages)] = {};
+  unsigned ifindex = 0;  // the interface the program and sockets are attached to
+  LinkState link;
+  std::string attach_error;  // the last failed re-attach, logged once
 };
 
 XskStats readXskStats(int fd) {
@@ -174,7 +232,16 @@ class AfXdpBackend final : public CaptureSource {
  private:
   absl::Status initPort(const AfXdpPortConfig& pc, size_t index);
   absl::Status openSocket(Port& port, size_t index, uint32_t queue);
+  absl::Status bindSocket(Socket& s, const Port& port);    // UMEM, socket, fill ring, XSKMAP entry
+  absl::Status makeSpares(Socket& s);                      // Socket::spares
+  absl::Status rebindSocket(Socket& s, const Port& port);  // a spare UMEM, bound to the port's new interface
+  absl::Status fillAndEnter(Socket& s, const Port& port);  // every frame to the fill ring; the XSKMAP entry
   void rxLoop(Socket& s);
+  void parkedWait(Socket& s, QueueProducer& producer, int64_t offset, int64_t& last_ts);
+  // Capture faults: watches every port's interface each kMonitorNs; logs, counts, re-attaches.
+  void monitorLoop();
+  void watchPort(size_t index);
+  void reattach(size_t index, unsigned ifindex);
 
   AfXdpConfig cfg_;
   std::vector<Port> ports_;
@@ -185,6 +252,13 @@ class AfXdpBackend final : public CaptureSource {
   std::optional<uint32_t> rx_coalesce_us_;  // the first port's, read once at start (an ioctl)
   std::atomic<int64_t> max_step_ns_{0};
   std::deque<std::atomic<int64_t>> port_traffic_ns_;  // per port (Socket::port_traffic_ns)
+  // Guards what the monitor changes (Port::nic_*, ifindex, link; Socket::xsk, umem, rings, retired, spares) against
+  // deviceStats and notes on the control thread. Never taken by an RX thread.
+  mutable std::mutex mu_;
+  std::thread monitor_;
+  std::mutex monitor_mu_;
+  std::condition_variable monitor_cv_;
+  bool monitor_stop_ = false;  // guarded by monitor_mu_
 };
 
 absl::Status AfXdpBackend::openSocket(Port& port, size_t index, uint32_t queue) {
@@ -200,6 +274,19 @@ absl::Status AfXdpBackend::openSocket(Port& port, size_t index, uint32_t queue) 
                                                      ": cannot map ", s->area_size, " bytes of UMEM"));
   }
   s->area = area;
+  if (absl::Status st = bindSocket(*s, port); !st.ok()) return st;
+  if (absl::Status st = makeSpares(*s); !st.ok()) return st;
+  s->producer = std::make_unique<QueueProducer>(cfg_.decoder, cfg_.ring_capacity);
+  capture_ports_[index].rings.push_back(&s->producer->ring());
+  capture_ports_[index].counters.push_back(&s->producer->counters());
+  capture_ports_[index].bins.push_back(s->producer->bins());
+  sockets_.push_back(std::move(s));
+  return absl::OkStatus();
+}
+
+absl::Status AfXdpBackend::bindSocket(Socket& sock, const Port& port) {
+  Socket* s = &sock;
+  const uint32_t queue = s->queue_id;
   const bool skb = port.program->mode() == XdpMode::kSkb;
   std::vector<std::pair<uint16_t, bool>> binds;  // bind flags, zero-copy
   if (!skb && cfg_.zero_copy != ZeroCopy::kOff) binds.emplace_back(XDP_ZEROCOPY | XDP_USE_NEED_WAKEUP, true);
@@ -233,6 +320,7 @@ absl::Status AfXdpBackend::openSocket(Port& port, size_t index, uint32_t queue) 
     const int rc = xsk_socket__create(&s->xsk, port.config.interface.c_str(), queue, s->umem, &s->rx, nullptr, &sc);
     if (rc == 0) {
       s->zero_copy = zc;
+      s->bind_flags = flags;
       break;
     }
     s->xsk = nullptr;
@@ -244,32 +332,73 @@ absl::Status AfXdpBackend::openSocket(Port& port, size_t index, uint32_t queue) 
     return absl::FailedPreconditionError(absl::StrCat("interface '", port.config.interface, "' queue ", queue,
                                                       ": cannot bind an AF_XDP socket (", failures, ")"));
   }
+  return fillAndEnter(*s, port);
+}
+
+absl::Status AfXdpBackend::fillAndEnter(Socket& s, const Port& port) {
   // Hand every frame to the kernel through the fill ring.
   uint32_t idx = 0;
-  if (xsk_ring_prod__reserve(&s->fill, cfg_.frames, &idx) != cfg_.frames) {
+  if (xsk_ring_prod__reserve(&s.fill, cfg_.frames, &idx) != cfg_.frames) {
     return absl::InternalError("the fill ring cannot take every UMEM frame");
   }
   for (uint32_t i = 0; i < cfg_.frames; ++i) {
-    *xsk_ring_prod__fill_addr(&s->fill, idx + i) = static_cast<uint64_t>(i) * cfg_.frame_size;
+    *xsk_ring_prod__fill_addr(&s.fill, idx + i) = static_cast<uint64_t>(i) * cfg_.frame_size;
   }
-  xsk_ring_prod__submit(&s->fill, cfg_.frames);
-  const int fd = xsk_socket__fd(s->xsk);
-  const uint32_t key = queue;
+  xsk_ring_prod__submit(&s.fill, cfg_.frames);
+  const int fd = xsk_socket__fd(s.xsk);
+  const uint32_t key = s.queue_id;
   if (bpf_map_update_elem(port.program->xskMapFd(), &key, &fd, BPF_ANY) != 0) {
-    return absl::InternalError(absl::StrCat("interface '", port.config.interface, "' queue ", queue,
+    return absl::InternalError(absl::StrCat("interface '", port.config.interface, "' queue ", s.queue_id,
                                             ": cannot enter the socket in the XSKMAP: ", errnoText(errno)));
   }
-  s->producer = std::make_unique<QueueProducer>(cfg_.decoder, cfg_.ring_capacity);
-  capture_ports_[index].rings.push_back(&s->producer->ring());
-  capture_ports_[index].counters.push_back(&s->producer->counters());
-  capture_ports_[index].bins.push_back(s->producer->bins());
-  sockets_.push_back(std::move(s));
   return absl::OkStatus();
+}
+
+absl::Status AfXdpBackend::makeSpares(Socket& s) {
+  xsk_umem_config uc{};
+  uc.fill_size = cfg_.frames;
+  uc.comp_size = XSK_RING_CONS__DEFAULT_NUM_DESCS;
+  uc.frame_size = cfg_.frame_size;
+  for (uint32_t k = 0; k < kSpareUmems; ++k) {
+    Socket::Spare sp;
+    if (int rc = xsk_umem__create(&sp.umem, s.area, s.area_size, &sp.fill, &sp.comp, &uc); rc != 0) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("queue ", s.queue_id, ": cannot register a spare UMEM (for re-attaching): ", errnoText(-rc)));
+    }
+    s.spares.push_back(sp);
+  }
+  return absl::OkStatus();
+}
+
+// After set-up: a spare UMEM (its AF_XDP socket made at start) bound to the interface as at start.
+absl::Status AfXdpBackend::rebindSocket(Socket& s, const Port& port) {
+  if (s.spares.empty()) {
+    return absl::ResourceExhaustedError(absl::StrCat("queue ", s.queue_id, ": no spare UMEM left (", kSpareUmems,
+                                                     " re-attaches per run): restart burstscope"));
+  }
+  const Socket::Spare sp = s.spares.back();
+  s.spares.pop_back();
+  s.umem = sp.umem;
+  s.fill = sp.fill;
+  s.comp = sp.comp;
+  xsk_socket_config sc{};
+  sc.rx_size = cfg_.rx_ring;
+  sc.tx_size = 0;
+  sc.libxdp_flags = XSK_LIBXDP_FLAGS__INHIBIT_PROG_LOAD;
+  sc.bind_flags = s.bind_flags;
+  if (int rc = xsk_socket__create(&s.xsk, port.config.interface.c_str(), s.queue_id, s.umem, &s.rx, nullptr, &sc);
+      rc != 0) {
+    s.xsk = nullptr;
+    return absl::FailedPreconditionError(
+        absl::StrCat("queue ", s.queue_id, ": cannot bind an AF_XDP socket: ", errnoText(-rc)));
+  }
+  return fillAndEnter(s, port);
 }
 
 absl::Status AfXdpBackend::initPort(const AfXdpPortConfig& pc, size_t index) {
   const std::string& ifname = pc.interface;
-  if (if_nametoindex(ifname.c_str()) == 0) {
+  const unsigned ifindex = if_nametoindex(ifname.c_str());
+  if (ifindex == 0) {
     return absl::NotFoundError(absl::StrCat("interface '", ifname, "' does not exist (in this network namespace)"));
   }
   const uint32_t have = rxQueueCount(ifname);
@@ -294,6 +423,9 @@ absl::Status AfXdpBackend::initPort(const AfXdpPortConfig& pc, size_t index) {
   if (!prog.ok()) return prog.status();
   port.program = std::move(*prog);
   for (size_t i = 0; i < std::size(kNicStages); ++i) port.nic_base[i] = sysfsCounter(ifname, kNicStages[i].second);
+  port.ifindex = ifindex;
+  port.link.up = interfaceUp(ifname);
+  port.link.since_ns = clockNs(CLOCK_REALTIME);
   ports_.push_back(std::move(port));
   CapturePort lp;
   lp.name = ifname;
@@ -335,15 +467,33 @@ absl::Status AfXdpBackend::start() {
     // "bs-xsk-P-Q" in top and /proc: the capture threads apart from the analysing worker.
     pthread_setname_np(s->thread.native_handle(), absl::StrCat("bs-xsk-", sp->port_index, "-", sp->queue_id).c_str());
   }
+  for (Port& p : ports_) {
+    if (!p.link.up) {
+      std::fprintf(stderr, "burstscope: af-xdp port '%s': link down at %s (at start)\n", p.config.interface.c_str(),
+                   utcTime(p.link.since_ns).c_str());
+    }
+  }
+  monitor_stop_ = false;
+  monitor_ = std::thread([this] { monitorLoop(); });
+  pthread_setname_np(monitor_.native_handle(), "bs-xsk-monitor");
   running_ = true;
   return absl::OkStatus();
 }
 
 void AfXdpBackend::stop() {
   if (!running_) return;
+  // The monitor first: no re-attach runs while the capture closes.
+  {
+    std::lock_guard<std::mutex> l(monitor_mu_);
+    monitor_stop_ = true;
+  }
+  monitor_cv_.notify_all();
+  if (monitor_.joinable()) monitor_.join();
   // Detach first: once no program runs, nothing more enters the sockets, and the RX threads drain what
   // did, so that the ledger closes exactly.
-  for (Port& p : ports_) p.program->detach();
+  for (Port& p : ports_) {
+    p.program->detach();
+  }
   rx_stop_.store(true, std::memory_order_release);
   for (auto& s : sockets_) {
     if (s->thread.joinable()) s->thread.join();
@@ -357,7 +507,7 @@ void AfXdpBackend::rxLoop(Socket& s) {
   int64_t offset = monotonicToRealtime();
   int64_t next_resync = clockNs(CLOCK_MONOTONIC) + static_cast<int64_t>(cfg_.resync_s * 1e9);
   int64_t last_ts = INT64_MIN, last_tick = 0, last_traffic = 0;
-  const int fd = xsk_socket__fd(s.xsk);
+  int fd = xsk_socket__fd(s.xsk);
   uint8_t* const area = static_cast<uint8_t*>(s.area);
   bool drained_once = false;
   uint64_t idle_polls = 0;  // consecutive empty looks at the RX ring
@@ -367,6 +517,12 @@ void AfXdpBackend::rxLoop(Socket& s) {
     const uint32_t n = xsk_ring_cons__peek(&s.rx, batch, &idx);
     const int64_t mono_now = clockNs(CLOCK_MONOTONIC);
     if (n == 0) {
+      if (s.park.load(std::memory_order_acquire) && !rx_stop_.load(std::memory_order_acquire)) {
+        parkedWait(s, producer, offset, last_ts);  // the ring is drained: the monitor may replace the socket
+        if (s.xsk == nullptr) break;               // the backend is stopping with no socket to drain
+        fd = xsk_socket__fd(s.xsk);
+        continue;
+      }
       if (rx_stop_.load(std::memory_order_acquire)) {
         // The program is detached: what is in the ring now is all there will be. Look twice, a
         // millisecond apart, for frames a driver was still writing.
@@ -389,7 +545,11 @@ void AfXdpBackend::rxLoop(Socket& s) {
       ++idle_polls;
       if (xsk_ring_prod__needs_wakeup(&s.fill)) recvfrom(fd, nullptr, 0, MSG_DONTWAIT, nullptr, nullptr);
       pollfd p{fd, POLLIN, 0};
-      poll(&p, 1, static_cast<int>(std::max<int64_t>(1, (last_tick + period - mono_now) / 1'000'000)));
+      const int timeout_ms = static_cast<int>(std::max<int64_t>(1, (last_tick + period - mono_now) / 1'000'000));
+      // A socket whose interface went away may report an error at once: wait the period out, never spin.
+      if (poll(&p, 1, timeout_ms) > 0 && (p.revents & (POLLERR | POLLHUP | POLLNVAL)) != 0) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(timeout_ms));
+      }
       continue;
     }
     drained_once = false;
@@ -443,17 +603,167 @@ void AfXdpBackend::rxLoop(Socket& s) {
   tick(std::max(last_ts, clockNs(CLOCK_MONOTONIC) + offset));  // final watermark
 }
 
+// Parked for a re-attach (Socket::park): no socket to read, so this queue only ticks, every kDeepIdleTickNs, so
+// that the worker keeps merging the port's other queues and closing intervals.
+void AfXdpBackend::parkedWait(Socket& s, QueueProducer& producer, int64_t offset, int64_t& last_ts) {
+  s.parked.store(true, std::memory_order_release);
+  while (s.park.load(std::memory_order_acquire) && !rx_stop_.load(std::memory_order_acquire)) {
+    last_ts = std::max(last_ts, clockNs(CLOCK_MONOTONIC) + offset);
+    producer.tick(last_ts);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  s.parked.store(false, std::memory_order_release);
+}
+
+void AfXdpBackend::monitorLoop() {
+  std::unique_lock<std::mutex> l(monitor_mu_);
+  while (!monitor_cv_.wait_for(l, std::chrono::milliseconds(100), [this] { return monitor_stop_; })) {
+    l.unlock();
+    for (size_t i = 0; i < ports_.size(); ++i) watchPort(i);
+    l.lock();
+  }
+}
+
+// One look at a port's interface: present (by name), up with carrier, the same interface as attached. Each
+// change is logged once with its time and counted; an interface re-created under the configured name gets
+// the program and the sockets again (reattach).
+void AfXdpBackend::watchPort(size_t index) {
+  Port& p = ports_[index];
+  const std::string& name = p.config.interface;
+  const unsigned ifindex = if_nametoindex(name.c_str());
+  const bool present = ifindex != 0;
+  const int64_t now = clockNs(CLOCK_REALTIME);
+  if (present && ifindex == p.ifindex) {
+    std::lock_guard<std::mutex> g(mu_);
+    for (size_t i = 0; i < std::size(kNicStages); ++i) {
+      const std::optional<uint64_t> v = sysfsCounter(name, kNicStages[i].second);
+      if (v && p.nic_base[i]) p.nic_last[i] = *v >= *p.nic_base[i] ? *v - *p.nic_base[i] : *v;
+    }
+  }
+  bool was_present, was_up;
+  int64_t since;
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    was_present = p.link.present;
+    was_up = p.link.up;
+    since = p.link.since_ns;
+  }
+  if (was_present && !present) {
+    std::fprintf(stderr,
+                 "burstscope: af-xdp port '%s': interface removed at %s (capture resumes when an interface of "
+                 "that name is back)\n",
+                 name.c_str(), utcTime(now).c_str());
+  }
+  if (present && ifindex != p.ifindex) reattach(index, ifindex);
+  const bool up = present && ifindex == p.ifindex && interfaceUp(name);
+  std::lock_guard<std::mutex> g(mu_);
+  p.link.present = present;
+  if (up == was_up) return;
+  std::fprintf(stderr, "burstscope: af-xdp port '%s': link %s at %s (%s %.1f s)\n", name.c_str(), up ? "up" : "down",
+               utcTime(now).c_str(), up ? "down for" : "was up for", static_cast<double>(now - since) / 1e9);
+  p.link.up = up;
+  p.link.since_ns = now;
+  p.link.downs += up ? 0 : 1;
+}
+
+// An interface of the port's name with a new index: the old one was removed (its program's attachment and its
+// sockets' bindings went with it). Every RX thread of the port drains its ring and parks; the sockets' final
+// counts are kept for the ledger and the sockets closed; the loaded program is attached to the new interface
+// (CAP_NET_ADMIN, which set-up keeps) and each queue gets a socket on a spare UMEM made at start (Socket::spares);
+// the threads resume. A failure is logged once (again only when it changes) and retried at the next look.
+void AfXdpBackend::reattach(size_t index, unsigned ifindex) {
+  Port& p = ports_[index];
+  const std::string& name = p.config.interface;
+  std::vector<Socket*> mine;
+  for (const auto& s : sockets_) {
+    if (s->port_index == index) mine.push_back(s.get());
+  }
+  for (Socket* s : mine) s->park.store(true, std::memory_order_release);
+  auto release = [&mine] {
+    for (Socket* s : mine) s->park.store(false, std::memory_order_release);
+  };
+  // RX threads park within a poll timeout (at most kDeepIdleTickNs); bounded, in case one is stuck.
+  const int64_t deadline = clockNs(CLOCK_MONOTONIC) + 2'000'000'000;
+  for (Socket* s : mine) {
+    while (!s->parked.load(std::memory_order_acquire)) {
+      if (clockNs(CLOCK_MONOTONIC) > deadline || rx_stop_.load()) {
+        release();
+        return;  // tried again at the next look
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+  std::string error;
+  size_t bound = 0;
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    for (Socket* s : mine) {
+      if (s->xsk != nullptr) {
+        s->retired.add(readXskStats(xsk_socket__fd(s->xsk)));
+        xsk_socket__delete(s->xsk);
+        s->xsk = nullptr;
+      }
+      if (s->umem != nullptr) {
+        xsk_umem__delete(s->umem);
+        s->umem = nullptr;
+      }
+    }
+    if (p.ifindex != 0) {  // the NIC counters of the interface that went away, as last read
+      for (size_t i = 0; i < std::size(kNicStages); ++i) {
+        p.nic_retired[i] += p.nic_last[i];
+        p.nic_last[i] = 0;
+      }
+      p.ifindex = 0;
+    }
+    // The loaded program, attached again (its maps and counters carry on; the closed sockets left its XSKMAP).
+    if (absl::Status st = p.program->moveTo(name); !st.ok()) {
+      error = std::string(st.message());
+    } else {
+      for (size_t i = 0; i < std::size(kNicStages); ++i) p.nic_base[i] = sysfsCounter(name, kNicStages[i].second);
+      for (Socket* s : mine) {
+        if (absl::Status st2 = rebindSocket(*s, p); !st2.ok()) {
+          error = std::string(st2.message());
+          if (s->xsk != nullptr) xsk_socket__delete(s->xsk);
+          s->xsk = nullptr;
+        } else {
+          ++bound;
+        }
+      }
+      p.ifindex = ifindex;
+      ++p.link.reattached;
+    }
+  }
+  // A queue left without a socket stays parked (ticking) until the next re-attach or the end.
+  for (Socket* s : mine) {
+    if (s->xsk != nullptr) s->park.store(false, std::memory_order_release);
+  }
+  const int64_t now = clockNs(CLOCK_REALTIME);
+  if (error.empty()) {
+    std::fprintf(stderr,
+                 "burstscope: af-xdp port '%s': interface back at %s (ifindex %u): XDP program and %zu AF_XDP "
+                 "socket%s re-attached\n",
+                 name.c_str(), utcTime(now).c_str(), ifindex, bound, bound == 1 ? "" : "s");
+    p.attach_error.clear();
+  } else if (error != p.attach_error) {
+    std::fprintf(stderr, "burstscope: af-xdp port '%s': interface back at %s (ifindex %u), cannot re-attach: %s\n",
+                 name.c_str(), utcTime(now).c_str(), ifindex, error.c_str());
+    p.attach_error = error;
+  }
+}
+
 DeviceStats AfXdpBackend::deviceStats(size_t index) const {
   DeviceStats d;
   const Port& p = ports_[index];
-  const XdpCounters c = p.program->counters();
+  std::lock_guard<std::mutex> g(mu_);
+  const XdpCounters c = p.program->counters();  // since start, over every interface it was attached to
   d.seen = c[BS_STAT_REDIRECTED] + c[BS_STAT_NO_SOCKET] + c[BS_STAT_ABORTED] + c[BS_STAT_FILTERED];
   d.filtered = c[BS_STAT_FILTERED];
   uint64_t rx_dropped = 0, ring_full = 0, fill_empty = 0, invalid = 0, no_meta = 0;
   bool have_ring_full = true;
   for (const auto& s : sockets_) {
     if (s->port_index != index) continue;
-    const XskStats st = readXskStats(xsk_socket__fd(s->xsk));
+    XskStats st = s->retired;
+    if (s->xsk != nullptr) st.add(readXskStats(xsk_socket__fd(s->xsk)));
     rx_dropped += st.rx_dropped;
     invalid += st.rx_invalid_descs;
     have_ring_full &= st.rx_ring_full.has_value();
@@ -463,10 +773,11 @@ DeviceStats AfXdpBackend::deviceStats(size_t index) const {
   }
   // The NIC's drops since the attach come first: they reached the port and never reached XDP, so `seen`
   // (what reached the port) counts them too. A counter that went backwards (an interface reset) counts anew.
+  // On a re-created interface, the earlier interfaces' drops (as last read) come on top.
   for (size_t i = 0; i < std::size(kNicStages); ++i) {
     const std::optional<uint64_t> v = sysfsCounter(p.config.interface, kNicStages[i].second);
     if (!v || !p.nic_base[i]) continue;
-    const uint64_t since = *v >= *p.nic_base[i] ? *v - *p.nic_base[i] : *v;
+    const uint64_t since = (*v >= *p.nic_base[i] ? *v - *p.nic_base[i] : *v) + p.nic_retired[i];
     d.drop_stages.emplace_back(kNicStages[i].first, since);
     *d.seen += since;
   }
@@ -478,6 +789,7 @@ DeviceStats AfXdpBackend::deviceStats(size_t index) const {
              {"xdp_no_metadata", c[BS_STAT_NO_METADATA]},  {"xdp_nic_timestamps", c[BS_STAT_NIC_TIMESTAMP]},
              {"xsk_rx_fill_ring_empty_descs", fill_empty}, {"xsk_rx_invalid_descs", invalid},
              {"rx_frames_without_metadata", no_meta}};
+  d.link = p.link;
   return d;
 }
 
@@ -505,6 +817,7 @@ TimestampInfo AfXdpBackend::timestampInfo() const {
 
 std::vector<std::string> AfXdpBackend::notes() const {
   std::vector<std::string> out;
+  std::lock_guard<std::mutex> g(mu_);
   for (const Port& p : ports_) {
     if (!p.replaced.empty()) {
       out.push_back(absl::StrCat(p.config.interface,

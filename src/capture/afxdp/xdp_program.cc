@@ -243,6 +243,26 @@ void XdpProgram::detach() {
   attached_ = false;
 }
 
+absl::Status XdpProgram::moveTo(const std::string& ifname) {
+  if (config_.nic_timestamps) {
+    return absl::FailedPreconditionError(
+        "the NIC-timestamp program is bound to the device it was loaded for: restart burstscope to capture on the "
+        "new interface");
+  }
+  const int ifindex = static_cast<int>(if_nametoindex(ifname.c_str()));
+  if (ifindex == 0) return absl::NotFoundError(absl::StrCat("interface '", ifname, "' does not exist"));
+  detach();  // from the interface that went away: a no-op there, nothing else can match our program
+  const uint32_t mode = mode_ == XdpMode::kNative ? XDP_FLAGS_DRV_MODE : XDP_FLAGS_SKB_MODE;
+  if (int rc = bpf_xdp_attach(ifindex, progFd(), mode | XDP_FLAGS_UPDATE_IF_NOEXIST, nullptr); rc != 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("interface '", ifname, "': cannot attach the XDP capture program (", xdpModeName(mode_),
+                     " mode): ", libxdpErrorText(rc), rc == -EBUSY ? " (the interface has another XDP program)" : ""));
+  }
+  ifindex_ = ifindex;
+  attached_ = true;
+  return absl::OkStatus();
+}
+
 int XdpProgram::progFd() const {
   return bpf_program__fd(config_.nic_timestamps ? skel_->progs.bs_capture_nic : skel_->progs.bs_capture);
 }

@@ -46,6 +46,11 @@ class XdpProgram {
   // Removes the program from the interface; idempotent. Counters stay readable.
   void detach();
 
+  // Attaches the loaded program, as it is, to `ifname` (an interface re-created under the name it had): a
+  // netlink attach by file descriptor, which needs CAP_NET_ADMIN only, so that it works after set-up dropped
+  // the rest. Its maps and counters carry on. Not for the NIC-timestamp variant, bound to its first device.
+  absl::Status moveTo(const std::string& ifname);
+
   int progFd() const;
   int xskMapFd() const;
   XdpCounters counters() const;           // summed over CPUs

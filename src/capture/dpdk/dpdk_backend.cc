@@ -18,18 +18,34 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <condition_variable>
 #include <cstring>
+#include <mutex>
 #include <optional>
 #include <string_view>
+#include <thread>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/time/time.h"
 
 namespace burstscope {
 namespace {
 
 int64_t realtimeNs() { return clockNs(CLOCK_REALTIME); }
+
+std::string utcTime(int64_t ns) {
+  return absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", absl::FromUnixNanos(ns), absl::UTCTimeZone());
+}
+
+// How often the monitor thread reads every port's link, besides waking at once on a device's link-state
+// interrupt (many virtual devices have none).
+constexpr std::chrono::milliseconds kLinkPoll{50};
+// A device reset that answers -EAGAIN ("retry later") is tried again at each look, this many times in all.
+constexpr int kResetTries = 100;
 
 // Descriptors asked for each idle TX queue (adjusted to the driver's limits): burstscope sends nothing.
 constexpr uint16_t kTxDescriptors = 64;
@@ -52,6 +68,11 @@ class CounterClock {
   int64_t toNs(uint64_t counter) const {
     return base_ns_ +
            static_cast<int64_t>(static_cast<double>(static_cast<int64_t>(counter - base_counter_)) * ns_per_tick_);
+  }
+  // Re-anchors without counting a step: after a device reset the device's clock may have started anew.
+  void rebase(uint64_t counter, int64_t realtime_ns) {
+    base_counter_ = counter;
+    base_ns_ = realtime_ns;
   }
   uint64_t base() const { return base_counter_; }
   double hz() const { return hz_; }
@@ -85,6 +106,55 @@ std::pair<uint64_t, int64_t> tscRealtimePair() {
 
 enum class TsSource { kTsc, kNic, kPcapFile };
 
+// Wakes the monitor thread: at once from the ethdev event callbacks, or to end it (stop()).
+struct MonitorWake {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool kick = false;  // guarded by mu: an event came
+  bool stop = false;  // guarded by mu
+  void wake() {
+    {
+      std::lock_guard<std::mutex> g(mu);
+      kick = true;
+    }
+    cv.notify_one();
+  }
+};
+
+// A port's link as watched (docs/live-capture.md "Capture faults"). The ethdev event callbacks run on DPDK's
+// interrupt thread: they only raise a flag and wake the monitor thread, which reads the link, logs and counts
+// each change, and recovers from a device reset. RX lcores read hold_gen only (one load per poll, no lock).
+struct LinkWatch {
+  MonitorWake* wake = nullptr;
+  std::atomic<bool> reset_event{false};    // RTE_ETH_EVENT_INTR_RESET came
+  std::atomic<bool> removed_event{false};  // RTE_ETH_EVENT_INTR_RMV came
+  // Odd while the port's RX queues must not be polled (a reset under way, or the device gone): each RX lcore
+  // acknowledges a new odd value in its queue's hold_ack, only ticks the queue meanwhile, and polls it again
+  // once the value is even.
+  std::atomic<uint64_t> hold_gen{0};
+  // Set while nothing but the monitor may touch the device (a reset, a device gone): deviceStats then reports
+  // what was counted before, without reading it.
+  std::atomic<bool> offline{false};
+  // Serialises the device calls made off the RX path (statistics, link reads, reset and restart), which DPDK
+  // wants from one thread at a time.
+  std::mutex dev_mu;
+  // The monitor's own.
+  bool resetting = false;   // parked for a reset that has not succeeded yet (-EAGAIN: tried again)
+  bool reset_said = false;  // the reset under way is logged (once, however often it is tried)
+  bool gone = false;        // the reset failed or the device was removed: never read again
+  int reset_tries = 0;
+  int64_t reset_at_ns = 0;
+  // Guarded by DpdkBackend::state_mu_: the link as watched, and the device's counts from before its resets (a
+  // reset restarts them). Frames the device had counted but RX never read when it was reset are lost there.
+  LinkState state;
+  uint64_t base_received = 0, base_bytes = 0, base_missed = 0, base_errors = 0, base_no_mbuf = 0;
+  uint64_t reset_lost = 0;
+  std::vector<uint64_t> base_queue;
+  uint64_t rx_at_reset = 0;  // RX's count of the port when it was last reset
+  bool counted = false;      // the bases hold the device's counts from before a reset
+  rte_eth_stats zero{};      // the device's counts just after a restart (when it could not reset them)
+};
+
 struct RxQueue {
   uint16_t port_id = 0;
   uint16_t queue_id = 0;
@@ -92,7 +162,10 @@ struct RxQueue {
   std::unique_ptr<QueueProducer> producer;  // decode, enqueue, count, tick
   int64_t last_ts = INT64_MIN;              // this queue's watermark
   uint64_t last_tick_tsc = 0;
-  CounterClock nic_clock;  // a copy per queue, so that each RX lcore re-synchronises its own
+  CounterClock nic_clock;                           // a copy per queue, so that each RX lcore re-synchronises its own
+  const std::atomic<uint64_t>* hold_gen = nullptr;  // the port's LinkWatch::hold_gen
+  uint64_t seen_gen = 0;                            // the RX lcore's own: the last hold_gen it acted on
+  std::atomic<uint64_t> hold_ack{0};                // the last odd hold_gen the RX lcore stopped polling for
 };
 
 struct Port {
@@ -105,7 +178,25 @@ struct Port {
   CounterClock nic_clock;  // kNic only: the calibration the queues start from
   rte_mempool* pool = nullptr;
   bool started = false;
+  // As configured, for a restart after a device reset with the same queues and mempool.
+  rte_eth_conf conf{};
+  uint16_t tx_queues = 0, rx_desc = 0, tx_desc = 0;
+  int socket = 0;
+  std::unique_ptr<LinkWatch> watch;
+  bool callbacks = false;  // the ethdev event callbacks are registered
 };
+
+// An ethdev event (DPDK's interrupt thread): never blocks, never touches the device.
+int onEthEvent(uint16_t /*port_id*/, rte_eth_event_type event, void* arg, void* /*ret_param*/) {
+  auto* w = static_cast<LinkWatch*>(arg);
+  if (event == RTE_ETH_EVENT_INTR_RESET) w->reset_event.store(true);
+  if (event == RTE_ETH_EVENT_INTR_RMV) w->removed_event.store(true);
+  w->wake->wake();  // a link-state change: the monitor reads the link at once
+  return 0;
+}
+
+constexpr rte_eth_event_type kWatchedEvents[] = {RTE_ETH_EVENT_INTR_LSC, RTE_ETH_EVENT_INTR_RESET,
+                                                 RTE_ETH_EVENT_INTR_RMV};
 
 class DpdkBackend;
 
@@ -120,6 +211,15 @@ class DpdkBackend final : public CaptureSource {
   explicit DpdkBackend(DpdkConfig c) : cfg_(std::move(c)) {}
   ~DpdkBackend() override {
     stop();
+    for (Port& p : ports_) {
+      if (!p.callbacks) continue;
+      for (rte_eth_event_type e : kWatchedEvents) {
+        // -EAGAIN: the callback is running on the interrupt thread right now; it returns at once.
+        while (rte_eth_dev_callback_unregister(p.port_id, e, onEthEvent, p.watch.get()) == -EAGAIN) {
+          std::this_thread::yield();
+        }
+      }
+    }
     for (Port& p : ports_) {
       if (p.started) {
         rte_eth_dev_stop(p.port_id);
@@ -145,10 +245,21 @@ class DpdkBackend final : public CaptureSource {
  private:
   absl::Status initEal();
   absl::Status initPort(const DpdkPortConfig& pc, size_t index);
+  absl::Status setUpQueuesAndStart(Port& p);
   static int lcoreMain(void* arg);
   void rxLoop(Lcore& lc);
+  void holdChanged(RxQueue& q, const Port& port, uint64_t gen);
   void tick(RxQueue& q, int64_t now_ns);
   void resync(Lcore& lc, CounterClock& tsc);
+  // The monitor thread (started by start(), ended by stop()) and what it does.
+  void monitorLoop();
+  void watchPort(size_t index);
+  bool noteLink(size_t index, bool up, int64_t now_ns, const char* why);
+  bool park(size_t index);
+  void unpark(size_t index);
+  void retireStats(size_t index);
+  void resetPort(size_t index);
+  void deviceGone(size_t index);
 
   DpdkConfig cfg_;
   std::vector<Port> ports_;
@@ -162,6 +273,11 @@ class DpdkBackend final : public CaptureSource {
   uint64_t ts_flag_ = 0;
   double tsc_hz_ = 0;
   std::atomic<int64_t> max_step_ns_{0};  // largest clock correction at a re-synchronisation
+  MonitorWake wake_;
+  std::thread monitor_;
+  // Guards each port's LinkWatch::state and counts from before a reset (the monitor writes them, deviceStats
+  // reads them). Never taken by an RX lcore.
+  mutable std::mutex state_mu_;
 };
 
 absl::Status DpdkBackend::initEal() {
@@ -252,6 +368,9 @@ absl::Status DpdkBackend::initPort(const DpdkPortConfig& pc, size_t index) {
     p.ts = TsSource::kNic;
     conf.rxmode.offloads |= RTE_ETH_RX_OFFLOAD_TIMESTAMP;
   }
+  // Link-state and removal interrupts where the device has them (the monitor also polls the link).
+  if ((p.dev_flags & RTE_ETH_DEV_INTR_LSC) != 0) conf.intr_conf.lsc = 1;
+  if ((p.dev_flags & RTE_ETH_DEV_INTR_RMV) != 0) conf.intr_conf.rmv = 1;
   if (cfg_.replay_speed > 0 && p.ts != TsSource::kPcapFile) {
     return absl::InvalidArgumentError(absl::StrCat("port '", pc.device,
                                                    "': replay-speed applies only to net_pcap "
@@ -269,45 +388,38 @@ absl::Status DpdkBackend::initPort(const DpdkPortConfig& pc, size_t index) {
                                             tx_queues, " TX queues failed (driver ", p.driver,
                                             "): ", rte_strerror(-rc)));
   }
-  uint16_t rx_desc = cfg_.rx_descriptors, tx_desc = kTxDescriptors;
-  rte_eth_dev_adjust_nb_rx_tx_desc(id, &rx_desc, &tx_desc);
-  const int socket = rte_eth_dev_socket_id(id) < 0 ? static_cast<int>(rte_socket_id()) : rte_eth_dev_socket_id(id);
+  p.conf = conf;
+  p.tx_queues = tx_queues;
+  p.rx_desc = cfg_.rx_descriptors;
+  p.tx_desc = kTxDescriptors;
+  rte_eth_dev_adjust_nb_rx_tx_desc(id, &p.rx_desc, &p.tx_desc);
+  p.socket = rte_eth_dev_socket_id(id) < 0 ? static_cast<int>(rte_socket_id()) : rte_eth_dev_socket_id(id);
   const std::string pool_name = absl::StrCat("bs_pool_", index);
-  p.pool = rte_pktmbuf_pool_create(pool_name.c_str(), cfg_.mbufs_per_port, 256, 0, RTE_MBUF_DEFAULT_BUF_SIZE, socket);
+  p.pool = rte_pktmbuf_pool_create(pool_name.c_str(), cfg_.mbufs_per_port, 256, 0, RTE_MBUF_DEFAULT_BUF_SIZE, p.socket);
   if (p.pool == nullptr) {
     return absl::ResourceExhaustedError(absl::StrCat("port '", pc.device, "': cannot allocate ", cfg_.mbufs_per_port,
                                                      " mbufs: ", rte_strerror(rte_errno),
                                                      " (lower dpdk.mbufs or give the EAL more memory, -m)"));
   }
+  p.watch = std::make_unique<LinkWatch>();
+  p.watch->wake = &wake_;
+  p.watch->base_queue.assign(p.queues, 0);
   CapturePort lp;
   lp.name = pc.device;
   lp.link_bps = pc.link_bps;
   for (uint16_t q = 0; q < p.queues; ++q) {
-    if (int rc = rte_eth_rx_queue_setup(id, q, rx_desc, static_cast<unsigned>(socket), nullptr, p.pool); rc != 0) {
-      return absl::InternalError(
-          absl::StrCat("port '", pc.device, "': RX queue ", q, " set-up failed: ", rte_strerror(-rc)));
-    }
     auto rq = std::make_unique<RxQueue>();
     rq->port_id = id;
     rq->queue_id = q;
     rq->port_index = index;
     rq->producer = std::make_unique<QueueProducer>(cfg_.decoder, cfg_.ring_capacity);
+    rq->hold_gen = &p.watch->hold_gen;
     lp.rings.push_back(&rq->producer->ring());
     lp.counters.push_back(&rq->producer->counters());
     lp.bins.push_back(rq->producer->bins());
     queues_.push_back(std::move(rq));
   }
-  for (uint16_t q = 0; q < tx_queues; ++q) {
-    if (int rc = rte_eth_tx_queue_setup(id, q, tx_desc, static_cast<unsigned>(socket), nullptr); rc != 0) {
-      return absl::InternalError(absl::StrCat("port '", pc.device, "': TX queue ", q, " set-up failed (driver ",
-                                              p.driver, "): ", rte_strerror(-rc)));
-    }
-  }
-  if (int rc = rte_eth_dev_start(id); rc != 0) {
-    return absl::InternalError(absl::StrCat("port '", pc.device, "': start failed: ", rte_strerror(-rc)));
-  }
-  p.started = true;
-  rte_eth_promiscuous_enable(id);  // a mirror port receives frames for other MACs; vdevs may not support it
+  if (absl::Status s = setUpQueuesAndStart(p); !s.ok()) return s;
   if (p.ts == TsSource::kNic) {
     // The NIC clock's frequency, from two readings 100 ms apart against CLOCK_REALTIME.
     uint64_t c0, c1;
@@ -322,8 +434,45 @@ absl::Status DpdkBackend::initPort(const DpdkPortConfig& pc, size_t index) {
     const int64_t t1 = realtimeNs();
     p.nic_clock.set(c1, t1, static_cast<double>(c1 - c0) * 1e9 / static_cast<double>(t1 - t0));
   }
+  // Last, so that nothing can fail after it (the destructor unregisters them): the port's link-state, reset and
+  // removal events wake the monitor. One that comes before start() is seen by start()'s first look.
+  for (rte_eth_event_type e : kWatchedEvents) {
+    if (int rc = rte_eth_dev_callback_register(id, e, onEthEvent, p.watch.get()); rc != 0) {
+      for (rte_eth_event_type done : kWatchedEvents) {
+        if (done == e) break;
+        rte_eth_dev_callback_unregister(id, done, onEthEvent, p.watch.get());
+      }
+      return absl::InternalError(
+          absl::StrCat("port '", pc.device, "': cannot register for the device's events: ", rte_strerror(-rc)));
+    }
+  }
+  p.callbacks = true;
   ports_.push_back(std::move(p));
   capture_ports_.push_back(std::move(lp));
+  return absl::OkStatus();
+}
+
+// The queues (on the port's own mempool), the start and promiscuous mode, after rte_eth_dev_configure: at set-up,
+// and again after a device reset.
+absl::Status DpdkBackend::setUpQueuesAndStart(Port& p) {
+  const uint16_t id = p.port_id;
+  for (uint16_t q = 0; q < p.queues; ++q) {
+    if (int rc = rte_eth_rx_queue_setup(id, q, p.rx_desc, static_cast<unsigned>(p.socket), nullptr, p.pool); rc != 0) {
+      return absl::InternalError(
+          absl::StrCat("port '", p.name, "': RX queue ", q, " set-up failed: ", rte_strerror(-rc)));
+    }
+  }
+  for (uint16_t q = 0; q < p.tx_queues; ++q) {
+    if (int rc = rte_eth_tx_queue_setup(id, q, p.tx_desc, static_cast<unsigned>(p.socket), nullptr); rc != 0) {
+      return absl::InternalError(absl::StrCat("port '", p.name, "': TX queue ", q, " set-up failed (driver ", p.driver,
+                                              "): ", rte_strerror(-rc)));
+    }
+  }
+  if (int rc = rte_eth_dev_start(id); rc != 0) {
+    return absl::InternalError(absl::StrCat("port '", p.name, "': start failed: ", rte_strerror(-rc)));
+  }
+  p.started = true;
+  rte_eth_promiscuous_enable(id);  // a mirror port receives frames for other MACs; vdevs may not support it
   return absl::OkStatus();
 }
 
@@ -361,11 +510,43 @@ absl::Status DpdkBackend::start() {
     }
   }
   running_ = true;
+  // The link as capture begins (each port's `since`); a port whose link is down already is said once now.
+  const int64_t now = realtimeNs();
+  for (size_t i = 0; i < ports_.size(); ++i) {
+    Port& p = ports_[i];
+    rte_eth_link link{};
+    int rc;
+    {
+      std::lock_guard<std::mutex> dev(p.watch->dev_mu);
+      rc = rte_eth_link_get_nowait(p.port_id, &link);
+    }
+    std::lock_guard<std::mutex> g(state_mu_);
+    p.watch->state.since_ns = now;
+    if (rc == 0 && link.link_status != RTE_ETH_LINK_UP) {
+      p.watch->state.up = false;
+      std::fprintf(stderr, "burstscope: dpdk port '%s': link down at %s (at start)\n", p.name.c_str(),
+                   utcTime(now).c_str());
+    }
+  }
+  {
+    std::lock_guard<std::mutex> g(wake_.mu);
+    wake_.stop = false;
+    wake_.kick = false;
+  }
+  monitor_ = std::thread([this] { monitorLoop(); });
+  pthread_setname_np(monitor_.native_handle(), "bs-dpdk-monitor");
   return absl::OkStatus();
 }
 
 void DpdkBackend::stop() {
   if (!running_) return;
+  // The monitor first: no reset recovery runs while the capture closes (one under way ends first).
+  {
+    std::lock_guard<std::mutex> g(wake_.mu);
+    wake_.stop = true;
+  }
+  wake_.cv.notify_all();
+  if (monitor_.joinable()) monitor_.join();
   rx_stop_.store(true, std::memory_order_release);
   rte_eal_mp_wait_lcore();
   running_ = false;
@@ -384,6 +565,19 @@ int DpdkBackend::lcoreMain(void* arg) {
 
 void DpdkBackend::tick(RxQueue& q, int64_t now_ns) { q.producer->tick(now_ns); }
 
+// The port's hold changed (rare; the RX lcore's own thread): an odd value is acknowledged once this queue is no
+// longer being polled (the last burst was handled in full); an even one lets it poll again, after a reset on a
+// device whose clock may have started anew.
+void DpdkBackend::holdChanged(RxQueue& q, const Port& port, uint64_t gen) {
+  q.seen_gen = gen;
+  if ((gen & 1) != 0) {
+    q.hold_ack.store(gen, std::memory_order_release);
+    return;
+  }
+  uint64_t dev;
+  if (port.ts == TsSource::kNic && rte_eth_read_clock(q.port_id, &dev) == 0) q.nic_clock.rebase(dev, realtimeNs());
+}
+
 // Re-reads CLOCK_REALTIME against the TSC (and each NIC-timestamped queue's device clock against it), so
 // that drift never accumulates past one period; the correction each time is the error that had built up.
 void DpdkBackend::resync(Lcore& lc, CounterClock& tsc) {
@@ -391,7 +585,7 @@ void DpdkBackend::resync(Lcore& lc, CounterClock& tsc) {
   tsc.set(c, r, tsc_hz_);
   storeMax(max_step_ns_, tsc.maxStepNs());
   for (RxQueue* q : lc.queues) {
-    if (ports_[q->port_index].ts != TsSource::kNic) continue;
+    if (ports_[q->port_index].ts != TsSource::kNic || (q->seen_gen & 1) != 0) continue;
     uint64_t dev;
     if (rte_eth_read_clock(q->port_id, &dev) != 0) continue;
     const int64_t now = realtimeNs();
@@ -424,7 +618,11 @@ void DpdkBackend::rxLoop(Lcore& lc) {
     for (RxQueue* qp : lc.queues) {
       RxQueue& q = *qp;
       Port& port = ports_[q.port_index];
-      const uint16_t n = rte_eth_rx_burst(q.port_id, q.queue_id, mbufs.data(), burst);
+      // A device reset or removal under way (the monitor's hold): the queue is not polled, only ticked.
+      const uint64_t gen = q.hold_gen->load(std::memory_order_acquire);
+      if (gen != q.seen_gen) [[unlikely]]
+        holdChanged(q, port, gen);
+      const uint16_t n = (gen & 1) != 0 ? 0 : rte_eth_rx_burst(q.port_id, q.queue_id, mbufs.data(), burst);
       const uint64_t now_tsc = rte_rdtsc();
       if (n == 0) {
         if (now_tsc - q.last_tick_tsc >= tick_ticks) {
@@ -490,25 +688,244 @@ void DpdkBackend::rxLoop(Lcore& lc) {
   }
 }
 
+// Wakes at once on a device event, and every kLinkPoll anyway, until stop().
+void DpdkBackend::monitorLoop() {
+  std::unique_lock<std::mutex> l(wake_.mu);
+  for (;;) {
+    wake_.cv.wait_for(l, kLinkPoll, [this] { return wake_.stop || wake_.kick; });
+    if (wake_.stop) return;
+    wake_.kick = false;
+    l.unlock();
+    for (size_t i = 0; i < ports_.size(); ++i) watchPort(i);
+    l.lock();
+  }
+}
+
+// One look at a port: a removal or reset the device announced, then its link status (the one the link-state
+// interrupt updated where the device has one, else the driver's own read).
+void DpdkBackend::watchPort(size_t index) {
+  Port& p = ports_[index];
+  LinkWatch& w = *p.watch;
+  if (w.gone) return;
+  if (w.removed_event.exchange(false)) {
+    deviceGone(index);
+    return;
+  }
+  if (w.reset_event.exchange(false) || w.resetting) resetPort(index);
+  if (w.gone || w.offline.load()) return;
+  rte_eth_link link{};
+  int rc;
+  {
+    std::lock_guard<std::mutex> dev(w.dev_mu);
+    rc = rte_eth_link_get_nowait(p.port_id, &link);
+  }
+  if (rc == 0) noteLink(index, link.link_status == RTE_ETH_LINK_UP, realtimeNs(), nullptr);
+}
+
+// A change of the link is logged once with its time, and counted (a down); false if it was so already. `why`:
+// what brought it about, if not the link itself.
+bool DpdkBackend::noteLink(size_t index, bool up, int64_t now_ns, const char* why) {
+  std::lock_guard<std::mutex> g(state_mu_);
+  LinkState& s = ports_[index].watch->state;
+  if (s.up == up) return false;
+  std::fprintf(stderr, "burstscope: dpdk port '%s': link %s at %s (%s %.1f s)%s%s\n", ports_[index].name.c_str(),
+               up ? "up" : "down", utcTime(now_ns).c_str(), up ? "down for" : "was up for",
+               static_cast<double>(now_ns - s.since_ns) / 1e9, why ? ": " : "", why ? why : "");
+  s.up = up;
+  s.since_ns = now_ns;
+  s.downs += up ? 0 : 1;
+  return true;
+}
+
+// Asks every RX lcore polling one of the port's queues to stop polling it, and waits (bounded) until each has
+// handled its last burst. False if one did not answer in time (the hold stays: see unpark()).
+bool DpdkBackend::park(size_t index) {
+  LinkWatch& w = *ports_[index].watch;
+  const uint64_t gen = w.hold_gen.load() | 1;
+  w.hold_gen.store(gen);
+  const int64_t deadline = clockNs(CLOCK_MONOTONIC) + 2'000'000'000;
+  for (const auto& q : queues_) {
+    if (q->port_index != index) continue;
+    while (q->hold_ack.load(std::memory_order_acquire) != gen) {
+      if (clockNs(CLOCK_MONOTONIC) > deadline) return false;
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+  }
+  return true;
+}
+
+void DpdkBackend::unpark(size_t index) {
+  LinkWatch& w = *ports_[index].watch;
+  const uint64_t gen = w.hold_gen.load();
+  if ((gen & 1) != 0) w.hold_gen.store(gen + 1, std::memory_order_release);
+}
+
+// Before a reset (RX parked, dev_mu held): the device's counts so far go into the port's bases. Of the frames
+// the device counted since the last restart, those RX did not read are lost with the reset's cleared queues.
+void DpdkBackend::retireStats(size_t index) {
+  const Port& p = ports_[index];
+  LinkWatch& w = *p.watch;
+  uint64_t rx = 0;
+  for (const auto& q : queues_) {
+    if (q->port_index == index) rx += q->producer->counters().received.load(std::memory_order_acquire);
+  }
+  rte_eth_stats s{};
+  const bool have = rte_eth_stats_get(p.port_id, &s) == 0;
+  std::lock_guard<std::mutex> g(state_mu_);
+  const uint64_t rx_since = rx - w.rx_at_reset;
+  w.rx_at_reset = rx;
+  if (!have) return;
+  const rte_eth_stats& z = w.zero;
+  auto since = [](uint64_t now, uint64_t zero) { return now >= zero ? now - zero : now; };
+  const uint64_t device = since(s.ipackets, z.ipackets);
+  const uint64_t lost = device > rx_since ? device - rx_since : 0;
+  w.reset_lost += lost;
+  w.base_received += device - lost;
+  w.base_bytes += since(s.ibytes, z.ibytes);
+  w.base_missed += since(s.imissed, z.imissed);
+  w.base_errors += since(s.ierrors, z.ierrors);
+  w.base_no_mbuf += since(s.rx_nombuf, z.rx_nombuf);
+  for (uint16_t q = 0; q < p.queues && q < RTE_ETHDEV_QUEUE_STAT_CNTRS; ++q) {
+    w.base_queue[q] += since(s.q_ipackets[q], z.q_ipackets[q]);
+  }
+  w.zero = rte_eth_stats{};
+  w.counted = true;
+}
+
+// The device asked for a reset (RTE_ETH_EVENT_INTR_RESET). DPDK's recovery, off the interrupt thread: RX stops
+// polling the port, rte_eth_dev_reset, then the port is configured, its queues set up on the same mempool and
+// started again as at set-up, and RX polls it again. The link counts as down from the event until the device
+// says it is up again. A reset that fails is logged once and the port stays down (not present) until the end;
+// -EAGAIN is tried again at each look, kResetTries times in all.
+void DpdkBackend::resetPort(size_t index) {
+  Port& p = ports_[index];
+  LinkWatch& w = *p.watch;
+  if (!w.resetting) {
+    if (!w.reset_said) {
+      w.reset_said = true;
+      w.reset_at_ns = realtimeNs();
+      if (!noteLink(index, false, w.reset_at_ns, "device reset, re-attaching")) {
+        std::fprintf(stderr, "burstscope: dpdk port '%s': device reset at %s (the link was down), re-attaching\n",
+                     p.name.c_str(), utcTime(w.reset_at_ns).c_str());
+      }
+    }
+    w.reset_tries = 0;
+    if (!park(index)) {  // an RX lcore did not answer within 2 s: the next look tries again
+      unpark(index);
+      w.reset_event.store(true);
+      return;
+    }
+    w.resetting = true;
+  }
+  std::unique_lock<std::mutex> dev(w.dev_mu);
+  if (w.reset_tries == 0) retireStats(index);
+  w.offline.store(true, std::memory_order_release);
+  ++w.reset_tries;
+  int rc = rte_eth_dev_reset(p.port_id);
+  if (rc == -EAGAIN && w.reset_tries < kResetTries) return;  // the device asks to be tried again later
+  absl::Status s =
+      rc == 0 ? absl::OkStatus() : absl::UnavailableError(absl::StrCat("rte_eth_dev_reset: ", rte_strerror(-rc)));
+  if (s.ok()) {
+    rc = rte_eth_dev_configure(p.port_id, p.queues, p.tx_queues, &p.conf);
+    if (rc != 0) s = absl::InternalError(absl::StrCat("configure failed: ", rte_strerror(-rc)));
+  }
+  if (s.ok()) s = setUpQueuesAndStart(p);
+  if (s.ok()) {
+    // The counts start anew; where the device cannot reset them, from what they are now.
+    rte_eth_stats z{};
+    if (rte_eth_stats_reset(p.port_id) != 0 && rte_eth_stats_get(p.port_id, &z) != 0) z = rte_eth_stats{};
+    std::lock_guard<std::mutex> g(state_mu_);
+    w.zero = z;
+    w.state.present = true;
+    ++w.state.reattached;
+  }
+  const int64_t now = realtimeNs();
+  w.resetting = false;
+  w.reset_said = false;
+  if (!s.ok()) {
+    w.gone = true;  // RX stays parked, nothing reads the device again
+    {
+      std::lock_guard<std::mutex> g(state_mu_);
+      w.state.present = false;
+    }
+    std::fprintf(stderr,
+                 "burstscope: dpdk port '%s': device reset at %s failed after %d attempt%s (%s): the port stays "
+                 "down until capture ends\n",
+                 p.name.c_str(), utcTime(now).c_str(), w.reset_tries, w.reset_tries == 1 ? "" : "s",
+                 std::string(s.message()).c_str());
+    return;
+  }
+  w.offline.store(false, std::memory_order_release);
+  dev.unlock();
+  unpark(index);
+  std::fprintf(stderr,
+               "burstscope: dpdk port '%s': re-attached at %s after a device reset (%u RX queue%s restarted on the "
+               "same mempool in %.1f s)\n",
+               p.name.c_str(), utcTime(now).c_str(), p.queues, p.queues == 1 ? "" : "s",
+               static_cast<double>(now - w.reset_at_ns) / 1e9);
+}
+
+// The device was removed (RTE_ETH_EVENT_INTR_RMV): logged once, RX stops polling the port, and the port stays
+// down and not present until capture ends. Nothing reads the device again: its own counts are no longer
+// reported (unless a reset under way had kept them), RX's stand.
+void DpdkBackend::deviceGone(size_t index) {
+  Port& p = ports_[index];
+  LinkWatch& w = *p.watch;
+  const int64_t now = realtimeNs();
+  if (!noteLink(index, false, now, "device removed; the port stays down until capture ends")) {
+    std::fprintf(stderr, "burstscope: dpdk port '%s': device removed at %s; the port stays down until capture ends\n",
+                 p.name.c_str(), utcTime(now).c_str());
+  }
+  park(index);  // the hold stays whether or not every lcore answered in time
+  {
+    std::lock_guard<std::mutex> dev(w.dev_mu);  // a statistics read under way ends first
+    w.offline.store(true, std::memory_order_release);
+  }
+  w.resetting = false;
+  w.gone = true;
+  std::lock_guard<std::mutex> g(state_mu_);
+  w.state.present = false;
+}
+
 DeviceStats DpdkBackend::deviceStats(size_t index) const {
   DeviceStats d;
   const Port& p = ports_[index];
-  rte_eth_stats s;
-  if (rte_eth_stats_get(p.port_id, &s) == 0) {
-    d.received = s.ipackets;
-    d.bytes = s.ibytes;
-    // Frames the NIC lost before RX: no room in its RX ring (imissed), bad frames, no mbuf to put one in.
-    d.drop_stages = {{"nic_missed", s.imissed}, {"nic_errors", s.ierrors}, {"nic_no_mbuf", s.rx_nombuf}};
-    const bool per_queue = (p.dev_flags & RTE_ETH_DEV_AUTOFILL_QUEUE_XSTATS) != 0;
-    for (uint16_t q = 0; q < p.queues; ++q) {
-      if (per_queue && q < RTE_ETHDEV_QUEUE_STAT_CNTRS) {
-        d.queue_received.push_back(s.q_ipackets[q]);
-      } else {
-        d.queue_received.push_back(std::nullopt);
+  LinkWatch& w = *p.watch;
+  // The device is read unless the monitor has it (a reset under way, a device gone): then the counts from before.
+  std::unique_lock<std::mutex> dev(w.dev_mu, std::defer_lock);
+  while (!w.offline.load(std::memory_order_acquire) && !dev.try_lock()) {
+    std::this_thread::sleep_for(std::chrono::microseconds(100));  // the monitor's link read takes microseconds
+  }
+  rte_eth_stats s{};
+  const bool have = dev.owns_lock() && rte_eth_stats_get(p.port_id, &s) == 0;
+  {
+    std::lock_guard<std::mutex> g(state_mu_);
+    d.link = w.state;
+    if (have || w.counted) {
+      const rte_eth_stats& z = w.zero;
+      auto since = [](uint64_t now, uint64_t zero) { return now >= zero ? now - zero : now; };
+      if (!have) s = z;  // nothing since the last restart
+      d.received = w.base_received + since(s.ipackets, z.ipackets);
+      d.bytes = w.base_bytes + since(s.ibytes, z.ibytes);
+      // Frames the NIC lost before RX: no room in its RX ring (imissed), bad frames, no mbuf to put one in.
+      d.drop_stages = {{"nic_missed", w.base_missed + since(s.imissed, z.imissed)},
+                       {"nic_errors", w.base_errors + since(s.ierrors, z.ierrors)},
+                       {"nic_no_mbuf", w.base_no_mbuf + since(s.rx_nombuf, z.rx_nombuf)}};
+      // After a device reset: frames the device had counted that RX never read (its queues were cleared).
+      if (w.state.reattached > 0 || w.reset_lost > 0) d.drop_stages.emplace_back("nic_reset_lost", w.reset_lost);
+      const bool per_queue = (p.dev_flags & RTE_ETH_DEV_AUTOFILL_QUEUE_XSTATS) != 0;
+      for (uint16_t q = 0; q < p.queues; ++q) {
+        if (per_queue && q < RTE_ETHDEV_QUEUE_STAT_CNTRS) {
+          d.queue_received.push_back(w.base_queue[q] + since(s.q_ipackets[q], z.q_ipackets[q]));
+        } else {
+          d.queue_received.push_back(std::nullopt);
+        }
       }
     }
   }
-  // The driver's own extended counters: everything past the generic names ethdev derives from rte_eth_stats.
+  if (!dev.owns_lock()) return d;
+  // The driver's own extended counters: everything past the generic names ethdev derives from rte_eth_stats
+  // (as the device has them: a device reset restarts them).
   const int n = rte_eth_xstats_get_names(p.port_id, nullptr, 0);
   if (n > 0) {
     std::vector<rte_eth_xstat_name> names(static_cast<size_t>(n));

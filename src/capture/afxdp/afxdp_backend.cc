@@ -354,6 +354,8 @@ absl::Status AfXdpBackend::fillAndEnter(Socket& s, const Port& port) {
   return absl::OkStatus();
 }
 
+// As many spares as can be registered (kSpareUmems): without CAP_IPC_LOCK each is charged to RLIMIT_MEMLOCK,
+// and a limit sized for the capture alone must not fail the start; fewer spares, fewer re-attaches (notes()).
 absl::Status AfXdpBackend::makeSpares(Socket& s) {
   xsk_umem_config uc{};
   uc.fill_size = cfg_.frames;
@@ -361,10 +363,7 @@ absl::Status AfXdpBackend::makeSpares(Socket& s) {
   uc.frame_size = cfg_.frame_size;
   for (uint32_t k = 0; k < kSpareUmems; ++k) {
     Socket::Spare sp;
-    if (int rc = xsk_umem__create(&sp.umem, s.area, s.area_size, &sp.fill, &sp.comp, &uc); rc != 0) {
-      return absl::ResourceExhaustedError(
-          absl::StrCat("queue ", s.queue_id, ": cannot register a spare UMEM (for re-attaching): ", errnoText(-rc)));
-    }
+    if (xsk_umem__create(&sp.umem, s.area, s.area_size, &sp.fill, &sp.comp, &uc) != 0) break;
     s.spares.push_back(sp);
   }
   return absl::OkStatus();
@@ -837,6 +836,15 @@ std::vector<std::string> AfXdpBackend::notes() const {
                                : zc == 0 ? "copy mode"
                                          : "partly zero-copy",
                                ", snap length ", cfg_.snaplen, " bytes", cfg_.ip_only ? ", IP frames only" : ""));
+    size_t spares = kSpareUmems;
+    for (const auto& s : sockets_) {
+      if (&ports_[s->port_index] == &p) spares = std::min(spares, s->spares.size());
+    }
+    if (spares < kSpareUmems) {
+      out.push_back(absl::StrCat(p.config.interface, ": ", spares,
+                                 " re-attach(es) to a re-created interface possible, not ", kSpareUmems,
+                                 " (no locked memory for more UMEMs: grant CAP_IPC_LOCK or raise RLIMIT_MEMLOCK)"));
+    }
   }
   return out;
 }

@@ -147,12 +147,14 @@ EOF
 # its own half-hour baseline (the replayed job keeps its period and the test lasts minutes), a job that
 # stops sending (the replay loops), and congestion evidence the replayed TCP trace does not hold at the alerts'
 # rates (RoCEv2 CNPs and resends, PFC pauses; congesting bursts and TCP retransmissions are far below their
-# thresholds) - the PFC panel too, since pause series appear with the first pause frame - and a flight recorder
-# that cannot write. promtool covers them (alerts/tests).
+# thresholds) - the PFC panel too, since pause series appear with the first pause frame - a flight recorder
+# that cannot write, and a capture link that is down (the net_pcap and net_null ports here have no link to take
+# down; dpdk_test.sh and afxdp_test.sh take real links down and read burstscope_capture_link_up).
+# promtool covers them (alerts/tests).
 ONLY_PROMTOOL="rule BurstscopeAbsent|rule BurstscopeNotReporting|rule BurstscopeJobStepSlowdown|rule BurstscopeJobSilent"
 ONLY_PROMTOOL+="|rule BurstscopeCongestingMicrobursts|rule BurstscopeHighCnpRate|rule BurstscopeRoceGoBackNStorm"
 ONLY_PROMTOOL+="|rule BurstscopeHighPfcPauseFraction|rule BurstscopeHighTcpRetransmissionRatio"
-ONLY_PROMTOOL+="|rule BurstscopeFlightRecorderFailing"
+ONLY_PROMTOOL+="|rule BurstscopeFlightRecorderFailing|rule BurstscopeCaptureLinkDown"
 ONLY_PROMTOOL+="|burstscope-overview.json: PFC paused fraction by priority"
 exprs=0 empty=0
 while IFS=$'\t' read -r where expr; do

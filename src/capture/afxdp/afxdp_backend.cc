@@ -16,6 +16,7 @@
 #include <xdp/xsk.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -156,17 +157,20 @@ struct Socket {
   // UMEMs registered on this socket's memory at start, each on an AF_XDP socket of its own, for re-attaching
   // after set-up: registering a UMEM locks memory (CAP_IPC_LOCK) and a new AF_XDP socket needs CAP_NET_RAW,
   // both gone by then, while binding a socket that exists does not. The same pages, pinned again: no memory.
+  // In place for the UMEM's life: libxdp keeps the addresses of the fill and completion rings given to
+  // xsk_umem__create and reads them again in xsk_umem__delete (to unmap them), so they never move or copy.
   struct Spare {
     xsk_umem* umem = nullptr;
     xsk_ring_prod fill{};
     xsk_ring_cons comp{};
   };
-  std::vector<Spare> spares;
+  std::array<Spare, kSpareUmems> spares{};
+  uint32_t spares_left = 0;  // spares[0 .. spares_left) are unused
 
   ~Socket() {
     if (xsk) xsk_socket__delete(xsk);
     if (umem) xsk_umem__delete(umem);
-    for (Spare& sp : spares) xsk_umem__delete(sp.umem);
+    for (uint32_t k = 0; k < spares_left; ++k) xsk_umem__delete(spares[k].umem);
     if (area) munmap(area, area_size);
   }
 };
@@ -361,22 +365,25 @@ absl::Status AfXdpBackend::makeSpares(Socket& s) {
   uc.fill_size = cfg_.frames;
   uc.comp_size = XSK_RING_CONS__DEFAULT_NUM_DESCS;
   uc.frame_size = cfg_.frame_size;
-  for (uint32_t k = 0; k < kSpareUmems; ++k) {
-    Socket::Spare sp;
-    if (xsk_umem__create(&sp.umem, s.area, s.area_size, &sp.fill, &sp.comp, &uc) != 0) break;
-    s.spares.push_back(sp);
+  for (Socket::Spare& sp : s.spares) {
+    if (xsk_umem__create(&sp.umem, s.area, s.area_size, &sp.fill, &sp.comp, &uc) != 0) {
+      sp.umem = nullptr;
+      break;
+    }
+    ++s.spares_left;
   }
   return absl::OkStatus();
 }
 
 // After set-up: a spare UMEM (its AF_XDP socket made at start) bound to the interface as at start.
 absl::Status AfXdpBackend::rebindSocket(Socket& s, const Port& port) {
-  if (s.spares.empty()) {
+  if (s.spares_left == 0) {
     return absl::ResourceExhaustedError(absl::StrCat("queue ", s.queue_id, ": no spare UMEM left (", kSpareUmems,
                                                      " re-attaches per run): restart burstscope"));
   }
-  const Socket::Spare sp = s.spares.back();
-  s.spares.pop_back();
+  // The RX thread works on copies of the rings (the same shared memory); libxdp keeps the spare's own, in place
+  // in `spares`, which a former spare's xsk_umem__delete reads.
+  const Socket::Spare& sp = s.spares[--s.spares_left];
   s.umem = sp.umem;
   s.fill = sp.fill;
   s.comp = sp.comp;
@@ -838,7 +845,7 @@ std::vector<std::string> AfXdpBackend::notes() const {
                                ", snap length ", cfg_.snaplen, " bytes", cfg_.ip_only ? ", IP frames only" : ""));
     size_t spares = kSpareUmems;
     for (const auto& s : sockets_) {
-      if (&ports_[s->port_index] == &p) spares = std::min(spares, s->spares.size());
+      if (&ports_[s->port_index] == &p) spares = std::min<size_t>(spares, s->spares_left);
     }
     if (spares < kSpareUmems) {
       out.push_back(absl::StrCat(p.config.interface, ": ", spares,

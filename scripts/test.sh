@@ -46,8 +46,11 @@ configure build-asan -Doptimization=1 -Ddebug=true -Db_sanitize=address,undefine
   -Dbenchmarks=disabled -Dwerror=true
 ninja -C build-asan -j "$JOBS"
 # The DPDK suite runs in the release build only: the EAL's own allocations at exit are not ours to fix. The
-# stress suite (10 M flows) too: it checks memory and scale, which the sanitizers' shadow memory would blur.
-meson test -C build-asan --print-errorlogs --num-processes "$JOBS" --no-suite dpdk --no-suite stress --no-suite ship
+# stress suite (10 M flows) too: it checks memory and scale, which the sanitizers' shadow memory would blur. The
+# testbed suite (real PyTorch jobs) too: its live capture path is the afxdp suite's, run here, and its figures
+# turn on the training jobs' timing, which the instrumented capture beside them disturbs (minutes of CI saved).
+meson test -C build-asan --print-errorlogs --num-processes "$JOBS" --no-suite dpdk --no-suite stress --no-suite ship \
+  --no-suite testbed
 
 step "ThreadSanitizer build: ring, pipeline, live merge, overload bins, live view, flight recorder, exporter and AF_XDP capture tests"
 configure build-tsan -Dbuildtype=debugoptimized -Db_sanitize=thread -Db_lundef=false -Dbenchmarks=disabled \

@@ -319,10 +319,12 @@ check "faults: re-created interface re-attached (program and both sockets), logg
   wait_line "port '$V1': interface back at .*: XDP program and 2 AF_XDP sockets re-attached" "$TMP/fault.err" 300
 check "faults: our program is on the new interface" test "$(xdp_progs)" = 1
 check "faults: link up and present again, 2 downs, one re-attach (metrics)" link_metrics_are "1 1 2 1"
+received1=$(metric burstscope_capture_received_packets_total) # the first replay's, long arrived
 sent2=$(send --pps 5000 "$TMP/flows.pcap")
-# Every frame of the second replay reached the new interface's sockets: wait for them (bounded), then stop.
+# Every frame of the second replay has reached the program (wait for that state, bounded), then stop: stopping
+# drains the sockets, so what RX has not taken yet is still counted.
 for _ in $(seq 1 300); do
-  [ "$(metric burstscope_capture_received_packets_total)" -ge $((sent1 + sent2)) ] 2>/dev/null && break
+  [ "$(metric burstscope_capture_seen_packets_total)" -ge $((sent1 + sent2)) ] 2>/dev/null && break
   sleep 0.1
 done
 kill -TERM "$pid"
@@ -332,9 +334,9 @@ check "faults: each change logged once (down, up, removed, back, up: link lines 
   "$(grep -c "port '$V1': link down at" "$TMP/fault.err") $(grep -c "port '$V1': link up at" "$TMP/fault.err") $(grep -c "port '$V1': interface removed at" "$TMP/fault.err") $(grep -c "port '$V1': interface back at" "$TMP/fault.err")" = "2 2 1 1"
 check "faults: run --json link: up, present, 2 downs (down, removal), 1 re-attach" test "$(json "$TMP/fault.json" \
   "(lambda l: (l['up'], l['present'], l['downs'], l['reattached']))(d['ports'][0]['link'])")" = "(True, True, 2, 1)"
-check "faults: the frames sent before and after the re-creation were all captured" test "$(json "$TMP/fault.json" \
-  "d['ports'][0]['ledger']['received']")" = "$((sent1 + sent2))"
-check "faults: ledger closes exactly over both interfaces (both programs' verdicts, both sockets' counts)" \
+check "faults: capture resumed on the new interface: frames of the second replay received (from ${received1:-?})" \
+  test "$(json "$TMP/fault.json" "d['ports'][0]['ledger']['received'] > ${received1:-0} > 0")" = True
+check "faults: ledger closes exactly over both interfaces (the program's verdicts, every socket's counts)" \
   ledger_closes "$TMP/fault.json" "$((sent1 + sent2))"
 check "faults: no XDP program left" test "$(xdp_progs)" = 0
 

@@ -31,9 +31,8 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
-#include "absl/time/time.h"
 #include "burstscope/status.h"
+#include "src/capture/common/link_watch.h"
 
 namespace burstscope {
 namespace {
@@ -95,19 +94,12 @@ std::optional<uint32_t> rxCoalesceUs(const std::string& ifname) {
   return ec.rx_coalesce_usecs;
 }
 
-// Whether an interface is up with carrier (IFF_UP and IFF_RUNNING), as `ip link` shows UP and LOWER_UP.
-bool interfaceUp(const std::string& ifname) {
-  const int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return false;
+// Whether an interface is up with carrier (IFF_UP and IFF_RUNNING), as `ip link` shows UP and LOWER_UP; `fd` is
+// any socket of the namespace (the monitor's own, kept open).
+bool interfaceUp(int fd, const std::string& ifname) {
   ifreq ifr{};
   std::strncpy(ifr.ifr_name, ifname.c_str(), IFNAMSIZ - 1);
-  const int rc = ioctl(fd, SIOCGIFFLAGS, &ifr);
-  close(fd);
-  return rc == 0 && (ifr.ifr_flags & IFF_UP) != 0 && (ifr.ifr_flags & IFF_RUNNING) != 0;
-}
-
-std::string utcTime(int64_t ns) {
-  return absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", absl::FromUnixNanos(ns), absl::UTCTimeZone());
+  return ioctl(fd, SIOCGIFFLAGS, &ifr) == 0 && (ifr.ifr_flags & IFF_UP) != 0 && (ifr.ifr_flags & IFF_RUNNING) != 0;
 }
 
 // XDP_STATISTICS of one socket; kernels before 5.9 return only the first three fields (checked by size).
@@ -237,14 +229,14 @@ class AfXdpBackend final : public CaptureSource {
   absl::Status initPort(const AfXdpPortConfig& pc, size_t index);
   absl::Status openSocket(Port& port, size_t index, uint32_t queue);
   absl::Status bindSocket(Socket& s, const Port& port);    // UMEM, socket, fill ring, XSKMAP entry
-  absl::Status makeSpares(Socket& s);                      // Socket::spares
+  void makeSpares(Socket& s);                              // Socket::spares, as many as can be registered
   absl::Status rebindSocket(Socket& s, const Port& port);  // a spare UMEM, bound to the port's new interface
   absl::Status fillAndEnter(Socket& s, const Port& port);  // every frame to the fill ring; the XSKMAP entry
   void rxLoop(Socket& s);
   void parkedWait(Socket& s, QueueProducer& producer, int64_t offset, int64_t& last_ts);
-  // Capture faults: watches every port's interface each kMonitorNs; logs, counts, re-attaches.
+  // Capture faults: watches every port's interface every 100 ms; logs, counts, re-attaches.
   void monitorLoop();
-  void watchPort(size_t index);
+  void watchPort(size_t index, int fd);
   void reattach(size_t index, unsigned ifindex);
 
   AfXdpConfig cfg_;
@@ -279,7 +271,7 @@ absl::Status AfXdpBackend::openSocket(Port& port, size_t index, uint32_t queue) 
   }
   s->area = area;
   if (absl::Status st = bindSocket(*s, port); !st.ok()) return st;
-  if (absl::Status st = makeSpares(*s); !st.ok()) return st;
+  makeSpares(*s);
   s->producer = std::make_unique<QueueProducer>(cfg_.decoder, cfg_.ring_capacity);
   capture_ports_[index].rings.push_back(&s->producer->ring());
   capture_ports_[index].counters.push_back(&s->producer->counters());
@@ -360,7 +352,7 @@ absl::Status AfXdpBackend::fillAndEnter(Socket& s, const Port& port) {
 
 // As many spares as can be registered (kSpareUmems): without CAP_IPC_LOCK each is charged to RLIMIT_MEMLOCK,
 // and a limit sized for the capture alone must not fail the start; fewer spares, fewer re-attaches (notes()).
-absl::Status AfXdpBackend::makeSpares(Socket& s) {
+void AfXdpBackend::makeSpares(Socket& s) {
   xsk_umem_config uc{};
   uc.fill_size = cfg_.frames;
   uc.comp_size = XSK_RING_CONS__DEFAULT_NUM_DESCS;
@@ -372,7 +364,6 @@ absl::Status AfXdpBackend::makeSpares(Socket& s) {
     }
     ++s.spares_left;
   }
-  return absl::OkStatus();
 }
 
 // After set-up: a spare UMEM (its AF_XDP socket made at start) bound to the interface as at start.
@@ -430,7 +421,10 @@ absl::Status AfXdpBackend::initPort(const AfXdpPortConfig& pc, size_t index) {
   port.program = std::move(*prog);
   for (size_t i = 0; i < std::size(kNicStages); ++i) port.nic_base[i] = sysfsCounter(ifname, kNicStages[i].second);
   port.ifindex = ifindex;
-  port.link.up = interfaceUp(ifname);
+  if (const int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0); fd >= 0) {
+    port.link.up = interfaceUp(fd, ifname);
+    close(fd);
+  }
   port.link.since_ns = clockNs(CLOCK_REALTIME);
   ports_.push_back(std::move(port));
   CapturePort lp;
@@ -476,7 +470,7 @@ absl::Status AfXdpBackend::start() {
   for (Port& p : ports_) {
     if (!p.link.up) {
       std::fprintf(stderr, "burstscope: af-xdp port '%s': link down at %s (at start)\n", p.config.interface.c_str(),
-                   utcTime(p.link.since_ns).c_str());
+                   utcMillis(p.link.since_ns).c_str());
     }
   }
   monitor_stop_ = false;
@@ -609,8 +603,8 @@ void AfXdpBackend::rxLoop(Socket& s) {
   tick(std::max(last_ts, clockNs(CLOCK_MONOTONIC) + offset));  // final watermark
 }
 
-// Parked for a re-attach (Socket::park): no socket to read, so this queue only ticks, every kDeepIdleTickNs, so
-// that the worker keeps merging the port's other queues and closing intervals.
+// Parked for a re-attach (Socket::park): no socket to read, so this queue only ticks (every millisecond, as an
+// idle queue of a busy port does), so that the worker keeps merging the port's other queues and closing intervals.
 void AfXdpBackend::parkedWait(Socket& s, QueueProducer& producer, int64_t offset, int64_t& last_ts) {
   s.parked.store(true, std::memory_order_release);
   while (s.park.load(std::memory_order_acquire) && !rx_stop_.load(std::memory_order_acquire)) {
@@ -622,54 +616,47 @@ void AfXdpBackend::parkedWait(Socket& s, QueueProducer& producer, int64_t offset
 }
 
 void AfXdpBackend::monitorLoop() {
+  const int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);  // for the interface flags, every look
   std::unique_lock<std::mutex> l(monitor_mu_);
   while (!monitor_cv_.wait_for(l, std::chrono::milliseconds(100), [this] { return monitor_stop_; })) {
     l.unlock();
-    for (size_t i = 0; i < ports_.size(); ++i) watchPort(i);
+    for (size_t i = 0; i < ports_.size(); ++i) watchPort(i, fd);
     l.lock();
   }
+  if (fd >= 0) close(fd);
 }
 
 // One look at a port's interface: present (by name), up with carrier, the same interface as attached. Each
 // change is logged once with its time and counted; an interface re-created under the configured name gets
 // the program and the sockets again (reattach).
-void AfXdpBackend::watchPort(size_t index) {
+void AfXdpBackend::watchPort(size_t index, int fd) {
   Port& p = ports_[index];
   const std::string& name = p.config.interface;
   const unsigned ifindex = if_nametoindex(name.c_str());
   const bool present = ifindex != 0;
   const int64_t now = clockNs(CLOCK_REALTIME);
-  if (present && ifindex == p.ifindex) {
-    std::lock_guard<std::mutex> g(mu_);
-    for (size_t i = 0; i < std::size(kNicStages); ++i) {
-      const std::optional<uint64_t> v = sysfsCounter(name, kNicStages[i].second);
-      if (v && p.nic_base[i]) p.nic_last[i] = *v >= *p.nic_base[i] ? *v - *p.nic_base[i] : *v;
-    }
-  }
-  bool was_present, was_up;
-  int64_t since;
+  bool was_present;
   {
     std::lock_guard<std::mutex> g(mu_);
     was_present = p.link.present;
-    was_up = p.link.up;
-    since = p.link.since_ns;
+    if (present && ifindex == p.ifindex) {
+      for (size_t i = 0; i < std::size(kNicStages); ++i) {
+        const std::optional<uint64_t> v = sysfsCounter(name, kNicStages[i].second);
+        if (v && p.nic_base[i]) p.nic_last[i] = *v >= *p.nic_base[i] ? *v - *p.nic_base[i] : *v;
+      }
+    }
   }
   if (was_present && !present) {
     std::fprintf(stderr,
                  "burstscope: af-xdp port '%s': interface removed at %s (capture resumes when an interface of "
                  "that name is back)\n",
-                 name.c_str(), utcTime(now).c_str());
+                 name.c_str(), utcMillis(now).c_str());
   }
   if (present && ifindex != p.ifindex) reattach(index, ifindex);
-  const bool up = present && ifindex == p.ifindex && interfaceUp(name);
+  const bool up = present && ifindex == p.ifindex && interfaceUp(fd, name);
   std::lock_guard<std::mutex> g(mu_);
   p.link.present = present;
-  if (up == was_up) return;
-  std::fprintf(stderr, "burstscope: af-xdp port '%s': link %s at %s (%s %.1f s)\n", name.c_str(), up ? "up" : "down",
-               utcTime(now).c_str(), up ? "down for" : "was up for", static_cast<double>(now - since) / 1e9);
-  p.link.up = up;
-  p.link.since_ns = now;
-  p.link.downs += up ? 0 : 1;
+  noteLinkChange(p.link, up, now, "af-xdp", name);
 }
 
 // An interface of the port's name with a new index: the old one was removed (its program's attachment and its
@@ -748,11 +735,11 @@ void AfXdpBackend::reattach(size_t index, unsigned ifindex) {
     std::fprintf(stderr,
                  "burstscope: af-xdp port '%s': interface back at %s (ifindex %u): XDP program and %zu AF_XDP "
                  "socket%s re-attached\n",
-                 name.c_str(), utcTime(now).c_str(), ifindex, bound, bound == 1 ? "" : "s");
+                 name.c_str(), utcMillis(now).c_str(), ifindex, bound, bound == 1 ? "" : "s");
     p.attach_error.clear();
   } else if (error != p.attach_error) {
     std::fprintf(stderr, "burstscope: af-xdp port '%s': interface back at %s (ifindex %u), cannot re-attach: %s\n",
-                 name.c_str(), utcTime(now).c_str(), ifindex, error.c_str());
+                 name.c_str(), utcMillis(now).c_str(), ifindex, error.c_str());
     p.attach_error = error;
   }
 }

@@ -30,16 +30,12 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/time/time.h"
+#include "src/capture/common/link_watch.h"
 
 namespace burstscope {
 namespace {
 
 int64_t realtimeNs() { return clockNs(CLOCK_REALTIME); }
-
-std::string utcTime(int64_t ns) {
-  return absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", absl::FromUnixNanos(ns), absl::UTCTimeZone());
-}
 
 // How often the monitor thread reads every port's link, besides waking at once on a device's link-state
 // interrupt (many virtual devices have none).
@@ -525,7 +521,7 @@ absl::Status DpdkBackend::start() {
     if (rc == 0 && link.link_status != RTE_ETH_LINK_UP) {
       p.watch->state.up = false;
       std::fprintf(stderr, "burstscope: dpdk port '%s': link down at %s (at start)\n", p.name.c_str(),
-                   utcTime(now).c_str());
+                   utcMillis(now).c_str());
     }
   }
   {
@@ -726,15 +722,7 @@ void DpdkBackend::watchPort(size_t index) {
 // what brought it about, if not the link itself.
 bool DpdkBackend::noteLink(size_t index, bool up, int64_t now_ns, const char* why) {
   std::lock_guard<std::mutex> g(state_mu_);
-  LinkState& s = ports_[index].watch->state;
-  if (s.up == up) return false;
-  std::fprintf(stderr, "burstscope: dpdk port '%s': link %s at %s (%s %.1f s)%s%s\n", ports_[index].name.c_str(),
-               up ? "up" : "down", utcTime(now_ns).c_str(), up ? "down for" : "was up for",
-               static_cast<double>(now_ns - s.since_ns) / 1e9, why ? ": " : "", why ? why : "");
-  s.up = up;
-  s.since_ns = now_ns;
-  s.downs += up ? 0 : 1;
-  return true;
+  return noteLinkChange(ports_[index].watch->state, up, now_ns, "dpdk", ports_[index].name, why);
 }
 
 // Asks every RX lcore polling one of the port's queues to stop polling it, and waits (bounded) until each has
@@ -806,7 +794,7 @@ void DpdkBackend::resetPort(size_t index) {
       w.reset_at_ns = realtimeNs();
       if (!noteLink(index, false, w.reset_at_ns, "device reset, re-attaching")) {
         std::fprintf(stderr, "burstscope: dpdk port '%s': device reset at %s (the link was down), re-attaching\n",
-                     p.name.c_str(), utcTime(w.reset_at_ns).c_str());
+                     p.name.c_str(), utcMillis(w.reset_at_ns).c_str());
       }
     }
     w.reset_tries = 0;
@@ -851,7 +839,7 @@ void DpdkBackend::resetPort(size_t index) {
     std::fprintf(stderr,
                  "burstscope: dpdk port '%s': device reset at %s failed after %d attempt%s (%s): the port stays "
                  "down until capture ends\n",
-                 p.name.c_str(), utcTime(now).c_str(), w.reset_tries, w.reset_tries == 1 ? "" : "s",
+                 p.name.c_str(), utcMillis(now).c_str(), w.reset_tries, w.reset_tries == 1 ? "" : "s",
                  std::string(s.message()).c_str());
     return;
   }
@@ -861,7 +849,7 @@ void DpdkBackend::resetPort(size_t index) {
   std::fprintf(stderr,
                "burstscope: dpdk port '%s': re-attached at %s after a device reset (%u RX queue%s restarted on the "
                "same mempool in %.1f s)\n",
-               p.name.c_str(), utcTime(now).c_str(), p.queues, p.queues == 1 ? "" : "s",
+               p.name.c_str(), utcMillis(now).c_str(), p.queues, p.queues == 1 ? "" : "s",
                static_cast<double>(now - w.reset_at_ns) / 1e9);
 }
 
@@ -874,7 +862,7 @@ void DpdkBackend::deviceGone(size_t index) {
   const int64_t now = realtimeNs();
   if (!noteLink(index, false, now, "device removed; the port stays down until capture ends")) {
     std::fprintf(stderr, "burstscope: dpdk port '%s': device removed at %s; the port stays down until capture ends\n",
-                 p.name.c_str(), utcTime(now).c_str());
+                 p.name.c_str(), utcMillis(now).c_str());
   }
   park(index);  // the hold stays whether or not every lcore answered in time
   {

@@ -32,14 +32,32 @@ enum bs_stat {
 /* Written by the program immediately before the frame (data_meta .. data), 4-byte multiple, <= 32
  * bytes. */
 struct bs_xdp_meta {
-	__u64 ts_ns;	/* BS_META_NIC_TS: the NIC's RX timestamp, else bpf_ktime_get_ns()
-			   (CLOCK_MONOTONIC) */
+	__u64 ts_ns; /* BS_META_NIC_TS: the NIC's RX timestamp; BS_META_REALTIME: bpf_ktime_get_ns()
+			plus bin_clock's offset (CLOCK_REALTIME, the reckoning of the frame's bin);
+			else bpf_ktime_get_ns() (CLOCK_MONOTONIC) */
 	__u32 wire_len; /* the frame's length before any truncation, bytes */
 	__u32 flags;	/* BS_META_MAGIC | BS_META_NIC_TS */
+};
+
+/* 100 µs bins of every frame the program would capture (not the filtered ones), whatever becomes of
+ * it later (SPEC "Overload"): per CPU, in a ring of BS_BIN_SLOTS slots indexed by bin number, which
+ * user space drains as bins close. Bin k covers [k * BS_BIN_NS, (k + 1) * BS_BIN_NS) of
+ * CLOCK_REALTIME as the program reckons it: bpf_ktime_get_ns() (CLOCK_MONOTONIC) plus the offset
+ * user space keeps in the bin_clock map; the frame's timestamp in its metadata is that same reading
+ * (BS_META_REALTIME), so a frame user space receives falls in the very bin the program counted it
+ * in. A slot holds the newest bin that mapped to it: user space must read a bin within BS_BIN_SLOTS
+ * bins (6.5 s) of its close. */
+#define BS_BIN_NS 100000ULL
+#define BS_BIN_SLOTS 65536u /* a power of two */
+struct bs_bin {
+	__u64 bin;     /* the bin's number: its start is bin * BS_BIN_NS, CLOCK_REALTIME */
+	__u64 packets; /* frames the program saw in it, on this CPU */
+	__u64 bytes;   /* their wire lengths (as the program saw them: before any cut) */
 };
 
 #define BS_META_MAGIC 0xb5700000u
 #define BS_META_MAGIC_MASK 0xfff00000u
 #define BS_META_NIC_TS 0x1u
+#define BS_META_REALTIME 0x2u
 
 #endif

@@ -35,10 +35,28 @@ struct QueueBin {
   uint32_t lost = 0;        // of those, dropped after this count (record ring full)
   uint64_t bytes = 0;       // their wire bytes (of the measured frame: the inner one of a mirror encapsulation)
   uint64_t lost_bytes = 0;  // the dropped ones' wire bytes
+  uint64_t raw_bytes = 0;   // their wire bytes as captured (the outer frame's: what a kernel's own bins count)
   // Bins the side channel dropped before this one, since the start (a jump says the series has a hole).
   uint64_t channel_drops = 0;
 };
 inline constexpr int64_t kQueueBinNs = 100'000;
+
+// A port's 100 µs bins kept below the capture, by the kernel (AF_XDP: the XDP program's, SPEC "Overload"):
+// every frame the port's queues would take, counted before anything in the kernel can lose it, at its wire
+// length as captured (the outer frame's). With them the port's series holds the frames lost before the
+// producers too (an AF_XDP socket's full RX ring, a queue without a socket).
+struct KernelBinCount {
+  int64_t start_ns = 0;  // a multiple of kQueueBinNs, CLOCK_REALTIME: the same reckoning as the frames' timestamps
+  uint64_t packets = 0, bytes = 0;
+};
+class KernelBinSource {
+ public:
+  virtual ~KernelBinSource() = default;
+  // Appends the bins numbered [from, to) (start_ns / kQueueBinNs) that hold frames and adds to `*lost` how many
+  // of them the source no longer holds. False when it cannot say now (the capture is not running, or its
+  // frames are not timestamped as its bins are): the series then has the producers' bins only.
+  virtual bool read(int64_t from, int64_t to, std::vector<KernelBinCount>* out, uint64_t* lost) const = 0;
+};
 
 // Written only by the queue's producer thread (relaxed stores), read by anyone.
 struct alignas(kCacheLine) QueueCounters {
@@ -126,6 +144,8 @@ struct CapturePort {
   std::vector<SpscRing<QueueBin>*> bins;
   // One queue in file order that loses nothing (a capture file): merged by push, with clock-step handling.
   bool ordered_lossless = false;
+  // The kernel's own bins of the port, read by its worker at each interval close (nullptr: none).
+  const KernelBinSource* kernel_bins = nullptr;
 };
 
 class CaptureSource {
@@ -194,6 +214,7 @@ class QueueProducer {
         rollBin(ts_ns);
       ++bin_.packets;
       bin_.bytes += r->wire_len;
+      bin_.raw_bytes += wire_len;
       if (r == &scratch_) [[unlikely]] {
         ++bin_.lost;
         bin_.lost_bytes += r->wire_len;

@@ -671,6 +671,9 @@ Json boundsJson(const IntervalBounds& b, const std::vector<int64_t>& scales_ns, 
   j["bytes"] = b.bytes;
   j["lost_packets"] = b.lost;
   j["lost_bytes"] = b.lost_bytes;
+  j["kernel_lost_packets"] = b.kernel_lost;
+  // Wrapped frames lost before the producers: their measured bytes are only bounded by their captured ones.
+  if (b.bytes_unsure > 0) j["bytes_upper"] = b.bytes + b.bytes_unsure;
   j["complete"] = b.complete;
   j["degraded"] = b.degraded();
   if (!b.degraded()) return j;
@@ -968,6 +971,8 @@ Json runJson(const RunResult& r, int64_t reorder_horizon_ns) {
       Json o;
       o["series_packets"] = p.series_packets;
       o["series_bytes"] = p.series_bytes;
+      if (p.series_bytes_unsure > 0) o["series_bytes_upper"] = p.series_bytes + p.series_bytes_unsure;
+      o["series_kernel_lost"] = p.series_kernel_lost;
       o["degraded_intervals"] = p.degraded_intervals;
       o["bins_late"] = p.bins_late;
       o["bin_channel_drops"] = p.bin_channel_drops;

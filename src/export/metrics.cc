@@ -439,12 +439,16 @@ void addMirror(Families& f, const LabelVec& L, const MirrorReport* m, const Evid
 void addBounds(Families& f, const LabelVec& L, const ExportPortInfo& info, std::array<uint64_t, 4> totals,
                const PortSnapshot& s) {
   f.counter("burstscope_series_packets_total",
-            "frames counted into the port's 100 us series before any ring could drop them (every frame taken)", L,
-            static_cast<double>(totals[0]));
-  f.counter("burstscope_series_bytes_total", "wire bytes of those frames", L, static_cast<double>(totals[1]));
+            "frames counted into the port's 100 us series before any ring could drop them (every frame taken; on "
+            "AF_XDP also those the XDP program counted and the kernel lost before the RX thread)",
+            L, static_cast<double>(totals[0]));
+  f.counter("burstscope_series_bytes_total",
+            "wire bytes of those frames (a lower bound if wrapped frames were lost before the RX thread)", L,
+            static_cast<double>(totals[1]));
   f.counter("burstscope_series_lost_packets_total",
-            "of those, frames lost after the series counted them (the analysis misses them; figures are bounded)", L,
-            static_cast<double>(totals[2]));
+            "of those, frames the analysis never saw: dropped at a ring or lost in the kernel after the XDP program "
+            "counted them (figures are bounded)",
+            L, static_cast<double>(totals[2]));
   f.counter("burstscope_degraded_intervals_total",
             "completed report intervals whose burst figures are bounds: a frame lost after the series lies within "
             "their windows",

@@ -174,7 +174,7 @@ class PortWorker {
     const bool binned = port.bins.size() == port.rings.size() &&
                         std::any_of(port.bins.begin(), port.bins.end(), [](const auto* b) { return b != nullptr; });
     if (binned && engine_config_.report_interval_ns > 0) {
-      bins_ = std::make_unique<internal::PortBins>(engine_config_, port.rings.size());
+      bins_ = std::make_unique<internal::PortBins>(engine_config_, port.rings.size(), port.kernel_bins);
     }
     // Which engine runs what (docs/workers.md): evidence beside the tables (it names their heaviest pairs and
     // flows), training on the last part, and the mirror checks, which depend on nothing else, where they even
@@ -208,6 +208,8 @@ class PortWorker {
         s.bounds = bins_->close(r);
         series_packets_ += s.bounds->packets;
         series_bytes_ += s.bounds->bytes;
+        series_bytes_unsure_ += s.bounds->bytes_unsure;
+        series_kernel_lost_ += s.bounds->kernel_lost;
         if (s.bounds->degraded()) {
           ++degraded_intervals_;
           if (degraded_.size() < PortResult::kMaxDegradedKept) degraded_.emplace_back(r.start_ns, r.end_ns, *s.bounds);
@@ -309,6 +311,8 @@ class PortWorker {
     r.degraded_intervals = degraded_intervals_;
     r.series_packets = series_packets_;
     r.series_bytes = series_bytes_;
+    r.series_bytes_unsure = series_bytes_unsure_;
+    r.series_kernel_lost = series_kernel_lost_;
     r.degraded = degraded_;
     if (bins_) r.bins_late = bins_->late();
     return r;
@@ -442,7 +446,7 @@ class PortWorker {
   std::unique_ptr<internal::PortBins> bins_;  // live ports with report intervals only
   std::array<QueueBin, 256> bin_batch_;
   uint64_t degraded_intervals_ = 0;
-  uint64_t series_packets_ = 0, series_bytes_ = 0;
+  uint64_t series_packets_ = 0, series_bytes_ = 0, series_bytes_unsure_ = 0, series_kernel_lost_ = 0;
   std::vector<std::tuple<int64_t, int64_t, IntervalBounds>> degraded_;
   uint64_t measured_ = 0;  // records in the intervals closed so far
   uint64_t intervals_ = 0;

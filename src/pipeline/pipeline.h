@@ -72,8 +72,12 @@ struct Ledger {
 // bounded figure is degraded.
 struct IntervalBounds {
   uint64_t packets = 0, bytes = 0;    // every frame the port's queues took in the interval
-  uint64_t lost = 0, lost_bytes = 0;  // of those, dropped after the bins (record ring full)
-  bool complete = true;               // no bin of the interval or its windows was lost on the side channel
+  uint64_t lost = 0, lost_bytes = 0;  // of those, dropped after the bins (record ring full) or before them
+  uint64_t kernel_lost = 0;           // of `lost`: counted by the kernel's bins, lost before the producers
+  // The lost frames' bytes the series cannot know exactly (wrapped frames lost before the producers: the kernel
+  // counts their outer bytes): the interval's bytes are [bytes, bytes + bytes_unsure]. 0: exact.
+  uint64_t bytes_unsure = 0;
+  bool complete = true;  // no bin of the interval or its windows was lost on the side channel
   // Only for a degraded interval (else empty), per scale and per rate: whether the figure is bounded, and its
   // [lower, upper] (an exact figure: lower == upper == the analysed one). PtM against the baseline of every
   // frame, from the series. A lower bound takes the analysed figure where larger (a subset never exceeds the
@@ -123,7 +127,9 @@ struct PortResult {
   // SPEC "Overload", live queues only: intervals that lost frames after the bins, and their bounds (the first
   // kMaxDegradedKept of them; degraded_intervals counts all).
   uint64_t degraded_intervals = 0;
-  uint64_t series_packets = 0, series_bytes = 0;                       // every frame in the intervals' complete series
+  uint64_t series_packets = 0, series_bytes = 0;  // every frame in the intervals' complete series
+  uint64_t series_bytes_unsure = 0;  // bytes the series can only bound (IntervalBounds::bytes_unsure, summed)
+  uint64_t series_kernel_lost = 0;   // frames the kernel's bins counted and the producers never saw
   std::vector<std::tuple<int64_t, int64_t, IntervalBounds>> degraded;  // start, end, bounds
   static constexpr size_t kMaxDegradedKept = 10000;
   uint64_t bins_late = 0;          // bin parts that came after their interval closed (not in its series)

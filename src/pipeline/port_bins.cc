@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <bit>
+#include <chrono>
 #include <cmath>
+#include <ctime>
+#include <thread>
 
 namespace burstscope::internal {
 
@@ -13,11 +16,13 @@ constexpr int64_t kB = kQueueBinNs;
 constexpr int64_t kAheadBins = 3'000'000'000 / kB;
 }  // namespace
 
-PortBins::PortBins(const EngineConfig& c, size_t queues)
+PortBins::PortBins(const EngineConfig& c, size_t queues, const KernelBinSource* kernel)
     : cfg_(c),
+      kernel_(kernel),
       channel_drops_(queues, 0),
       last_part_(queues, INT64_MIN),
       backlog_(c.rates_bps.size(), 0.0),
+      backlog_hi_(c.rates_bps.size(), 0.0),
       tainted_(c.rates_bps.size(), false) {
   const int64_t tau_max = c.scales_ns.empty() ? kB : c.scales_ns.back();
   history_bins_ = (tau_max + kB - 1) / kB + 1;
@@ -67,15 +72,79 @@ void PortBins::add(size_t q, const QueueBin& b) {
   }
   Bin& s = at(i);
   s.bytes += b.bytes;
+  s.raw_bytes += b.raw_bytes;
+  wrapped_ = wrapped_ || b.raw_bytes != b.bytes;
   s.packets += b.packets;
   s.lost_bytes += b.lost_bytes;
   s.lost += b.lost;
   newest_ = std::max(newest_, i);
 }
 
+// Every frame the kernel counts in a bin it has counted a moment after the bin's end (the program counts a frame
+// in the same run that stamps it). The interval closes once its queues' timestamps are past its end by the
+// reorder horizon (1 ms by default), so the kernel's bins are final by then; a shorter horizon waits out the rest
+// here, at most kSettleNs.
+constexpr int64_t kSettleNs = 200'000;
+
+void PortBins::mergeKernel(int64_t first, int64_t end) {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  const int64_t now = static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+  const int64_t ready = end * kB + kSettleNs;
+  if (now < ready) std::this_thread::sleep_for(std::chrono::nanoseconds(std::min(ready - now, kSettleNs)));
+  // From where the last read ended: bins of intervals the engine skipped as empty (a silence of the producers
+  // longer than the baseline) are read too, and any frames in them are a hole in what the intervals report.
+  const int64_t from = kernel_next_ == INT64_MIN ? first : kernel_next_;
+  if (from >= end) return;
+  kbuf_.clear();
+  uint64_t gone = 0;
+  if (!kernel_->read(from, end, &kbuf_, &gone)) return;
+  kernel_next_ = end;
+  if (gone > 0) holes_.emplace_back(from, end - 1);  // the kernel's ring moved past bins not read in time
+  const auto size = static_cast<int64_t>(slots_.size());
+  for (const KernelBinCount& k : kbuf_) {
+    const int64_t i = k.start_ns / kB;
+    if (i < first) {  // in no interval reported
+      holes_.emplace_back(i, i);
+      continue;
+    }
+    if (floor_ == INT64_MIN) {  // every frame so far was lost before the producers
+      floor_ = i - history_bins_;
+      backlog_next_ = floor_;
+    }
+    if (i < floor_ || i < closed_ || i >= floor_ + size) continue;
+    Bin& s = at(i);
+    if (k.packets <= s.packets) continue;  // nothing lost before the producers (or a bin they saw more of)
+    const auto extra = static_cast<uint32_t>(k.packets - s.packets);
+    const uint64_t extra_bytes = k.bytes > s.raw_bytes ? k.bytes - s.raw_bytes : 0;
+    s.packets += extra;
+    s.lost += extra;
+    s.kernel_lost += extra;
+    // Unwrapped frames: the kernel's bytes are the measured ones, exactly. Wrapped ones: the lost frames'
+    // measured (inner) bytes are somewhere between nothing and their captured bytes.
+    if (wrapped_) {
+      s.unsure += extra_bytes;
+    } else {
+      s.bytes += extra_bytes;
+      s.lost_bytes += extra_bytes;
+    }
+    newest_ = std::max(newest_, i);
+  }
+}
+
 IntervalBounds PortBins::close(const IntervalReport& r) {
   IntervalBounds out;
   const int64_t first = r.start_ns / kB;
+  if (kernel_ != nullptr) {
+    // The last interval also takes what the kernel counted after the producers' last frame, up to now.
+    int64_t kend = r.end_ns / kB;
+    if (r.partial) {
+      timespec ts{};
+      clock_gettime(CLOCK_REALTIME, &ts);
+      kend = std::max({kend, newest_ + 1, (static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec) / kB + 1});
+    }
+    mergeKernel(first, kend);
+  }
   // The last interval (closed by finish) takes every bin left: frames the rings dropped after the last one
   // analysed are in no later interval.
   const int64_t end = r.partial ? std::max(r.end_ns / kB, newest_ + 1) : r.end_ns / kB;
@@ -90,6 +159,8 @@ IntervalBounds PortBins::close(const IntervalReport& r) {
     out.bytes += s.bytes;
     out.lost += s.lost;
     out.lost_bytes += s.lost_bytes;
+    out.kernel_lost += s.kernel_lost;
+    out.bytes_unsure += s.unsure;
   }
   for (const auto& [a, z] : holes_) {
     if (z >= first - history_bins_ && a < end) out.complete = false;
@@ -112,26 +183,33 @@ IntervalBounds PortBins::close(const IntervalReport& r) {
   // queued at that bin's end). Bins below the slots were empty.
   std::vector<double> max_q(rates, 0.0);
   std::vector<bool> rate_bounded(rates, false);
+  std::vector<double> max_q_hi(rates, 0.0);
   if (backlog_next_ < floor_) {
     const int64_t skipped = floor_ - backlog_next_;
     for (size_t j = 0; j < rates; ++j) {
       const double per_bin = cfg_.rates_bps[j] * kB / 8e9;
-      const auto to_drain = static_cast<int64_t>(std::ceil(backlog_[j] / per_bin));
+      const auto to_drain = static_cast<int64_t>(std::ceil(backlog_hi_[j] / per_bin));
       backlog_[j] = std::max(0.0, backlog_[j] - static_cast<double>(skipped) * per_bin);
+      backlog_hi_[j] = std::max(0.0, backlog_hi_[j] - static_cast<double>(skipped) * per_bin);
       if (skipped > to_drain) tainted_[j] = false;
     }
     backlog_next_ = floor_;
   }
+  // Two backlogs: over the series' bytes and over its upper bytes (they differ only where the kernel counted
+  // wrapped frames the producers lost); the virtual queue grows with its input, so the truth lies between.
   for (; backlog_next_ < end; ++backlog_next_) {
     const Bin& bin = at(backlog_next_);
     const auto bytes = static_cast<double>(bin.bytes);
+    const auto upper = static_cast<double>(bin.bytes + bin.unsure);
     for (size_t j = 0; j < rates; ++j) {
       if (backlog_next_ == first && tainted_[j]) rate_bounded[j] = true;  // carried into the interval
-      if (tainted_[j] && backlog_[j] == 0 && bin.bytes == 0) tainted_[j] = false;
+      if (tainted_[j] && backlog_hi_[j] == 0 && bin.bytes + bin.unsure == 0) tainted_[j] = false;
       if (bin.lost > 0) tainted_[j] = true;
       backlog_[j] = std::max(0.0, backlog_[j] + bytes - cfg_.rates_bps[j] * kB / 8e9);
+      backlog_hi_[j] = std::max(0.0, backlog_hi_[j] + upper - cfg_.rates_bps[j] * kB / 8e9);
       if (backlog_next_ >= first) {
         max_q[j] = std::max(max_q[j], backlog_[j]);
+        max_q_hi[j] = std::max(max_q_hi[j], backlog_hi_[j]);
         if (tainted_[j]) rate_bounded[j] = true;
       }
     }
@@ -165,7 +243,7 @@ IntervalBounds PortBins::close(const IntervalReport& r) {
         out.backlog_bytes.emplace_back(analysed, analysed);
       } else {
         out.backlog_bytes.emplace_back(std::max(max_q[j], analysed),
-                                       out.complete ? max_q[j] + 2 * cfg_.rates_bps[j] * kB / 8e9 : 0.0);
+                                       out.complete ? max_q_hi[j] + 2 * cfg_.rates_bps[j] * kB / 8e9 : 0.0);
       }
     }
   }
@@ -178,13 +256,19 @@ IntervalBounds PortBins::close(const IntervalReport& r) {
 void PortBins::bound(const IntervalReport& r, int64_t first, int64_t end, IntervalBounds* out) {
   const int64_t lo = first - history_bins_;
   std::vector<uint64_t>& prefix = prefix_;  // kept: no allocation per interval once it has grown
+  std::vector<uint64_t>& prefix_hi = prefix_hi_;
   prefix.assign(static_cast<size_t>(end - lo) + 1, 0);
+  prefix_hi.assign(static_cast<size_t>(end - lo) + 1, 0);
   for (int64_t i = lo; i < end; ++i) {
     prefix[static_cast<size_t>(i - lo) + 1] = prefix[static_cast<size_t>(i - lo)] + bytesAt(i);
+    prefix_hi[static_cast<size_t>(i - lo) + 1] = prefix_hi[static_cast<size_t>(i - lo)] + upperAt(i);
   }
-  // The bytes of bins (i - n, i], i.e. the n bins ending with bin i.
+  // The bytes of bins (i - n, i], i.e. the n bins ending with bin i (over the series' upper bytes: last_hi).
   auto last = [&](int64_t i, int64_t n) {
     return prefix[static_cast<size_t>(i - lo) + 1] - prefix[static_cast<size_t>(std::max(lo, i - n + 1) - lo)];
+  };
+  auto last_hi = [&](int64_t i, int64_t n) {
+    return prefix_hi[static_cast<size_t>(i - lo) + 1] - prefix_hi[static_cast<size_t>(std::max(lo, i - n + 1) - lo)];
   };
   for (size_t s = 0; s < cfg_.scales_ns.size(); ++s) {
     const int64_t tau = cfg_.scales_ns[s];
@@ -195,7 +279,7 @@ void PortBins::bound(const IntervalReport& r, int64_t first, int64_t end, Interv
       upper = 0;
       for (int64_t i = first; i < end; ++i) {
         if (k > 0) lower = std::max(lower, last(i, k));
-        upper = std::max(upper, last(i, u));
+        upper = std::max(upper, last_hi(i, u));
       }
       // The analysed frames' own E(τ) (the start of `lower`) never exceeds the truth: a subset's windows hold
       // less, and an inexact scale's figure is a sum of aligned base bins, below its own truth.

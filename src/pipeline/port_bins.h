@@ -19,8 +19,9 @@ namespace burstscope::internal {
 
 class PortBins {
  public:
-  // `c`: the port's engine configuration (scales, rates, report interval, baseline); `queues`: the port's.
-  PortBins(const EngineConfig& c, size_t queues);
+  // `c`: the port's engine configuration (scales, rates, report interval, baseline); `queues`: the port's;
+  // `kernel`: the kernel's own bins of the port, read at each close (nullptr: none).
+  PortBins(const EngineConfig& c, size_t queues, const KernelBinSource* kernel = nullptr);
 
   // A bin part from queue `q`, in that queue's order (the worker drains the queue's side channel right after
   // its record ring, so every part of an interval is here before the interval closes).
@@ -34,14 +35,29 @@ class PortBins {
   struct Bin {
     uint64_t bytes = 0, lost_bytes = 0;
     uint32_t packets = 0, lost = 0;
+    uint64_t raw_bytes = 0;  // the producers' frames as captured (outer bytes), to set against the kernel's
+    // Frames the kernel counted and no producer saw (lost before the rings): in packets and lost; their bytes
+    // in bytes and lost_bytes when the port's frames are not wrapped, else at most `unsure` more.
+    uint32_t kernel_lost = 0;
+    uint64_t unsure = 0;
   };
   Bin& at(int64_t i) { return slots_[static_cast<size_t>(i) & mask_]; }
   uint64_t bytesAt(int64_t i) const { return i < floor_ ? 0 : slots_[static_cast<size_t>(i) & mask_].bytes; }
+  uint64_t upperAt(int64_t i) const {
+    return i < floor_ ? 0
+                      : slots_[static_cast<size_t>(i) & mask_].bytes + slots_[static_cast<size_t>(i) & mask_].unsure;
+  }
+  // The kernel's bins of [first, end) into the slots: the frames it counted beyond the producers' are lost ones.
+  void mergeKernel(int64_t first, int64_t end);
   void forgetBelow(int64_t index);  // slots of bins below `index` are zeroed and reused
   // E(τ) and PtM(τ) of the bounded scales from the series (complete) or the analysed frames (lower only).
   void bound(const IntervalReport& r, int64_t first, int64_t end, IntervalBounds* out);
 
   const EngineConfig& cfg_;
+  const KernelBinSource* kernel_;
+  int64_t kernel_next_ = INT64_MIN;   // the first bin not read from the kernel yet
+  std::vector<KernelBinCount> kbuf_;  // kept: no allocation per close once grown
+  bool wrapped_ = false;              // a producer saw a frame whose measured bytes are not its captured ones
   std::vector<Bin> slots_;
   size_t mask_ = 0;
   int64_t history_bins_ = 0;    // the longest window's bins (ceil(τ_max / 100 µs) + 1): kept before an interval
@@ -52,12 +68,12 @@ class PortBins {
   std::vector<int64_t> last_part_;                  // per queue, the bin index of its last part
   std::vector<std::pair<int64_t, int64_t>> holes_;  // [first, last] bin indices a side channel lost parts in
   // The virtual backlog per rate over the series (bytes), carried from bin to bin; next_ is its next bin.
-  std::vector<double> backlog_;
+  std::vector<double> backlog_, backlog_hi_;  // the latter over the series' upper bytes (with `unsure`)
   std::vector<bool> tainted_;  // per rate: a frame was lost since the queue (of every frame) last drained
   int64_t backlog_next_ = INT64_MIN;
   // Every frame's bytes of the last intervals, for the PtM baseline, and whether each lost frames.
   std::deque<std::pair<uint64_t, bool>> interval_bytes_;
-  std::vector<uint64_t> prefix_;  // bound()'s prefix sums over the interval and its longest window
+  std::vector<uint64_t> prefix_, prefix_hi_;  // bound()'s prefix sums over the interval and its longest window
   uint64_t late_ = 0;
 };
 

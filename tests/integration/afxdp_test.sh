@@ -226,6 +226,17 @@ check "overload: frames on the queue without a socket counted as xdp_no_socket" 
   "d['ports'][0]['device']['drop_stages']['xdp_no_socket'] > 0")" = True
 check "overload: drops counted before or at the ring" test "$(json "$TMP/tiny.json" \
   "(lambda p: p['device']['drop_stages']['xsk_rx_ring_full'] + p['device']['drop_stages']['xsk_rx_dropped'] + p['ledger']['dropped']['ring_full'] > 0)(d['ports'][0])")" = True
+# SPEC "Overload" with the kernel's bins: the XDP program counted every frame it would capture before the socket
+# ring could lose it, so the port's 100 us series holds every frame sent at its bytes (the file's, three times),
+# although the RX thread saw 64 of them; the frames lost before the RX thread are exactly the kernel's stages
+# after the program (no socket, socket ring full, dropped), and every lost frame lies in a degraded interval.
+check "overload: the series holds every frame sent (the XDP program's bins): packets and bytes of the file, 3 times" \
+  test "$(json "$TMP/tiny.json" "(d['ports'][0]['overload']['series_packets'], d['ports'][0]['overload']['series_bytes'])")" = \
+  "$(json "$TMP/flows-analyze.json" "(3 * d['packets'], 3 * d['bytes'])")"
+check "overload: frames lost before the RX thread in the series = the kernel's stages after the program" \
+  test "$(json "$TMP/tiny.json" "(lambda p: p['overload']['series_kernel_lost'] == sum(n for k, n in p['device']['drop_stages'].items() if not k.startswith('nic_')) > 0)(d['ports'][0])")" = True
+check "overload: every lost frame (kernel and ring) lies in a degraded interval, at its exact bytes (plain frames)" \
+  test "$(json "$TMP/tiny.json" "(lambda p: sum(x['lost_packets'] for x in p['overload']['degraded']) == p['overload']['series_kernel_lost'] + p['ledger']['dropped']['ring_full'] and all('bytes_upper' not in x for x in p['overload']['degraded']) and 'series_bytes_upper' not in p['overload'])(d['ports'][0])")" = True
 
 # 5. SIGTERM mid-replay: the summary and ledger are written, the program detached, exit 0.
 start term --xdp "$V1" --interval 100ms

@@ -4,7 +4,9 @@
 // truth here is the engine run over every frame, as `analyze` would run it on a capture of them.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <random>
 #include <thread>
@@ -165,11 +167,39 @@ TEST(QueueBinsTest, AFullSideChannelDropsAndCountsAndTheSeriesSaysWhereItHasAHol
 // The live path end to end: a real QueueProducer per queue feeding tiny rings, a worker slowed down on purpose
 // (it spends ~2 µs per record, so it falls behind during the bursts), and the pipeline's snapshots against the
 // engine over every frame.
+// A kernel's bins of every frame of the port (as the XDP program counts them: at each frame's wire length, in its
+// own timestamp's bin), whatever the producers later saw of them.
+class FrameKernelBins final : public KernelBinSource {
+ public:
+  explicit FrameKernelBins(const std::vector<Frame>& frames, uint32_t overhead = 0) {
+    for (const Frame& f : frames) {
+      KernelBinCount& b = bins_[f.ts_ns / kQueueBinNs];
+      b.start_ns = f.ts_ns - f.ts_ns % kQueueBinNs;
+      ++b.packets;
+      b.bytes += f.wire_len + overhead;
+    }
+  }
+  bool read(int64_t from, int64_t to, std::vector<KernelBinCount>* out, uint64_t*) const override {
+    for (auto it = bins_.lower_bound(from); it != bins_.end() && it->first < to; ++it) out->push_back(it->second);
+    ++reads;
+    return true;
+  }
+  mutable uint64_t reads = 0;
+
+ private:
+  std::map<int64_t, KernelBinCount> bins_;
+};
+
 class ProducerBackend final : public CaptureSource {
  public:
-  ProducerBackend(std::vector<std::vector<Frame>> per_queue, size_t ring_capacity) : input_(std::move(per_queue)) {
+  // `kernel`: the port's kernel bins; `lost_before`: frames that never reach their producer (an AF_XDP socket's
+  // full RX ring), which only the kernel's bins count.
+  ProducerBackend(std::vector<std::vector<Frame>> per_queue, size_t ring_capacity,
+                  const KernelBinSource* kernel = nullptr, std::function<bool(const Frame&)> lost_before = {})
+      : input_(std::move(per_queue)), lost_before_(std::move(lost_before)) {
     port_.name = "overload0";
     port_.link_bps = 10e9;
+    port_.kernel_bins = kernel;
     for (size_t q = 0; q < input_.size(); ++q) {
       producers_.push_back(std::make_unique<QueueProducer>(DecoderConfig{}, ring_capacity));
       port_.rings.push_back(&producers_.back()->ring());
@@ -203,14 +233,16 @@ class ProducerBackend final : public CaptureSource {
         p.flush();
         std::this_thread::sleep_for(std::chrono::milliseconds(3));
       }
+      if (i % 32 == 31) p.flush();
+      if (lost_before_ && lost_before_(in[i])) continue;
       const auto h = frameHeaders(in[i].s, in[i].d);
       p.add(h, in[i].wire_len, in[i].ts_ns);
-      if (i % 32 == 31) p.flush();
     }
     p.tick(in.empty() ? 0 : in.back().ts_ns + 2'000'000);
   }
 
   std::vector<std::vector<Frame>> input_;
+  std::function<bool(const Frame&)> lost_before_;
   std::vector<std::unique_ptr<QueueProducer>> producers_;
   CapturePort port_;
   std::vector<CapturePort> ports_;
@@ -339,6 +371,120 @@ TEST(OverloadTest, WithoutLossNoIntervalIsDegradedAndTheSeriesEqualsTheAnalysis)
   }
   EXPECT_EQ(matched, want.size());
   EXPECT_EQ(r->ports[0].degraded_intervals, 0u);
+}
+
+// The kernel's bins (AF_XDP: the XDP program's) complete the series with the frames lost before the producers:
+// a frame in every nine of each long train never reaches its queue (as when an AF_XDP socket's RX ring is full),
+// the rings drop more. The series still holds every frame at its exact bytes (unwrapped frames: the kernel's bytes
+// are the measured ones), each interval's losses are both kinds, and the bounds hold the truth.
+TEST(OverloadTest, TheKernelsBinsCountTheFramesLostBeforeTheProducers) {
+  const EngineConfig c = overloadEngine();
+  const std::vector<Frame> all = makeFrames(60'000, 11);
+  std::vector<std::vector<Frame>> queues(2);
+  for (const Frame& f : all) queues[(f.s + f.d) % 2].push_back(f);
+  const std::map<int64_t, IntervalReport> want = truth(all, c);
+  FrameKernelBins kernel(all);
+  auto lost_before = [](const Frame& f) { return (f.ts_ns / 1000) % 9 == 4; };
+  const auto never = static_cast<uint64_t>(std::count_if(all.begin(), all.end(), lost_before));
+  ProducerBackend backend(queues, 256, &kernel, lost_before);
+  PipelineConfig pc;
+  pc.engine = c;
+  pc.idle_exit_s = 0.5;
+  pc.record_sink = [](size_t, std::span<const PacketRecord> records) {  // the slowed worker, as above
+    const auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(2000 * records.size());
+    while (std::chrono::steady_clock::now() < until) {
+    }
+  };
+  std::vector<PortSnapshot> snaps;
+  std::atomic<bool> stop{false};
+  auto r = runCapture(backend, pc, stop, [&](size_t, const PortSnapshot& s) { snaps.push_back(s); });
+  ASSERT_TRUE(r.ok()) << r.status();
+  const PortResult& p = r->ports[0];
+  ASSERT_GT(never, 0u);
+  EXPECT_GT(kernel.reads, 0u);
+  uint64_t lost = 0, kernel_lost = 0, bounded = 0;
+  for (const PortSnapshot& s : snaps) {
+    SCOPED_TRACE(absl::StrCat("interval at ", s.interval.start_ns));
+    ASSERT_TRUE(s.bounds.has_value());
+    const IntervalBounds& b = *s.bounds;
+    lost += b.lost;
+    kernel_lost += b.kernel_lost;
+    EXPECT_EQ(b.bytes_unsure, 0u);  // unwrapped: exact bytes
+    auto it = want.find(s.interval.start_ns);
+    if (it == want.end()) {
+      EXPECT_EQ(b.packets, 0u);
+      continue;
+    }
+    const IntervalReport& w = it->second;
+    EXPECT_EQ(b.packets, w.port.packets);
+    EXPECT_EQ(b.bytes, w.port.bytes);
+    EXPECT_EQ(b.lost, w.port.packets - s.interval.port.packets);
+    EXPECT_EQ(b.degraded(), b.lost > 0 || !b.envelope_bounded.empty());
+    if (!b.degraded()) continue;
+    for (size_t i = 0; i < c.scales_ns.size(); ++i) {
+      if (!w.port.exact[i] || !b.envelope_bounded[i]) continue;
+      EXPECT_LE(b.envelope_bytes[i].first, w.port.envelope_bytes[i]);
+      EXPECT_GE(b.envelope_bytes[i].second, w.port.envelope_bytes[i]);
+      EXPECT_LE(b.envelope_bytes[i].second - b.envelope_bytes[i].first, 200'000u);
+      ++bounded;
+    }
+  }
+  EXPECT_EQ(kernel_lost, never);  // every frame lost before the producers, once
+  EXPECT_EQ(lost, never + p.ledger.ring_drops);
+  EXPECT_EQ(p.series_packets, all.size());
+  EXPECT_EQ(p.series_kernel_lost, never);
+  EXPECT_GT(bounded, 0u);
+}
+
+// Wrapped frames (an ERSPAN or VXLAN mirror): the kernel counts a lost frame's captured (outer) bytes and the
+// series cannot know its measured (inner) ones, so the interval's bytes and figures are bounds between "the lost
+// frames held nothing" and "all of their captured bytes": they hold the truth, and say the bytes are unsure.
+TEST(PortBinsTest, WrappedFramesLostBeforeTheProducersAreBoundedByTheirCapturedBytes) {
+  EngineConfig c = overloadEngine();
+  const std::vector<Frame> all = makeFrames(4'000, 5);
+  constexpr uint32_t kWrap = 50;  // the mirror's outer headers
+  FrameKernelBins kernel(all, kWrap);
+  internal::PortBins series(c, 1, &kernel);
+  const std::map<int64_t, IntervalReport> want = truth(all, c);
+  std::map<int64_t, QueueBin> parts;  // what the producer saw: every frame but one in five
+  uint64_t never = 0;
+  for (size_t i = 0; i < all.size(); ++i) {
+    if (i % 5 == 2) {
+      ++never;
+      continue;
+    }
+    QueueBin& b = parts[all[i].ts_ns / kQueueBinNs];
+    b.start_ns = all[i].ts_ns - all[i].ts_ns % kQueueBinNs;
+    ++b.packets;
+    b.bytes += all[i].wire_len;
+    b.raw_bytes += all[i].wire_len + kWrap;
+  }
+  for (const auto& [i, b] : parts) series.add(0, b);
+  uint64_t kernel_lost = 0, checked = 0;
+  for (const auto& [start, w] : want) {
+    SCOPED_TRACE(absl::StrCat("interval at ", start));
+    IntervalReport r;  // the analysis saw nothing it could vouch for: every figure from the series
+    r.start_ns = w.start_ns;
+    r.end_ns = w.end_ns;
+    r.baseline_ns = w.baseline_ns;
+    r.port.envelope_bytes.assign(c.scales_ns.size(), 0);
+    const IntervalBounds b = series.close(r);
+    kernel_lost += b.kernel_lost;
+    EXPECT_EQ(b.packets, w.port.packets);
+    EXPECT_LE(b.bytes, w.port.bytes);
+    EXPECT_GE(b.bytes + b.bytes_unsure, w.port.bytes);
+    if (b.kernel_lost == 0) continue;
+    EXPECT_GT(b.bytes_unsure, 0u);
+    ASSERT_TRUE(b.degraded());
+    for (size_t s = 0; s < c.scales_ns.size(); ++s) {
+      if (!w.port.exact[s] || !b.envelope_bounded[s]) continue;
+      EXPECT_LE(b.envelope_bytes[s].first, w.port.envelope_bytes[s]);
+      EXPECT_GE(b.envelope_bytes[s].second, w.port.envelope_bytes[s]);
+      ++checked;
+    }
+  }
+  EXPECT_EQ(kernel_lost, never);
+  EXPECT_GT(checked, 0u);
 }
 
 }  // namespace

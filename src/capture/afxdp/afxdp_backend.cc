@@ -186,7 +186,35 @@ struct Port {
   uint64_t nic_last[std::size(kNicStages)] = {};
   unsigned ifindex = 0;  // the interface the program and sockets are attached to
   LinkState link;
-  std::string attach_error;  // the last failed re-attach, logged once
+  std::string attach_error;                      // the last failed re-attach, logged once
+  std::unique_ptr<KernelBinSource> kernel_bins;  // the program's bins, for the port's worker (none: NIC stamps)
+  int64_t bin_clock = 0;                         // the offset last given to the program (the monitor's)
+};
+
+// The XDP program's 100 µs bins of one port (SPEC "Overload"), read by the port's worker at each interval close.
+// They count every frame the program would capture, stamped by the same reading as the frame's metadata, so a
+// frame the RX thread receives lies in the bin the program counted it in. A frame that came without metadata
+// (a driver with no room for it) was stamped in user space and may lie in another bin: from the first such
+// frame the bins are not used (read says so) and the series is the RX threads' alone.
+class XdpKernelBins final : public KernelBinSource {
+ public:
+  explicit XdpKernelBins(const XdpProgram* program) : program_(program) {}
+  void addQueue(const std::atomic<uint64_t>* no_metadata) { no_metadata_.push_back(no_metadata); }
+  bool read(int64_t from, int64_t to, std::vector<KernelBinCount>* out, uint64_t* lost) const override {
+    for (const auto* n : no_metadata_) {
+      if (n->load(std::memory_order_relaxed) != 0) return false;
+    }
+    if (from < 0 || to <= from) return true;
+    buf_.clear();
+    *lost += program_->readBins(static_cast<uint64_t>(from), static_cast<uint64_t>(to), &buf_);
+    for (const KernelBin& b : buf_) out->push_back({.start_ns = b.start_ns, .packets = b.packets, .bytes = b.bytes});
+    return true;
+  }
+
+ private:
+  const XdpProgram* program_;
+  std::vector<const std::atomic<uint64_t>*> no_metadata_;
+  mutable std::vector<KernelBin> buf_;  // one caller: the port's worker
 };
 
 XskStats readXskStats(int fd) {
@@ -276,6 +304,7 @@ absl::Status AfXdpBackend::openSocket(Port& port, size_t index, uint32_t queue) 
   capture_ports_[index].rings.push_back(&s->producer->ring());
   capture_ports_[index].counters.push_back(&s->producer->counters());
   capture_ports_[index].bins.push_back(s->producer->bins());
+  if (port.kernel_bins) static_cast<XdpKernelBins&>(*port.kernel_bins).addQueue(&s->no_metadata);
   sockets_.push_back(std::move(s));
   return absl::OkStatus();
 }
@@ -421,6 +450,11 @@ absl::Status AfXdpBackend::initPort(const AfXdpPortConfig& pc, size_t index) {
   port.program = std::move(*prog);
   for (size_t i = 0; i < std::size(kNicStages); ++i) port.nic_base[i] = sysfsCounter(ifname, kNicStages[i].second);
   port.ifindex = ifindex;
+  // The program's bins and frame stamps in CLOCK_REALTIME from here on (kept by the monitor thread). The NIC's
+  // stamps are not the bins' reckoning: with them the series is the RX threads' alone.
+  port.bin_clock = monotonicToRealtime();
+  port.program->setBinClock(port.bin_clock);
+  if (!xc.nic_timestamps) port.kernel_bins = std::make_unique<XdpKernelBins>(port.program.get());
   if (const int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0); fd >= 0) {
     port.link.up = interfaceUp(fd, ifname);
     close(fd);
@@ -430,6 +464,7 @@ absl::Status AfXdpBackend::initPort(const AfXdpPortConfig& pc, size_t index) {
   CapturePort lp;
   lp.name = ifname;
   lp.link_bps = pc.link_bps;
+  lp.kernel_bins = ports_.back().kernel_bins.get();
   capture_ports_.push_back(std::move(lp));
   for (uint32_t q = 0; q < queues; ++q) {
     if (absl::Status s = openSocket(ports_.back(), index, q); !s.ok()) return s;
@@ -573,8 +608,10 @@ void AfXdpBackend::rxLoop(Socket& s) {
       int64_t ts;
       if ((meta->flags & BS_META_MAGIC_MASK) == BS_META_MAGIC) {
         wire_len = std::max(wire_len, meta->wire_len);
-        ts = (meta->flags & BS_META_NIC_TS) ? static_cast<int64_t>(meta->ts_ns)
-                                            : static_cast<int64_t>(meta->ts_ns) + offset;
+        // The NIC's stamp, or the program's CLOCK_REALTIME reading (the one its bin was counted by), or, before
+        // the program had its clock, CLOCK_MONOTONIC.
+        ts = (meta->flags & (BS_META_NIC_TS | BS_META_REALTIME)) ? static_cast<int64_t>(meta->ts_ns)
+                                                                 : static_cast<int64_t>(meta->ts_ns) + offset;
         meta->flags = 0;  // the frame goes back to the kernel: no stale metadata for its next use
       } else {
         ts = mono_now + offset;
@@ -618,9 +655,20 @@ void AfXdpBackend::parkedWait(Socket& s, QueueProducer& producer, int64_t offset
 void AfXdpBackend::monitorLoop() {
   const int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);  // for the interface flags, every look
   std::unique_lock<std::mutex> l(monitor_mu_);
+  int64_t next_resync = clockNs(CLOCK_MONOTONIC) + static_cast<int64_t>(cfg_.resync_s * 1e9);
   while (!monitor_cv_.wait_for(l, std::chrono::milliseconds(100), [this] { return monitor_stop_; })) {
     l.unlock();
     for (size_t i = 0; i < ports_.size(); ++i) watchPort(i, fd);
+    // The programs' CLOCK_REALTIME reckoning (their frames' stamps and bins), re-synchronised as the RX threads'.
+    if (const int64_t mono = clockNs(CLOCK_MONOTONIC); mono >= next_resync) {
+      next_resync = mono + static_cast<int64_t>(cfg_.resync_s * 1e9);
+      const int64_t fresh = monotonicToRealtime();
+      for (Port& p : ports_) {
+        storeMax(max_step_ns_, fresh > p.bin_clock ? fresh - p.bin_clock : p.bin_clock - fresh);
+        p.bin_clock = fresh;
+        p.program->setBinClock(fresh);
+      }
+    }
     l.lock();
   }
   if (fd >= 0) close(fd);

@@ -6,6 +6,7 @@
 #include <net/if.h>
 #include <xdp/libxdp.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <vector>
@@ -59,6 +60,7 @@ absl::StatusOr<capture*> openSkeleton(const XdpProgramConfig& c) {
   }
   skel->rodata->cfg_ip_only = c.ip_only ? 1 : 0;
   skel->rodata->cfg_snaplen = c.snaplen;
+  skel->rodata->cfg_bins = c.bins ? 1 : 0;
   bpf_program__set_autoload(skel->progs.bs_capture, !c.nic_timestamps);
   bpf_program__set_autoload(skel->progs.bs_capture_nic, c.nic_timestamps);
   return skel;
@@ -261,6 +263,59 @@ absl::Status XdpProgram::moveTo(const std::string& ifname) {
   ifindex_ = ifindex;
   attached_ = true;
   return absl::OkStatus();
+}
+
+void XdpProgram::setBinClock(int64_t realtime_minus_monotonic_ns) {
+  const uint32_t key = 0;
+  const auto v = static_cast<uint64_t>(realtime_minus_monotonic_ns);
+  bpf_map_update_elem(bpf_map__fd(skel_->maps.bin_clock), &key, &v, BPF_ANY);
+}
+
+uint64_t XdpProgram::readBins(uint64_t from, uint64_t to, std::vector<KernelBin>* out) const {
+  const int cpus = libbpf_num_possible_cpus();
+  if (cpus <= 0 || to <= from) return 0;
+  // A range longer than the ring: the oldest part is gone already.
+  uint64_t overwritten = 0;
+  if (to - from > BS_BIN_SLOTS) {
+    overwritten += to - from - BS_BIN_SLOTS;
+    from = to - BS_BIN_SLOTS;
+  }
+  // One batched read per contiguous run of slots (at most two: the range may wrap around the ring), not a
+  // system call per bin: an interval of 1 s is 10,000 bins.
+  const int fd = bpf_map__fd(skel_->maps.bins);
+  const auto ncpu = static_cast<size_t>(cpus);
+  std::vector<uint32_t> keys;
+  std::vector<bs_bin> values;
+  for (uint64_t b = from; b < to;) {
+    const uint32_t k0 = static_cast<uint32_t>(b) & (BS_BIN_SLOTS - 1);
+    const auto n = static_cast<uint32_t>(std::min<uint64_t>(to - b, BS_BIN_SLOTS - k0));
+    keys.resize(n);
+    values.resize(static_cast<size_t>(n) * ncpu);
+    uint32_t count = n, next = 0, prev = k0 - 1;
+    // For an array the batch starts after the key given (none: at key 0).
+    const int rc =
+        bpf_map_lookup_batch(fd, k0 == 0 ? nullptr : &prev, &next, keys.data(), values.data(), &count, nullptr);
+    if (rc != 0 && errno != ENOENT) count = 0;  // ENOENT: the batch reached the map's end
+    for (uint32_t i = 0; i < count; ++i) {
+      const uint64_t bin = b + (keys[i] - k0);
+      KernelBin kb;
+      kb.start_ns = static_cast<int64_t>(bin * BS_BIN_NS);
+      bool taken = false;
+      for (size_t c = 0; c < ncpu; ++c) {
+        const bs_bin& v = values[i * ncpu + c];
+        if (v.bin == bin) {
+          kb.packets += v.packets;
+          kb.bytes += v.bytes;
+        } else if (v.bin > bin) {
+          taken = true;  // this CPU's slot moved on to a later bin: what it held of this one is lost
+        }
+      }
+      overwritten += taken;
+      if (kb.packets > 0) out->push_back(kb);
+    }
+    b += n;
+  }
+  return overwritten;
 }
 
 int XdpProgram::progFd() const {

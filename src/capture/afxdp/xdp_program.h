@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "bpf/capture_shared.h"
@@ -24,6 +25,13 @@ struct XdpProgramConfig {
   bool ip_only = false;         // pass frames that are not IPv4/IPv6 to the kernel, counted as filtered
   uint32_t snaplen = 0;         // cut longer redirected frames to this many bytes (0: never)
   bool nic_timestamps = false;  // the bs_capture_nic variant: device-bound, asks the driver for RX timestamps
+  bool bins = true;             // count every frame into 100 µs bins (off only to measure what they cost)
+};
+
+// One closed 100 µs bin of the frames the program saw, summed over CPUs (bpf/capture_shared.h, bs_bin).
+struct KernelBin {
+  int64_t start_ns = 0;  // CLOCK_REALTIME, a multiple of BS_BIN_NS
+  uint64_t packets = 0, bytes = 0;
 };
 
 using XdpCounters = std::array<uint64_t, BS_STAT_COUNT>;
@@ -53,7 +61,14 @@ class XdpProgram {
 
   int progFd() const;
   int xskMapFd() const;
-  XdpCounters counters() const;           // summed over CPUs
+  XdpCounters counters() const;  // summed over CPUs
+
+  // The kernel's 100 µs bins (SPEC "Overload"). setBinClock keeps the program's CLOCK_REALTIME reckoning:
+  // bpf_ktime_get_ns() + offset, offset = CLOCK_REALTIME - CLOCK_MONOTONIC. readBins appends the bins
+  // [from, to) (bin numbers: start_ns / BS_BIN_NS) that hold frames, summed over CPUs, and returns how many of
+  // the range's slots a later bin had already taken (their frames are lost to the series: read sooner).
+  void setBinClock(int64_t realtime_minus_monotonic_ns);
+  uint64_t readBins(uint64_t from, uint64_t to, std::vector<KernelBin>* out) const;
   XdpMode mode() const { return mode_; }  // as attached
   const XdpProgramConfig& config() const { return config_; }
 

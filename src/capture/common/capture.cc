@@ -50,7 +50,7 @@ void QueueProducer::pushBin() {
     counters_.bin_drops.store(bin_drops_, std::memory_order_relaxed);
   }
   bin_.packets = bin_.lost = 0;
-  bin_.bytes = bin_.lost_bytes = 0;
+  bin_.bytes = bin_.lost_bytes = bin_.raw_bytes = 0;
 }
 
 void QueueProducer::rollBin(int64_t ts_ns) {

@@ -19,38 +19,6 @@ step() {
   echo
   echo "=== $*"
 }
-# background NAME COMMAND...: COMMAND in its own session at idle priority, output in build/meson-logs/NAME.log.
-BG_PIDS=() BG_NAMES=() BG_START=()
-background() {
-  local name=$1
-  shift
-  setsid chrt --idle 0 "$@" >"build/meson-logs/$name.log" 2>&1 </dev/null &
-  BG_PIDS+=("$!") BG_NAMES+=("$name") BG_START+=("$SECONDS")
-  echo "(in the background at idle priority: $name, output in build/meson-logs/$name.log)"
-}
-# join_background: what is left of each background command at normal priority, its output, its status.
-join_background() {
-  local i pid rc p failed=0
-  for i in "${!BG_PIDS[@]}"; do
-    pid=${BG_PIDS[$i]}
-    for _ in 1 2; do # twice: a process forked meanwhile inherits the idle policy
-      for p in $(pgrep -s "$pid"); do chrt --all-tasks --other -p 0 "$p" >/dev/null 2>&1 || true; done
-    done
-    rc=0
-    wait "$pid" || rc=$?
-    step "${BG_NAMES[$i]} (started $((SECONDS - BG_START[i])) s ago in the background; exit status $rc)"
-    cat "build/meson-logs/${BG_NAMES[$i]}.log"
-    [ "$rc" = 0 ] || failed=1
-  done
-  BG_PIDS=()
-  return "$failed"
-}
-# On any exit, background sessions still running are stopped.
-stop_background() {
-  local pid
-  for pid in "${BG_PIDS[@]}"; do kill -TERM -- "-$pid" 2>/dev/null || true; done
-}
-trap stop_background EXIT
 # meson setup with these options, or again over an existing build directory (options given win).
 configure() { # DIR OPTION...
   local dir=$1
@@ -66,17 +34,7 @@ python3 scripts/check_links.py
 step "release build (-O3, warnings are errors)"
 configure build -Dwerror=true
 ninja -C build -j "$JOBS"
-# Two long stages that time nothing run from here on in the background at the kernel's idle priority
-# (SCHED_IDLE: a CPU runs them only when nothing else wants it): the package and image test (about 12 minutes
-# alone, much of it downloading and copying layers) and static analysis (about 8). The suites below wait for
-# the network, for training jobs and for browsers a good part of their time; that time does them instead of
-# adding to CI's. Busy-polling suites are not slowed: a poller always wants its CPU. What is left of the two
-# runs at normal priority at the end (join_background).
-# (The package test's own bound is an hour of wall time; at idle priority it gets three.)
-background package meson test -C build --no-rebuild --print-errorlogs --suite package --logbase package \
-  --timeout-multiplier 3
-background lint bash scripts/lint.sh build
-meson test -C build --no-rebuild --print-errorlogs --num-processes "$JOBS" --no-suite package
+meson test -C build --no-rebuild --print-errorlogs --num-processes "$JOBS"
 
 # At -O1: the sanitizers check behaviour, and gcc compiles the instrumented tree 2.5x faster at -O1 than at -O3
 # (src/app/analyze.cc: 46 s against 116 s), which is minutes of CI's budget. Warnings at -O3, where gcc's
@@ -103,18 +61,17 @@ ninja -C build-tsan -j "$JOBS" tests/ring_test tests/live_test tests/overload_te
 TSAN_OPTIONS=halt_on_error=1 meson test -C build-tsan --print-errorlogs --no-rebuild ring live overload live_view flight_recorder export http_server analyze \
   afxdp
 
+step "static analysis: clang-tidy and cppcheck (check sets in .clang-tidy and scripts/lint.sh)"
+bash scripts/lint.sh build
+
 step "fuzzing: the committed corpus replayed, then ${FUZZ_SECONDS:-30} s per target (clang, ASan+UBSan)"
 bash scripts/fuzz.sh
-
-# The package and image test, and static analysis: clang-tidy and cppcheck (check sets in .clang-tidy and
-# scripts/lint.sh), started after the release build.
-join_background
 
 SHARED=$ROOT/../shared
 if [ -f "$SHARED/reference/burst_oracle.py" ] && [ -d "$SHARED/traces" ]; then
   step "cross-check against the reference oracle in ../shared"
   tmp=$(mktemp -d)
-  trap 'rm -rf "$tmp"; stop_background' EXIT
+  trap 'rm -rf "$tmp"' EXIT
   # The oracle itself, run now on the bundled trace, must agree with the committed fixture.
   /usr/bin/python3 "$SHARED/reference/burst_oracle.py" data/ddp-gloo-w3-3steps.pcap --rate-gbps 1,10,25,100 \
     >"$tmp/oracle.json"
@@ -139,8 +96,7 @@ fi
 
 step "all tests passed"
 # One closing line over every meson run above (release, ASan+UBSan, TSan), in the plain form CI reads.
-python3 - build/meson-logs/testlog.json build/meson-logs/package.json build-asan/meson-logs/testlog.json \
-  build-tsan/meson-logs/testlog.json <<'PY'
+python3 - build/meson-logs/testlog.json build-asan/meson-logs/testlog.json build-tsan/meson-logs/testlog.json <<'PY'
 import json, sys
 passed = failed = 0
 for log in sys.argv[1:]:

@@ -4,7 +4,6 @@
 #include <bit>
 #include <chrono>
 #include <cmath>
-#include <ctime>
 #include <thread>
 
 namespace burstscope::internal {
@@ -86,10 +85,7 @@ void PortBins::add(size_t q, const QueueBin& b) {
 // here, at most kSettleNs.
 constexpr int64_t kSettleNs = 200'000;
 
-void PortBins::mergeKernel(int64_t first, int64_t end) {
-  timespec ts{};
-  clock_gettime(CLOCK_REALTIME, &ts);
-  const int64_t now = static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+void PortBins::mergeKernel(int64_t first, int64_t end, int64_t now) {
   const int64_t ready = end * kB + kSettleNs;
   if (now < ready) std::this_thread::sleep_for(std::chrono::nanoseconds(std::min(ready - now, kSettleNs)));
   // From where the last read ended: bins of intervals the engine skipped as empty (a silence of the producers
@@ -137,13 +133,8 @@ IntervalBounds PortBins::close(const IntervalReport& r) {
   const int64_t first = r.start_ns / kB;
   if (kernel_ != nullptr) {
     // The last interval also takes what the kernel counted after the producers' last frame, up to now.
-    int64_t kend = r.end_ns / kB;
-    if (r.partial) {
-      timespec ts{};
-      clock_gettime(CLOCK_REALTIME, &ts);
-      kend = std::max({kend, newest_ + 1, (static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec) / kB + 1});
-    }
-    mergeKernel(first, kend);
+    const int64_t now = clockNs(CLOCK_REALTIME);
+    mergeKernel(first, r.partial ? std::max({r.end_ns / kB, newest_ + 1, now / kB + 1}) : r.end_ns / kB, now);
   }
   // The last interval (closed by finish) takes every bin left: frames the rings dropped after the last one
   // analysed are in no later interval.
@@ -263,12 +254,9 @@ void PortBins::bound(const IntervalReport& r, int64_t first, int64_t end, Interv
     prefix[static_cast<size_t>(i - lo) + 1] = prefix[static_cast<size_t>(i - lo)] + bytesAt(i);
     prefix_hi[static_cast<size_t>(i - lo) + 1] = prefix_hi[static_cast<size_t>(i - lo)] + upperAt(i);
   }
-  // The bytes of bins (i - n, i], i.e. the n bins ending with bin i (over the series' upper bytes: last_hi).
-  auto last = [&](int64_t i, int64_t n) {
-    return prefix[static_cast<size_t>(i - lo) + 1] - prefix[static_cast<size_t>(std::max(lo, i - n + 1) - lo)];
-  };
-  auto last_hi = [&](int64_t i, int64_t n) {
-    return prefix_hi[static_cast<size_t>(i - lo) + 1] - prefix_hi[static_cast<size_t>(std::max(lo, i - n + 1) - lo)];
+  // The bytes of bins (i - n, i], i.e. the n bins ending with bin i, over prefix sums p.
+  auto last = [lo](const std::vector<uint64_t>& p, int64_t i, int64_t n) {
+    return p[static_cast<size_t>(i - lo) + 1] - p[static_cast<size_t>(std::max(lo, i - n + 1) - lo)];
   };
   for (size_t s = 0; s < cfg_.scales_ns.size(); ++s) {
     const int64_t tau = cfg_.scales_ns[s];
@@ -278,8 +266,8 @@ void PortBins::bound(const IntervalReport& r, int64_t first, int64_t end, Interv
       const int64_t k = tau / kB, u = (tau + kB - 1) / kB + 1;
       upper = 0;
       for (int64_t i = first; i < end; ++i) {
-        if (k > 0) lower = std::max(lower, last(i, k));
-        upper = std::max(upper, last_hi(i, u));
+        if (k > 0) lower = std::max(lower, last(prefix, i, k));
+        upper = std::max(upper, last(prefix_hi, i, u));  // over the series' upper bytes
       }
       // The analysed frames' own E(τ) (the start of `lower`) never exceeds the truth: a subset's windows hold
       // less, and an inexact scale's figure is a sum of aligned base bins, below its own truth.

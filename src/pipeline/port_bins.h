@@ -48,8 +48,8 @@ class PortBins {
                       : slots_[static_cast<size_t>(i) & mask_].bytes + slots_[static_cast<size_t>(i) & mask_].unsure;
   }
   // The kernel's bins of [first, end) into the slots: the frames it counted beyond the producers' are lost ones.
-  void mergeKernel(int64_t first, int64_t end);
-  void forgetBelow(int64_t index);  // slots of bins below `index` are zeroed and reused
+  void mergeKernel(int64_t first, int64_t end, int64_t now);  // now: CLOCK_REALTIME
+  void forgetBelow(int64_t index);                            // slots of bins below `index` are zeroed and reused
   // E(τ) and PtM(τ) of the bounded scales from the series (complete) or the analysed frames (lower only).
   void bound(const IntervalReport& r, int64_t first, int64_t end, IntervalBounds* out);
 

@@ -256,11 +256,11 @@ TEST_F(XdpProgramTest, EveryFrameIsCountedIntoItsRealtimeBinWhateverBecomesOfIt)
     for (int i = 0; i < 9; ++i) run(**p, frame(900));  // redirected, cut to 128 bytes: counted at 900
   }
   const int64_t after = realtimeNs();
-  std::vector<KernelBin> bins;
+  std::vector<KernelBinCount> bins;
   const uint64_t from = static_cast<uint64_t>(before) / BS_BIN_NS, to = static_cast<uint64_t>(after) / BS_BIN_NS + 1;
   EXPECT_EQ((*p)->readBins(from - 3, to + 3, &bins), 0u);
   uint64_t packets = 0, bytes = 0;
-  for (const KernelBin& b : bins) {
+  for (const KernelBinCount& b : bins) {
     EXPECT_EQ(b.start_ns % static_cast<int64_t>(BS_BIN_NS), 0);
     // Within the bins the runs spanned (the offset is measured, so up to a bin either side).
     EXPECT_GE(b.start_ns, (static_cast<int64_t>(from) - 1) * static_cast<int64_t>(BS_BIN_NS));
@@ -281,14 +281,14 @@ TEST_F(XdpProgramTest, NoBinsBeforeTheClockIsSet) {
   ASSERT_TRUE(p.ok()) << p.status();
   run(**p, frame(64), 5);
   const uint64_t now = static_cast<uint64_t>(realtimeNs()) / BS_BIN_NS;
-  std::vector<KernelBin> bins;
+  std::vector<KernelBinCount> bins;
   EXPECT_EQ((*p)->readBins(now - 100, now + 100, &bins), 0u);
   EXPECT_TRUE(bins.empty());
   (*p)->setBinClock(realtimeNs() - monotonicNs());
   run(**p, frame(64), 5);
   EXPECT_EQ((*p)->readBins(now - 100, now + 10'000, &bins), 0u);
   uint64_t packets = 0;
-  for (const KernelBin& b : bins) packets += b.packets;
+  for (const KernelBinCount& b : bins) packets += b.packets;
   EXPECT_EQ(packets, 5u);
 }
 
@@ -299,7 +299,7 @@ TEST_F(XdpProgramTest, WithoutBinsNothingIsBinnedAndALaggingReaderIsTold) {
   ASSERT_TRUE(off.ok()) << off.status();
   const uint64_t now = static_cast<uint64_t>(realtimeNs()) / BS_BIN_NS;
   run(**off, frame(64), 5);
-  std::vector<KernelBin> bins;
+  std::vector<KernelBinCount> bins;
   EXPECT_EQ((*off)->readBins(now - 5, now + 100, &bins), 0u);
   EXPECT_TRUE(bins.empty());
   // A range longer than the ring: the part before the ring's reach is reported lost, not read.

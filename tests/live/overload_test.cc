@@ -249,6 +249,21 @@ class ProducerBackend final : public CaptureSource {
   std::vector<std::thread> threads_;
 };
 
+// The pipeline over `backend` with its worker slowed on purpose (~2 µs per record, so it falls behind during the
+// bursts), every snapshot into `snaps`.
+absl::StatusOr<RunResult> runSlowed(CaptureSource& backend, const EngineConfig& c, std::vector<PortSnapshot>* snaps) {
+  PipelineConfig pc;
+  pc.engine = c;
+  pc.idle_exit_s = 0.5;
+  pc.record_sink = [](size_t, std::span<const PacketRecord> records) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(2000 * records.size());
+    while (std::chrono::steady_clock::now() < until) {
+    }
+  };
+  std::atomic<bool> stop{false};
+  return runCapture(backend, pc, stop, [snaps](size_t, const PortSnapshot& s) { snaps->push_back(s); });
+}
+
 TEST(OverloadTest, DegradedIntervalsAreExactlyTheLossyOnesAndTheirBoundsHoldTheTruth) {
   const EngineConfig c = overloadEngine();
   const std::vector<Frame> all = makeFrames(60'000, 7);
@@ -257,18 +272,8 @@ TEST(OverloadTest, DegradedIntervalsAreExactlyTheLossyOnesAndTheirBoundsHoldTheT
   const std::map<int64_t, IntervalReport> want = truth(all, c);
 
   ProducerBackend backend(queues, 256);
-  PipelineConfig pc;
-  pc.engine = c;
-  pc.idle_exit_s = 0.5;
-  // The slowed worker: ~2 µs per record.
-  pc.record_sink = [](size_t, std::span<const PacketRecord> records) {
-    const auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(2000 * records.size());
-    while (std::chrono::steady_clock::now() < until) {
-    }
-  };
   std::vector<PortSnapshot> snaps;
-  std::atomic<bool> stop{false};
-  auto r = runCapture(backend, pc, stop, [&](size_t, const PortSnapshot& s) { snaps.push_back(s); });
+  auto r = runSlowed(backend, c, &snaps);
   ASSERT_TRUE(r.ok()) << r.status();
   const PortResult& p = r->ports[0];
   ASSERT_GT(p.ledger.ring_drops, 0u) << "the slowed worker was expected to make the rings overflow";
@@ -387,17 +392,8 @@ TEST(OverloadTest, TheKernelsBinsCountTheFramesLostBeforeTheProducers) {
   auto lost_before = [](const Frame& f) { return (f.ts_ns / 1000) % 9 == 4; };
   const auto never = static_cast<uint64_t>(std::count_if(all.begin(), all.end(), lost_before));
   ProducerBackend backend(queues, 256, &kernel, lost_before);
-  PipelineConfig pc;
-  pc.engine = c;
-  pc.idle_exit_s = 0.5;
-  pc.record_sink = [](size_t, std::span<const PacketRecord> records) {  // the slowed worker, as above
-    const auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(2000 * records.size());
-    while (std::chrono::steady_clock::now() < until) {
-    }
-  };
   std::vector<PortSnapshot> snaps;
-  std::atomic<bool> stop{false};
-  auto r = runCapture(backend, pc, stop, [&](size_t, const PortSnapshot& s) { snaps.push_back(s); });
+  auto r = runSlowed(backend, c, &snaps);
   ASSERT_TRUE(r.ok()) << r.status();
   const PortResult& p = r->ports[0];
   ASSERT_GT(never, 0u);

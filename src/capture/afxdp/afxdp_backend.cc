@@ -205,16 +205,13 @@ class XdpKernelBins final : public KernelBinSource {
       if (n->load(std::memory_order_relaxed) != 0) return false;
     }
     if (from < 0 || to <= from) return true;
-    buf_.clear();
-    *lost += program_->readBins(static_cast<uint64_t>(from), static_cast<uint64_t>(to), &buf_);
-    for (const KernelBin& b : buf_) out->push_back({.start_ns = b.start_ns, .packets = b.packets, .bytes = b.bytes});
+    *lost += program_->readBins(static_cast<uint64_t>(from), static_cast<uint64_t>(to), out);
     return true;
   }
 
  private:
   const XdpProgram* program_;
   std::vector<const std::atomic<uint64_t>*> no_metadata_;
-  mutable std::vector<KernelBin> buf_;  // one caller: the port's worker
 };
 
 XskStats readXskStats(int fd) {

@@ -271,7 +271,7 @@ void XdpProgram::setBinClock(int64_t realtime_minus_monotonic_ns) {
   bpf_map_update_elem(bpf_map__fd(skel_->maps.bin_clock), &key, &v, BPF_ANY);
 }
 
-uint64_t XdpProgram::readBins(uint64_t from, uint64_t to, std::vector<KernelBin>* out) const {
+uint64_t XdpProgram::readBins(uint64_t from, uint64_t to, std::vector<KernelBinCount>* out) const {
   const int cpus = libbpf_num_possible_cpus();
   if (cpus <= 0 || to <= from) return 0;
   // A range longer than the ring: the oldest part is gone already.
@@ -284,8 +284,8 @@ uint64_t XdpProgram::readBins(uint64_t from, uint64_t to, std::vector<KernelBin>
   // system call per bin: an interval of 1 s is 10,000 bins.
   const int fd = bpf_map__fd(skel_->maps.bins);
   const auto ncpu = static_cast<size_t>(cpus);
-  std::vector<uint32_t> keys;
-  std::vector<bs_bin> values;
+  std::vector<uint32_t>& keys = bin_keys_;
+  std::vector<bs_bin>& values = bin_values_;
   for (uint64_t b = from; b < to;) {
     const uint32_t k0 = static_cast<uint32_t>(b) & (BS_BIN_SLOTS - 1);
     const auto n = static_cast<uint32_t>(std::min<uint64_t>(to - b, BS_BIN_SLOTS - k0));
@@ -298,7 +298,7 @@ uint64_t XdpProgram::readBins(uint64_t from, uint64_t to, std::vector<KernelBin>
     if (rc != 0 && errno != ENOENT) count = 0;  // ENOENT: the batch reached the map's end
     for (uint32_t i = 0; i < count; ++i) {
       const uint64_t bin = b + (keys[i] - k0);
-      KernelBin kb;
+      KernelBinCount kb;
       kb.start_ns = static_cast<int64_t>(bin * BS_BIN_NS);
       bool taken = false;
       for (size_t c = 0; c < ncpu; ++c) {

@@ -11,6 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "bpf/capture_shared.h"
+#include "burstscope/capture.h"
 
 struct capture;
 struct xdp_program;
@@ -26,12 +27,6 @@ struct XdpProgramConfig {
   uint32_t snaplen = 0;         // cut longer redirected frames to this many bytes (0: never)
   bool nic_timestamps = false;  // the bs_capture_nic variant: device-bound, asks the driver for RX timestamps
   bool bins = true;             // count every frame into 100 µs bins (off only to measure what they cost)
-};
-
-// One closed 100 µs bin of the frames the program saw, summed over CPUs (bpf/capture_shared.h, bs_bin).
-struct KernelBin {
-  int64_t start_ns = 0;  // CLOCK_REALTIME, a multiple of BS_BIN_NS
-  uint64_t packets = 0, bytes = 0;
 };
 
 using XdpCounters = std::array<uint64_t, BS_STAT_COUNT>;
@@ -68,7 +63,8 @@ class XdpProgram {
   // [from, to) (bin numbers: start_ns / BS_BIN_NS) that hold frames, summed over CPUs, and returns how many of
   // the range's slots a later bin had already taken (their frames are lost to the series: read sooner).
   void setBinClock(int64_t realtime_minus_monotonic_ns);
-  uint64_t readBins(uint64_t from, uint64_t to, std::vector<KernelBin>* out) const;
+  // One reader at a time (a port's worker): it keeps its batch buffers between reads.
+  uint64_t readBins(uint64_t from, uint64_t to, std::vector<KernelBinCount>* out) const;
   XdpMode mode() const { return mode_; }  // as attached
   const XdpProgramConfig& config() const { return config_; }
 
@@ -81,6 +77,8 @@ class XdpProgram {
   XdpMode mode_ = XdpMode::kAuto;
   XdpProgramConfig config_;
   bool attached_ = false;
+  mutable std::vector<uint32_t> bin_keys_;  // readBins' batch buffers: no allocation per interval once grown
+  mutable std::vector<bs_bin> bin_values_;
 };
 
 // Names of programs burstscope attaches; a program by one of these names on an interface is ours.

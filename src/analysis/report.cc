@@ -696,6 +696,8 @@ Json boundsJson(const IntervalBounds& b, const std::vector<int64_t>& scales_ns, 
                             {"max_backlog_bytes", pair(b.backlog_bytes[k].first, b.backlog_bytes[k].second,
                                                        b.complete || !b.backlog_bounded[k])}});
   }
+  // The port's microbursts with an instant in the interval: [at least, at most] (null: unknown).
+  if (b.microbursts_bounded) j["microbursts"] = pair(b.microbursts.first, b.microbursts.second, b.complete);
   return j;
 }
 
@@ -1029,6 +1031,10 @@ std::string intervalSummary(const std::string& port, const PortSnapshot& snap, c
                       humanBytes(static_cast<double>(b.envelope_bytes[i].first)), "..",
                       b.complete ? humanBytes(static_cast<double>(b.envelope_bytes[i].second)) : std::string("?"));
       break;  // the shortest bounded scale; the others are in the JSON and the metrics
+    }
+    if (b.microbursts_bounded) {
+      absl::StrAppend(&line, " microbursts ", b.microbursts.first, "..",
+                      b.complete ? absl::StrCat(b.microbursts.second) : std::string("?"));
     }
   }
   // The busiest jobs: "job-10.77.1.1 ring/4 T 202ms"; the full picture is in the JSON and the metrics.

@@ -478,6 +478,17 @@ void addBounds(Families& f, const LabelVec& L, const ExportPortInfo& info, std::
               *b.ptm[i].second);
     }
   }
+  if (b.microbursts_bounded) {
+    const char* help =
+        "bounds of the port's microbursts with an instant in the last interval when a lost frame lies within "
+        "their scale (docs/reliability.md)";
+    f.gauge("burstscope_microbursts_bound", help, with(L, {{"bound", "lower"}}),
+            static_cast<double>(b.microbursts.first));
+    if (b.complete) {
+      f.gauge("burstscope_microbursts_bound", help, with(L, {{"bound", "upper"}}),
+              static_cast<double>(b.microbursts.second));
+    }
+  }
   for (size_t j = 0; j < info.rates_bps.size() && j < b.backlog_bytes.size(); ++j) {
     const std::string rate = absl::StrFormat("%.0f", info.rates_bps[j]);
     const char* help = "bounds of the largest virtual backlog in the last interval when it is degraded";

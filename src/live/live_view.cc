@@ -149,6 +149,9 @@ void LiveView::onInterval(size_t port, const PortSnapshot& s) {
              {"envelope_bytes", {b.envelope_bytes[i].first, known ? json(b.envelope_bytes[i].second) : json()}}});
       }
       bj["scales"] = std::move(e);
+      if (b.microbursts_bounded) {
+        bj["microbursts"] = {b.microbursts.first, b.complete ? json(b.microbursts.second) : json()};
+      }
     }
     f["bounds"] = std::move(bj);
   }

@@ -87,6 +87,13 @@ struct IntervalBounds {
   std::vector<std::pair<std::optional<double>, std::optional<double>>> ptm;
   std::vector<std::pair<double, double>> backlog_bytes;
   double baseline_bps = 0;  // of every frame, from the series (degraded intervals only)
+  // The port stream's microbursts (at the detector's τ and threshold) with an instant in the interval, when a
+  // lost frame lies within τ before or in it: [at least, at most] from the series (docs/reliability.md). At
+  // least: groups of instants surely in a microburst, parted by bins surely outside any; at most: per run of
+  // bins not surely outside, one more than the frames leaving the window in it, and no more than its frames
+  // (plus one going on at the start). Without a complete series the upper bound is unknown (0).
+  bool microbursts_bounded = false;
+  std::pair<uint64_t, uint64_t> microbursts{0, 0};
   bool degraded() const { return !envelope_bounded.empty(); }
 };
 

@@ -23,7 +23,8 @@ PortBins::PortBins(const EngineConfig& c, size_t queues, const KernelBinSource* 
       backlog_(c.rates_bps.size(), 0.0),
       backlog_hi_(c.rates_bps.size(), 0.0),
       tainted_(c.rates_bps.size(), false) {
-  const int64_t tau_max = c.scales_ns.empty() ? kB : c.scales_ns.back();
+  // The longest window: of the scales and of the microburst detector (its τ need not be a reported scale).
+  const int64_t tau_max = std::max(c.scales_ns.empty() ? kB : c.scales_ns.back(), c.microburst_tau_ns);
   history_bins_ = (tau_max + kB - 1) / kB + 1;
   const int64_t interval_bins = std::max<int64_t>(1, c.report_interval_ns / kB);
   const auto n = static_cast<size_t>(history_bins_ + 2 * interval_bins + kAheadBins);
@@ -168,6 +169,7 @@ IntervalBounds PortBins::close(const IntervalReport& r) {
   for (size_t s = 0; s < scales; ++s) {
     scale_bounded[s] = last_loss >= first - (cfg_.scales_ns[s] + kB - 1) / kB;
   }
+  const bool microbursts_bounded = last_loss >= first - (cfg_.microburst_tau_ns + kB - 1) / kB;
 
   // The virtual backlog per rate, bin after bin: max(0, q + B_i - r·100 µs). A loss taints the analysed backlog
   // until the queue of every frame has drained: q = 0 after a bin and the next bin empty (then nothing can be
@@ -218,7 +220,7 @@ IntervalBounds PortBins::close(const IntervalReport& r) {
     baseline_lost = baseline_lost || lost;
   }
 
-  const bool any = baseline_lost ||
+  const bool any = baseline_lost || microbursts_bounded ||
                    std::find(scale_bounded.begin(), scale_bounded.end(), true) != scale_bounded.end() ||
                    std::find(rate_bounded.begin(), rate_bounded.end(), true) != rate_bounded.end();
   if (any) {
@@ -226,6 +228,7 @@ IntervalBounds PortBins::close(const IntervalReport& r) {
         r.baseline_ns > 0 ? static_cast<double>(baseline_bytes) * 8e9 / static_cast<double>(r.baseline_ns) : 0.0;
     out.envelope_bounded = scale_bounded;
     for (size_t s = 0; s < scales; ++s) out.ptm_bounded.push_back(scale_bounded[s] || baseline_lost);
+    out.microbursts_bounded = microbursts_bounded;
     bound(r, first, end, &out);
     out.backlog_bounded = rate_bounded;
     for (size_t j = 0; j < rates; ++j) {
@@ -283,6 +286,59 @@ void PortBins::bound(const IntervalReport& r, int64_t first, int64_t end, Interv
                             defined && upper > 0 ? peakToMean(upper, tau, out->baseline_bps) : std::nullopt);
     }
   }
+  if (out->microbursts_bounded) out->microbursts = microburstBounds(first, end, out->complete, last);
+}
+
+// The microbursts with an instant in bins [first, end), as bounds (SPEC "Microburst": S(t) = A(t-τ, t] >= θ·C·τ/8,
+// the detector's integer threshold). With k = floor(τ/b) and u = ceil(τ/b) + 1:
+// - the instant ending bin i (its last nanosecond) is surely in a microburst when bins i-k+1..i hold the threshold
+//   (its window covers them whole);
+// - bin i is surely outside any when bins i-u+1..i, every frame its instants' windows can hold, stay below it
+//   (over the upper bytes).
+// Two sure instants parted by a sure-outside bin lie in different microbursts: the groups are the lower bound.
+// A run of bins not surely outside holds whole microbursts (it is bounded by bins outside any, or by the
+// interval's ends); in it each microburst but the last ends at a frame's departure (ts + τ) before the next one
+// begins at an arrival, and each begins at a frame's arrival in it or was going on at the interval's start: per
+// run at most min(1 + departures up to its last arrival, arrivals + 1 if it starts the interval). Departures
+// inside bins [a, z] come from frames of bins [a - ceil(τ/b), z - floor(τ/b)]. A hole in the series leaves only
+// the lower bound, and one group at most (a bin may look outside only because its parts were lost).
+template <typename Last>
+std::pair<uint64_t, uint64_t> PortBins::microburstBounds(int64_t first, int64_t end, bool complete,
+                                                         const Last& last) const {
+  const int64_t tau = cfg_.microburst_tau_ns;
+  const double t = std::ceil(cfg_.microburst_threshold * cfg_.link_capacity_bps * static_cast<double>(tau) / 8e9);
+  const uint64_t threshold = t >= 1.8e19 ? UINT64_MAX : static_cast<uint64_t>(t);
+  const int64_t k = tau / kB, c = (tau + kB - 1) / kB, u = c + 1;
+  uint64_t lower = 0, upper = 0;
+  bool group = false;                // a sure instant since the last bin surely outside
+  int64_t run = INT64_MIN;           // the first bin of the current run of bins not surely outside
+  int64_t last_arrival = INT64_MIN;  // the run's last bin with a frame
+  uint64_t arrivals = 0;             // the run's frames
+  auto endRun = [&]() {
+    uint64_t departures = 0;
+    if (arrivals > 0) {
+      for (int64_t j = run - c; j <= last_arrival - k; ++j) departures += packetsAt(j);
+    }
+    upper += std::min(1 + departures, arrivals + (run == first ? 1 : 0));
+    run = INT64_MIN;
+    arrivals = 0;
+  };
+  for (int64_t i = first; i < end; ++i) {
+    if (complete && last(prefix_hi_, i, u) < threshold) {
+      group = false;
+      if (run != INT64_MIN) endRun();
+      continue;
+    }
+    if (run == INT64_MIN) run = i;
+    if (packetsAt(i) > 0) last_arrival = i;
+    arrivals += packetsAt(i);
+    if (!group && k > 0 && last(prefix_, i, k) >= threshold) {
+      ++lower;
+      group = true;
+    }
+  }
+  if (run != INT64_MIN) endRun();
+  return {lower, complete ? upper : 0};
 }
 
 }  // namespace burstscope::internal

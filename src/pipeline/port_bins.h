@@ -50,8 +50,13 @@ class PortBins {
   // The kernel's bins of [first, end) into the slots: the frames it counted beyond the producers' are lost ones.
   void mergeKernel(int64_t first, int64_t end, int64_t now);  // now: CLOCK_REALTIME
   void forgetBelow(int64_t index);                            // slots of bins below `index` are zeroed and reused
-  // E(τ) and PtM(τ) of the bounded scales from the series (complete) or the analysed frames (lower only).
+  uint64_t packetsAt(int64_t i) const { return i < floor_ ? 0 : slots_[static_cast<size_t>(i) & mask_].packets; }
+  // E(τ) and PtM(τ) of the bounded scales from the series (complete) or the analysed frames (lower only), and
+  // the microburst count's bounds when they are bounded.
   void bound(const IntervalReport& r, int64_t first, int64_t end, IntervalBounds* out);
+  // `last(p, i, n)`: the bytes of the n bins ending with bin i over prefix sums p (bound()'s).
+  template <typename Last>
+  std::pair<uint64_t, uint64_t> microburstBounds(int64_t first, int64_t end, bool complete, const Last& last) const;
 
   const EngineConfig& cfg_;
   const KernelBinSource* kernel_;

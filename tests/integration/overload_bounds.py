@@ -12,11 +12,16 @@ in (t - tau, t]. Held to the run's report:
   ring drops), and each degraded interval's series totals equal the file's frames in that interval;
 - each degraded interval's E(tau), at every scale the run computed packet-exactly: a bounded scale's
   [lower, upper] holds the truth and is at most one 100 us bin wide (the file's largest bin); a scale not
-  bounded (no loss within its windows) equals the truth.
+  bounded (no loss within its windows) equals the truth;
+- each degraded interval's microburst count, when bounded: [at least, at most] holds the number of the file's
+  microbursts (SPEC: maximal stretches with the bytes in (t - tau, t] at or above threshold * capacity * tau / 8)
+  with an instant in the interval.
 Prints one line per check and exits 1 on the first failure.
 """
 import bisect
+import heapq
 import json
+import math
 import struct
 import sys
 
@@ -42,6 +47,29 @@ def frames(path):
         sec, frac, incl, orig = struct.unpack(endian + "IIII", data[off : off + 16])
         out.append((sec * 1_000_000_000 + frac * scale, orig))
         off += 16 + incl
+    return out
+
+
+def microbursts(pkts, tau, threshold):
+    """The file's microbursts as (start, end): S(x) = bytes of frames in (x - tau, x] changes at each arrival
+    (+len at t) and departure (-len at t + tau); changes at one instant are judged together."""
+    arrivals = [(t, n) for t, n in pkts]
+    departures = [(t + tau, -n) for t, n in pkts]
+    out, s, start = [], 0, None
+    events = list(heapq.merge(arrivals, departures, key=lambda e: e[0]))
+    i = 0
+    while i < len(events):
+        x = events[i][0]
+        while i < len(events) and events[i][0] == x:
+            s += events[i][1]
+            i += 1
+        if start is None and s >= threshold:
+            start = x
+        elif start is not None and s < threshold:
+            out.append((start, x))
+            start = None
+    if start is not None:
+        out.append((start, math.inf))
     return out
 
 
@@ -90,6 +118,10 @@ def main():
             best = max(best, prefix[bisect.bisect_right(times, t)] - prefix[bisect.bisect_right(times, t - tau)])
         return best
 
+    mb = port["microbursts"]
+    mb_tau = mb["tau_us"] * 1000
+    bursts = microbursts(pkts, mb_tau, math.ceil(mb["threshold"] * mb["link_capacity_bps"] * mb_tau / 8e9))
+    mb_bounded = mb_held = 0
     bounded = held = 0
     for d in o["degraded"]:
         start, end = d["start_ns"], d["end_ns"]
@@ -113,8 +145,18 @@ def main():
                     held += 1
             elif not lo == hi == truth:
                 check(False, f"interval {start} tau {tau}: not bounded, but {lo}..{hi} against the truth {truth}")
+        if "microbursts" in d:
+            mb_bounded += 1
+            truth = sum(1 for a, z in bursts if a < end and z > start)
+            lo, hi = d["microbursts"]
+            if lo <= truth <= hi:
+                mb_held += 1
+            else:
+                check(False, f"interval {start}: microbursts [{lo}, {hi}] against the truth {truth}")
     check(bounded > 0 and held == bounded,
           f"{held} of {bounded} bounded E(tau) hold the truth and are within one bin ({max_bin} B) of each other")
+    check(mb_bounded > 0 and mb_held == mb_bounded,
+          f"{mb_held} of {mb_bounded} bounded microburst counts hold the file's ({len(bursts)} microbursts in all)")
     sys.exit(1 if failures else 0)
 
 

@@ -76,14 +76,27 @@ EngineConfig overloadEngine() {
   return c;
 }
 
-// The engine over every frame, interval by interval (by start): what `analyze` of the same frames reports.
-std::map<int64_t, IntervalReport> truth(const std::vector<Frame>& frames, const EngineConfig& c) {
+// The engine over every frame, interval by interval (by start): what `analyze` of the same frames reports; and,
+// when asked, its port stream's microbursts.
+std::map<int64_t, IntervalReport> truth(const std::vector<Frame>& frames, const EngineConfig& c,
+                                        std::vector<Microburst>* microbursts = nullptr) {
   std::map<int64_t, IntervalReport> out;
   Engine e(c);
   e.setIntervalSink([&](const IntervalReport& r) { out[r.start_ns] = r; });
   for (const Frame& f : frames) e.add(recordOf(f));
   e.finish();
+  if (microbursts != nullptr) {
+    const EngineResult all = e.result();
+    *microbursts = all.port.microbursts->events;
+    EXPECT_EQ(microbursts->size(), all.port.microbursts->count);  // every one kept
+  }
   return out;
+}
+
+// The truth's microbursts with an instant in [start, end).
+uint64_t microburstsIn(const std::vector<Microburst>& all, int64_t start, int64_t end) {
+  return static_cast<uint64_t>(
+      std::count_if(all.begin(), all.end(), [&](const Microburst& m) { return m.start_ns < end && m.end_ns > start; }));
 }
 
 TEST(QueueBinsTest, EveryFrameIsBinnedBeforeTheRingAndTheLostOnesAreMarked) {
@@ -269,7 +282,8 @@ TEST(OverloadTest, DegradedIntervalsAreExactlyTheLossyOnesAndTheirBoundsHoldTheT
   const std::vector<Frame> all = makeFrames(60'000, 7);
   std::vector<std::vector<Frame>> queues(2);
   for (const Frame& f : all) queues[(f.s + f.d) % 2].push_back(f);
-  const std::map<int64_t, IntervalReport> want = truth(all, c);
+  std::vector<Microburst> bursts;
+  const std::map<int64_t, IntervalReport> want = truth(all, c, &bursts);
 
   ProducerBackend backend(queues, 256);
   std::vector<PortSnapshot> snaps;
@@ -279,7 +293,8 @@ TEST(OverloadTest, DegradedIntervalsAreExactlyTheLossyOnesAndTheirBoundsHoldTheT
   ASSERT_GT(p.ledger.ring_drops, 0u) << "the slowed worker was expected to make the rings overflow";
   ASSERT_TRUE(p.ledger.balanced());
 
-  uint64_t lost = 0, degraded = 0, exact = 0, checked_bounds = 0;
+  uint64_t lost = 0, degraded = 0, exact = 0, checked_bounds = 0, microburst_bounds = 0, sure_microbursts = 0;
+  uint64_t tight_microbursts = 0;
   for (const PortSnapshot& s : snaps) {
     const IntervalReport& got = s.interval;
     SCOPED_TRACE(absl::StrCat("interval at ", got.start_ns));
@@ -309,6 +324,18 @@ TEST(OverloadTest, DegradedIntervalsAreExactlyTheLossyOnesAndTheirBoundsHoldTheT
       continue;
     }
     ++degraded;
+    // A loss within τ before or in the interval bounds its microbursts; the bounds hold the truth's count.
+    if (b.lost > 0) {
+      EXPECT_TRUE(b.microbursts_bounded);
+    }
+    if (b.microbursts_bounded) {
+      const uint64_t n = microburstsIn(bursts, got.start_ns, got.end_ns);
+      EXPECT_LE(b.microbursts.first, n);
+      EXPECT_GE(b.microbursts.second, n);
+      ++microburst_bounds;
+      sure_microbursts += b.microbursts.first;
+      tight_microbursts += b.microbursts.first == b.microbursts.second;
+    }
     ASSERT_EQ(b.envelope_bytes.size(), c.scales_ns.size());
     for (size_t i = 0; i < c.scales_ns.size(); ++i) {
       SCOPED_TRACE(absl::StrCat("scale ", c.scales_ns[i]));
@@ -341,6 +368,11 @@ TEST(OverloadTest, DegradedIntervalsAreExactlyTheLossyOnesAndTheirBoundsHoldTheT
               static_cast<unsigned long>(exact), static_cast<unsigned long>(degraded),
               static_cast<unsigned long>(checked_bounds), static_cast<unsigned long>(p.ledger.ring_drops),
               static_cast<unsigned long>(p.ledger.received));
+  std::printf("# microbursts bounded in %lu intervals (%lu exactly), at least %lu of them in all\n",
+              static_cast<unsigned long>(microburst_bounds), static_cast<unsigned long>(tight_microbursts),
+              static_cast<unsigned long>(sure_microbursts));
+  EXPECT_GT(microburst_bounds, 0u);
+  EXPECT_GT(sure_microbursts, 0u);       // the lower bound finds bursts, not just 0
   EXPECT_EQ(lost, p.ledger.ring_drops);  // every drop is in exactly one interval's series
   EXPECT_GT(degraded, 0u);
   EXPECT_GT(exact, 0u);  // only the intervals a loss reaches are flagged
@@ -387,7 +419,8 @@ TEST(OverloadTest, TheKernelsBinsCountTheFramesLostBeforeTheProducers) {
   const std::vector<Frame> all = makeFrames(60'000, 11);
   std::vector<std::vector<Frame>> queues(2);
   for (const Frame& f : all) queues[(f.s + f.d) % 2].push_back(f);
-  const std::map<int64_t, IntervalReport> want = truth(all, c);
+  std::vector<Microburst> bursts;
+  const std::map<int64_t, IntervalReport> want = truth(all, c, &bursts);
   FrameKernelBins kernel(all);
   auto lost_before = [](const Frame& f) { return (f.ts_ns / 1000) % 9 == 4; };
   const auto never = static_cast<uint64_t>(std::count_if(all.begin(), all.end(), lost_before));
@@ -398,7 +431,7 @@ TEST(OverloadTest, TheKernelsBinsCountTheFramesLostBeforeTheProducers) {
   const PortResult& p = r->ports[0];
   ASSERT_GT(never, 0u);
   EXPECT_GT(kernel.reads, 0u);
-  uint64_t lost = 0, kernel_lost = 0, bounded = 0;
+  uint64_t lost = 0, kernel_lost = 0, bounded = 0, microbursts_bounded = 0;
   for (const PortSnapshot& s : snaps) {
     SCOPED_TRACE(absl::StrCat("interval at ", s.interval.start_ns));
     ASSERT_TRUE(s.bounds.has_value());
@@ -424,12 +457,19 @@ TEST(OverloadTest, TheKernelsBinsCountTheFramesLostBeforeTheProducers) {
       EXPECT_LE(b.envelope_bytes[i].second - b.envelope_bytes[i].first, 200'000u);
       ++bounded;
     }
+    if (b.microbursts_bounded) {
+      const uint64_t n = microburstsIn(bursts, s.interval.start_ns, s.interval.end_ns);
+      EXPECT_LE(b.microbursts.first, n);
+      EXPECT_GE(b.microbursts.second, n);
+      ++microbursts_bounded;
+    }
   }
   EXPECT_EQ(kernel_lost, never);  // every frame lost before the producers, once
   EXPECT_EQ(lost, never + p.ledger.ring_drops);
   EXPECT_EQ(p.series_packets, all.size());
   EXPECT_EQ(p.series_kernel_lost, never);
   EXPECT_GT(bounded, 0u);
+  EXPECT_GT(microbursts_bounded, 0u);
 }
 
 // Wrapped frames (an ERSPAN or VXLAN mirror): the kernel counts a lost frame's captured (outer) bytes and the
@@ -481,6 +521,49 @@ TEST(PortBinsTest, WrappedFramesLostBeforeTheProducersAreBoundedByTheirCapturedB
   }
   EXPECT_EQ(kernel_lost, never);
   EXPECT_GT(checked, 0u);
+}
+
+// The microburst bounds' arithmetic on a series laid out by hand (docs/reliability.md): at 10 Gbit/s, τ = 100 µs
+// and θ = 0.5, a microburst needs 62,500 bytes within 100 µs. A bin holding that is surely in one; a lone busy bin
+// makes at most one (its frames only arrive, then only leave); two bins each short of it may hold one or, with
+// frames leaving in between, one per arrival.
+TEST(PortBinsTest, MicroburstsAreBoundedFromTheSeriesWhenALossLiesWithinTheirScale) {
+  const EngineConfig c = overloadEngine();
+  internal::PortBins series(c, 1);
+  const int64_t t0 = 1'795'294'232'000'000'000;  // an interval's start
+  auto bin = [&](int64_t i, uint32_t packets, uint64_t bytes, uint32_t lost) {
+    QueueBin b;
+    b.start_ns = t0 + i * kQueueBinNs;
+    b.packets = packets;
+    b.bytes = b.raw_bytes = bytes;
+    b.lost = lost;
+    b.lost_bytes = lost * (bytes / packets);
+    series.add(0, b);
+  };
+  bin(10, 70, 100'000, 5);  // surely a microburst, and the loss
+  bin(20, 50, 70'000, 0);   // surely another: bins 12..19 are surely outside any
+  bin(30, 40, 40'000, 0);   // neither surely in nor outside: 80,000 bytes within two bins
+  bin(31, 40, 40'000, 0);
+  bin(150, 1, 1'000, 0);  // the next interval: no loss within τ of it
+  IntervalReport r;
+  r.start_ns = t0;
+  r.end_ns = t0 + c.report_interval_ns;
+  r.baseline_ns = c.baseline_ns;
+  r.port.envelope_bytes.assign(c.scales_ns.size(), 0);
+  const IntervalBounds b = series.close(r);
+  ASSERT_TRUE(b.degraded());
+  ASSERT_TRUE(b.microbursts_bounded);
+  // At least the two sure ones; at most one each in the runs at bins 10-11 and 20-21, and in bin 31 (bin 30's
+  // windows hold 40,000 bytes at most: surely outside) one per arrival of its 40 frames (a departure of bin 30's
+  // frames could come before each).
+  EXPECT_EQ(b.microbursts.first, 2u);
+  EXPECT_EQ(b.microbursts.second, 1u + 1u + 40u);
+
+  r.start_ns = r.end_ns;
+  r.end_ns += c.report_interval_ns;
+  const IntervalBounds next = series.close(r);
+  EXPECT_TRUE(next.degraded());  // the 10 ms scale's windows reach the loss
+  EXPECT_FALSE(next.microbursts_bounded);
 }
 
 }  // namespace

@@ -211,7 +211,9 @@
     const b = f.bounds;
     const degraded = b && b.degraded ? 'DEGRADED (' + b.lost_packets + ' frames lost after the 100 µs series): ' +
       b.scales.filter(s => s.bounded).map(s => `E(${P.fmtSeconds(s.tau_ns / 1e9)}) ${P.fmtBytes(s.envelope_bytes[0])}` +
-        ` to ${s.envelope_bytes[1] === null ? '?' : P.fmtBytes(s.envelope_bytes[1])}`).join('; ') + '; ' : '';
+        ` to ${s.envelope_bytes[1] === null ? '?' : P.fmtBytes(s.envelope_bytes[1])}`).join('; ') +
+      (b.microbursts ? `; microbursts ${b.microbursts[0]} to ${b.microbursts[1] === null ? '?' : b.microbursts[1]}` : '') +
+      '; ' : '';
     port.figures.textContent = degraded + `last report interval: ${P.fmtBps(f.mean_bps)} mean, ${f.microbursts} microbursts ` +
                                `(${f.microbursts_total} since start); ` + scales.join('; ');
     // The training jobs on this port, with what the step markers mean.

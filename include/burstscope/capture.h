@@ -80,6 +80,10 @@ struct LinkState {
   int64_t since_ns = 0;     // CLOCK_REALTIME of the last change of `up` (capture start if none)
   uint64_t downs = 0;       // times the link went down (or the device went away) since capture began
   uint64_t reattached = 0;  // times capture re-attached to the device (AF_XDP: a re-created interface; DPDK: a reset)
+  // Per RX queue: stalled now (frames wait for it while its RX takes none, QueueStallWatch), and stalls so far.
+  std::vector<bool> queue_stalled;
+  uint64_t stalls = 0;
+  bool operator==(const LinkState&) const = default;
 };
 
 // What the device says about a port. A counter the device does not report is nullopt, never 0.
@@ -165,6 +169,10 @@ class CaptureSource {
   virtual absl::Status status() const { return absl::OkStatus(); }
   // Any thread, any time (never on a packet path: a device read can be slow).
   virtual DeviceStats deviceStats(size_t port) const = 0;
+  // The link as the backend watches it (DeviceStats::link), cheaply (a copy under a lock): the control thread
+  // looks at it between interval closes, so that a fault is exported while no interval closes (a stalled RX
+  // queue holds the port's intervals back). None for a source without a watched link.
+  virtual std::optional<LinkState> linkState(size_t /*port*/) const { return std::nullopt; }
   // As last published by the producers: a little behind while running, exact after stop(). The port's
   // queue counters summed, unless a source knows better.
   virtual DecodeStats decodeStats(size_t port) const;

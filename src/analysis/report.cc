@@ -962,7 +962,9 @@ Json runJson(const RunResult& r, int64_t reorder_horizon_ns) {
                    {"up", l.up},
                    {"since_ns", l.since_ns},
                    {"downs", l.downs},
-                   {"reattached", l.reattached}};
+                   {"reattached", l.reattached},
+                   {"stalls", l.stalls}};
+      if (!l.queue_stalled.empty()) j["link"]["queue_stalled"] = l.queue_stalled;
     }
     j["queues"] = Json::array();
     for (size_t q = 0; q < p.queue_received.size(); ++q) {

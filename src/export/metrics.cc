@@ -257,9 +257,18 @@ void LiveMetrics::publish(size_t port, const PortSnapshot& s) {
     v.training = s.training;
   }
   v.last = s;
+  if (s.device.link) v.link = s.device.link;
   v.last_close_s = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   // A scrape takes the views under this lock and renders them after it, so neither waits for the other.
   auto view = std::make_shared<const PortView>(v);
+  std::lock_guard<std::mutex> lock(mu_);
+  p.view = std::move(view);
+}
+
+void LiveMetrics::publishLink(size_t port, const LinkState& link) {
+  PortState& p = ports_.at(port);
+  p.working.link = link;
+  auto view = std::make_shared<const PortView>(p.working);
   std::lock_guard<std::mutex> lock(mu_);
   p.view = std::move(view);
 }
@@ -693,7 +702,7 @@ std::vector<MetricFamily> LiveMetrics::Collect() const {
                 static_cast<double>(*s.device.received));
     }
     // Capture faults (docs/live-capture.md "Capture faults"): the link as the backend watches it.
-    if (const std::optional<LinkState>& l = s.device.link) {
+    if (const std::optional<LinkState>& l = v.link) {
       f.gauge("burstscope_capture_link_up", "1 while the capture port's link is up with carrier, else 0", L,
               l->up ? 1 : 0);
       f.gauge("burstscope_capture_link_present", "1 while the capture device exists (AF_XDP: an interface by its name)",
@@ -706,6 +715,13 @@ std::vector<MetricFamily> LiveMetrics::Collect() const {
       f.counter("burstscope_capture_reattached_total",
                 "times capture re-attached to the device (AF_XDP: a re-created interface; DPDK: a device reset)", L,
                 static_cast<double>(l->reattached));
+      for (size_t q = 0; q < l->queue_stalled.size(); ++q) {
+        f.gauge("burstscope_capture_queue_stalled",
+                "1 while frames wait for the RX queue and its RX thread or lcore has taken none for a second",
+                with(L, {{"queue", std::to_string(q)}}), l->queue_stalled[q] ? 1 : 0);
+      }
+      f.counter("burstscope_capture_queue_stalls_total", "times an RX queue of the port stalled", L,
+                static_cast<double>(l->stalls));
     }
     f.counter("burstscope_capture_late_packets_total",
               "frames older than the reorder horizon allowed, measured at the last released time", L,

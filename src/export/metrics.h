@@ -97,6 +97,9 @@ class LiveMetrics : public prometheus::Collectable {
 
   // At the close of each report interval; from one thread (the driver's control thread).
   void publish(size_t port, const PortSnapshot& s);
+  // The port's watched link, when it changes between interval closes (PipelineConfig::link_sink); the same
+  // thread as publish.
+  void publishLink(size_t port, const LinkState& link);
   std::vector<prometheus::MetricFamily> Collect() const override;
   // The labels on every series (sensor, backend, the configured ones).
   const std::vector<prometheus::ClientMetric::Label>& identity() const { return identity_; }
@@ -108,6 +111,7 @@ class LiveMetrics : public prometheus::Collectable {
   // What a scrape renders of a port: immutable once published.
   struct PortView {
     std::optional<PortSnapshot> last;            // the last snapshot of a completed interval
+    std::optional<LinkState> link;               // the newest of last->device.link and publishLink's
     double last_close_s = 0;                     // wall clock when it was published
     std::map<std::string, StreamTotals> totals;  // "all", "ingress", "egress"
     // Completed intervals whose backlog at the link's own speed exceeded the switch buffer, by direction:

@@ -565,9 +565,15 @@ absl::StatusOr<RunResult> runCapture(CaptureSource& source, const PipelineConfig
   // to kMaxNap when nothing changes. A live sensor's control thread wakes tens of times a second, not hundreds.
   constexpr std::chrono::milliseconds kBusyNap{2}, kMaxNap{64};
   std::chrono::nanoseconds nap = kBusyNap;
+  std::vector<std::optional<LinkState>> links(ports.size());  // as last handed to link_sink
   for (;;) {
     bool changed = deliver();
     const Clock::time_point now = Clock::now();
+    for (size_t port = 0; config.link_sink && port < ports.size(); ++port) {
+      std::optional<LinkState> l = source.linkState(port);
+      if (l && l != links[port]) config.link_sink(port, *l);
+      links[port] = std::move(l);
+    }
     uint64_t seen = 0;
     for (const CapturePort& p : ports) seen += sumReceived(p);
     if (seen != last_seen) {

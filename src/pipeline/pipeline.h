@@ -53,6 +53,9 @@ struct PipelineConfig {
   // worker with every batch of records just before the engine takes it (time order, after the reorder
   // stage). Empty: none. It runs on the packet path; it must not block.
   std::function<void(size_t port, std::span<const PacketRecord> records)> record_sink;
+  // Called on the control thread when a live port's watched link changes (CaptureSource::linkState), looked at
+  // every time the control thread wakes (at least every 64 ms), closes or not. Empty: none.
+  std::function<void(size_t port, const LinkState& link)> link_sink;
 };
 
 // Every frame that reached the pipeline, counted once: received == analysed + ring_drops.

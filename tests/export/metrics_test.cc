@@ -340,7 +340,7 @@ TEST(LiveMetricsTest, LinkStateIsExportedAsTheBackendReportsIt) {
       "test");
   PortSnapshot down;
   down.intervals = 1;
-  down.device.link = LinkState{true, false, 1'795'294'232'500'000'000, 3, 2};
+  down.device.link = LinkState{true, false, 1'795'294'232'500'000'000, 3, 2, {false, true}, 4};
   metrics->publish(0, down);
   PortSnapshot file;  // no link watched
   file.intervals = 1;
@@ -353,10 +353,20 @@ TEST(LiveMetricsTest, LinkStateIsExportedAsTheBackendReportsIt) {
                    1'795'294'232.5);
   EXPECT_EQ(select(fs, "burstscope_capture_link_downs_total", {{"port", "p0"}})[0]->counter.value, 3);
   EXPECT_EQ(select(fs, "burstscope_capture_reattached_total", {{"port", "p0"}})[0]->counter.value, 2);
+  EXPECT_EQ(select(fs, "burstscope_capture_queue_stalled", {{"port", "p0"}, {"queue", "0"}})[0]->gauge.value, 0);
+  EXPECT_EQ(select(fs, "burstscope_capture_queue_stalled", {{"port", "p0"}, {"queue", "1"}})[0]->gauge.value, 1);
+  EXPECT_EQ(select(fs, "burstscope_capture_queue_stalls_total", {{"port", "p0"}})[0]->counter.value, 4);
   for (const char* name : {"burstscope_capture_link_up", "burstscope_capture_link_present",
-                           "burstscope_capture_link_downs_total", "burstscope_capture_reattached_total"}) {
+                           "burstscope_capture_link_downs_total", "burstscope_capture_reattached_total",
+                           "burstscope_capture_queue_stalled", "burstscope_capture_queue_stalls_total"}) {
     EXPECT_TRUE(select(fs, name, {{"port", "p1"}}).empty()) << name;
   }
+  // Between interval closes (a stalled queue holds them back) the link is published on its own.
+  metrics->publishLink(0, LinkState{true, true, 1'795'294'233'000'000'000, 3, 2, {true, true}, 6});
+  const auto later = metrics->Collect();
+  EXPECT_EQ(select(later, "burstscope_capture_link_up", {{"port", "p0"}})[0]->gauge.value, 1);
+  EXPECT_EQ(select(later, "burstscope_capture_queue_stalled", {{"port", "p0"}, {"queue", "0"}})[0]->gauge.value, 1);
+  EXPECT_EQ(select(later, "burstscope_capture_queue_stalls_total", {{"port", "p0"}})[0]->counter.value, 6);
 }
 
 // The worker publishes while scrapes run (also under ThreadSanitizer in scripts/test.sh): every scrape sees

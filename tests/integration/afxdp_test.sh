@@ -351,6 +351,69 @@ check "faults: ledger closes exactly over both interfaces (the program's verdict
   ledger_closes "$TMP/fault.json" "$((sent1 + sent2))"
 check "faults: no XDP program left" test "$(xdp_progs)" = 0
 
+# 6c. A stalled RX queue (docs/live-capture.md "Capture faults"): the port's RX threads alone are frozen (the
+#     cgroup v1 freezer, their thread ids in its `tasks`; the monitor thread and the rest of the process run on)
+#     while frames come. The monitor sees frames waiting in a socket's RX ring and none taken for a second: one
+#     log line per queue and the metric; thawed, the queue resumes (logged), and the ledger closes exactly (what
+#     the frozen ring could not hold is xsk_rx_ring_full).
+FREEZER=/sys/fs/cgroup/freezer
+if [ ! -d "$FREEZER" ] && ! mount -t cgroup -o freezer none "$FREEZER" 2>/dev/null; then
+  notok "stall: needs the cgroup v1 freezer at $FREEZER (not mounted, cannot mount it)"
+else
+  FZ=$FREEZER/bsx_stall_$$
+  mkdir -p "$FZ"
+  LISTEN=127.0.0.1:0 start stall --xdp "$V1" --interval 100ms
+  url=$(grep -o 'http://127.0.0.1:[0-9]*/metrics' "$TMP/stall.err" | head -1)
+  stalled() { rx curl -sf "$url" | awk '$1 ~ /^burstscope_capture_queue_stalled[{]/ {s += $NF} END {print s + 0}'; }
+  wait_stalled() { # N: the number of stalled queues, bounded (30 s)
+    for _ in $(seq 1 300); do
+      [ "$(stalled)" = "$1" ] && return 0
+      sleep 0.1
+    done
+    echo "stalled queues: $(stalled), want $1"
+    return 1
+  }
+  queues_at_zero() { # both queues' stalled gauges exported, at 0: bounded wait (30 s)
+    for _ in $(seq 1 300); do
+      [ "$(rx curl -sf "$url" | grep -c '^burstscope_capture_queue_stalled{.*} 0$')" = 2 ] && return 0
+      sleep 0.1
+    done
+    rx curl -sf "$url" | grep '^burstscope_capture_queue_stall'
+    return 1
+  }
+  check "stall: no queue stalled at start (metric per queue)" queues_at_zero
+  tids=$(grep -l "^bs-xsk-0-" /proc/"$pid"/task/*/comm | cut -d/ -f5)
+  check "stall: two RX threads found" test "$(echo "$tids" | wc -w)" = 2
+  for t in $tids; do echo "$t" >"$FZ/tasks"; done
+  echo FROZEN >"$FZ/freezer.state"
+  for _ in $(seq 1 100); do grep -q '^FROZEN' "$FZ/freezer.state" && break; sleep 0.1; done
+  check "stall: the RX threads are frozen" grep -q '^FROZEN' "$FZ/freezer.state"
+  # The file's flows spread over the sender's two TX queues, each the peer's RX queue of the same number.
+  sent3=$(send --pps 2000 "$TMP/flows.pcap")
+  check "stall: a stalled queue logged with its time" \
+    wait_line "port '$V1': RX queue [01] stalled at 20[0-9-]*T[0-9:.]*Z (frames wait, none taken" "$TMP/stall.err" 300
+  n_stalled=$(grep -c "port '$V1': RX queue [01] stalled at" "$TMP/stall.err")
+  check "stall: burstscope_capture_queue_stalled 1 for each stalled queue ($n_stalled)" wait_stalled "$n_stalled"
+  echo THAWED >"$FZ/freezer.state"
+  check "stall: each stalled queue resumed, logged" wait_line "port '$V1': RX queue [01] resumed at" "$TMP/stall.err" 300
+  check "stall: no queue stalled after the thaw" wait_stalled 0
+  for _ in $(seq 1 300); do
+    [ "$(rx curl -sf "$url" | awk '$1 ~ /^burstscope_capture_seen_packets_total[{]/ {print $NF + 0}')" -ge \
+      $sent3 ] 2>/dev/null && break
+    sleep 0.1
+  done
+  kill -TERM "$pid"
+  wait $pid
+  check "stall: exits 0 on SIGTERM" test $? = 0
+  check "stall: run --json counts the stalls ($n_stalled) and no queue stalled at the end" test "$(json "$TMP/stall.json" \
+    "(lambda l: (l['stalls'], l['queue_stalled']))(d['ports'][0]['link'])")" = "($n_stalled, [False, False])"
+  check "stall: each stall logged once, each resumed once" test \
+    "$(grep -c "RX queue [01] stalled at" "$TMP/stall.err")" = "$(grep -c "RX queue [01] resumed at" "$TMP/stall.err")"
+  check "stall: ledger closes exactly across the stall" ledger_closes "$TMP/stall.json" "$sent3"
+  for t in $tids; do echo "$t" >"$FREEZER/tasks"; done 2>/dev/null  # back to the root (it may have ended)
+  rmdir "$FZ"
+fi
+
 # 7. Bad input: one clear error line, exit 1, nothing left attached.
 bad() {  # NAME PATTERN -- command...
   local name=$1 pattern=$2

@@ -154,7 +154,7 @@ EOF
 ONLY_PROMTOOL="rule BurstscopeAbsent|rule BurstscopeNotReporting|rule BurstscopeJobStepSlowdown|rule BurstscopeJobSilent"
 ONLY_PROMTOOL+="|rule BurstscopeCongestingMicrobursts|rule BurstscopeHighCnpRate|rule BurstscopeRoceGoBackNStorm"
 ONLY_PROMTOOL+="|rule BurstscopeHighPfcPauseFraction|rule BurstscopeHighTcpRetransmissionRatio"
-ONLY_PROMTOOL+="|rule BurstscopeFlightRecorderFailing|rule BurstscopeCaptureLinkDown"
+ONLY_PROMTOOL+="|rule BurstscopeFlightRecorderFailing|rule BurstscopeCaptureLinkDown|rule BurstscopeCaptureQueueStalled"
 ONLY_PROMTOOL+="|burstscope-overview.json: PFC paused fraction by priority"
 exprs=0 empty=0
 while IFS=$'\t' read -r where expr; do

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "prometheus/text_serializer.h"
 #include "src/analysis/report.h"
+#include "src/capture/common/link_watch.h"
 #include "src/export/metrics.h"
 #include "src/pipeline/pipeline.h"
 
@@ -459,6 +460,37 @@ TEST(WorkersTest, AWorkerCountOutsideOneToThreeIsAClearError) {
   auto r = runCapture(**source, pc, stop);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("workers per port"), std::string::npos) << r.status();
+}
+
+// A stalled RX queue (docs/live-capture.md "Capture faults"): frames wait while none is taken, for a second of
+// looks; an idle queue (nothing waiting) is never stalled, and one frame taken ends a stall.
+TEST(QueueStallWatchTest, FramesWaitingWithNoneTakenForTenLooksIsAStall) {
+  QueueStallWatch w;
+  for (int i = 0; i < 50; ++i) EXPECT_FALSE(w.look(7, false));  // idle: nothing waits
+  EXPECT_FALSE(w.stalled());
+  for (int i = 1; i < QueueStallWatch::kLooks; ++i) EXPECT_FALSE(w.look(7, true)) << "look " << i;
+  EXPECT_TRUE(w.look(7, true));  // the tenth look in a row with frames waiting and none taken
+  EXPECT_TRUE(w.stalled());
+  EXPECT_FALSE(w.look(7, true));  // said once
+  EXPECT_TRUE(w.look(8, true));   // a frame taken: going again
+  EXPECT_FALSE(w.stalled());
+  // Progress now and then keeps a busy queue from being called stalled.
+  for (int i = 0; i < 100; ++i) EXPECT_FALSE(w.look(8 + static_cast<uint64_t>(i / 5), true));
+  QueueStallWatch quick(3);           // a monitor that looks more often asks for more looks; here three
+  EXPECT_FALSE(quick.look(1, true));  // the first look sees progress (from 0)
+  EXPECT_FALSE(quick.look(1, true));
+  EXPECT_FALSE(quick.look(1, true));
+  EXPECT_TRUE(quick.look(1, true));
+
+  LinkState link;
+  link.queue_stalled.assign(2, false);
+  noteQueueStall(link, 1, true, 1'795'294'232'000'000'000, "af-xdp", "veth0", "test");
+  noteQueueStall(link, 1, true, 1'795'294'232'100'000'000, "af-xdp", "veth0", "test");  // no change: not again
+  EXPECT_EQ(link.queue_stalled, (std::vector<bool>{false, true}));
+  EXPECT_EQ(link.stalls, 1u);
+  noteQueueStall(link, 1, false, 1'795'294'233'000'000'000, "af-xdp", "veth0", "test");
+  EXPECT_EQ(link.queue_stalled, (std::vector<bool>{false, false}));
+  EXPECT_EQ(link.stalls, 1u);
 }
 
 }  // namespace

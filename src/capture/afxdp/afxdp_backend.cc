@@ -145,6 +145,7 @@ struct Socket {
   // releases it. xsk, umem and the rings change only while the thread is parked.
   std::atomic<bool> park{false}, parked{false};
   XskStats retired;         // the final counts of this queue's earlier sockets (guarded by the backend's mu_)
+  QueueStallWatch stall;    // the monitor's: frames in the RX ring while the RX thread takes none
   uint16_t bind_flags = 0;  // as bound at start (zero-copy or copy), for a re-attach
   // UMEMs registered on this socket's memory at start, each on an AF_XDP socket of its own, for re-attaching
   // after set-up: registering a UMEM locks memory (CAP_IPC_LOCK) and a new AF_XDP socket needs CAP_NET_RAW,
@@ -244,6 +245,7 @@ class AfXdpBackend final : public CaptureSource {
   absl::Status start() override;
   void stop() override;
   DeviceStats deviceStats(size_t port) const override;
+  std::optional<LinkState> linkState(size_t port) const override;
   TimestampInfo timestampInfo() const override;
   std::vector<std::string> notes() const override;
   absl::Status setFrameTap(size_t port, size_t queue, FrameTap* tap) override {
@@ -457,6 +459,7 @@ absl::Status AfXdpBackend::initPort(const AfXdpPortConfig& pc, size_t index) {
     close(fd);
   }
   port.link.since_ns = clockNs(CLOCK_REALTIME);
+  port.link.queue_stalled.assign(queues, false);
   ports_.push_back(std::move(port));
   CapturePort lp;
   lp.name = ifname;
@@ -702,6 +705,17 @@ void AfXdpBackend::watchPort(size_t index, int fd) {
   std::lock_guard<std::mutex> g(mu_);
   p.link.present = present;
   noteLinkChange(p.link, up, now, "af-xdp", name);
+  // A stalled RX queue: frames the kernel put in the socket's RX ring (its producer index ahead of the consumer
+  // index the RX thread releases) while the thread takes none. The rings change only while the thread is parked,
+  // by this thread (reattach), so reading their indexes here is safe; a parked socket is not judged.
+  for (const auto& s : sockets_) {
+    if (s->port_index != index || s->xsk == nullptr || s->park.load(std::memory_order_acquire)) continue;
+    const bool waiting =
+        __atomic_load_n(s->rx.producer, __ATOMIC_ACQUIRE) != __atomic_load_n(s->rx.consumer, __ATOMIC_ACQUIRE);
+    if (s->stall.look(s->producer->counters().received.load(std::memory_order_relaxed), waiting)) {
+      noteQueueStall(p.link, s->queue_id, s->stall.stalled(), now, "af-xdp", name, "frames wait, none taken for 1 s");
+    }
+  }
 }
 
 // An interface of the port's name with a new index: the old one was removed (its program's attachment and its
@@ -787,6 +801,11 @@ void AfXdpBackend::reattach(size_t index, unsigned ifindex) {
                  name.c_str(), utcMillis(now).c_str(), ifindex, error.c_str());
     p.attach_error = error;
   }
+}
+
+std::optional<LinkState> AfXdpBackend::linkState(size_t index) const {
+  std::lock_guard<std::mutex> g(mu_);
+  return ports_[index].link;
 }
 
 DeviceStats AfXdpBackend::deviceStats(size_t index) const {

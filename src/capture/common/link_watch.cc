@@ -22,4 +22,31 @@ bool noteLinkChange(LinkState& s, bool up, int64_t now_ns, const char* backend, 
   return true;
 }
 
+bool QueueStallWatch::look(uint64_t progress, bool waiting) {
+  const bool was = stalled_;
+  if (progress != last_ || !waiting) {  // progress, or nothing to do
+    last_ = progress;
+    still_ = 0;
+    stalled_ = false;
+  } else if (++still_ >= looks_) {
+    stalled_ = true;
+  }
+  return stalled_ != was;
+}
+
+void noteQueueStall(LinkState& s, size_t queue, bool stalled, int64_t now_ns, const char* backend,
+                    const std::string& port, const char* what) {
+  if (s.queue_stalled.size() <= queue) s.queue_stalled.resize(queue + 1, false);
+  if (s.queue_stalled[queue] == stalled) return;
+  if (stalled) {
+    std::fprintf(stderr, "burstscope: %s port '%s': RX queue %zu stalled at %s (%s)\n", backend, port.c_str(), queue,
+                 utcMillis(now_ns).c_str(), what);
+  } else {
+    std::fprintf(stderr, "burstscope: %s port '%s': RX queue %zu resumed at %s\n", backend, port.c_str(), queue,
+                 utcMillis(now_ns).c_str());
+  }
+  s.queue_stalled[queue] = stalled;
+  s.stalls += stalled ? 1 : 0;
+}
+
 }  // namespace burstscope

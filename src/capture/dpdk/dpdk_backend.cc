@@ -162,6 +162,10 @@ struct RxQueue {
   const std::atomic<uint64_t>* hold_gen = nullptr;  // the port's LinkWatch::hold_gen
   uint64_t seen_gen = 0;                            // the RX lcore's own: the last hold_gen it acted on
   std::atomic<uint64_t> hold_ack{0};                // the last odd hold_gen the RX lcore stopped polling for
+  // Times the RX lcore came round to this queue (polled it, or ticked it while held): the monitor's sign of
+  // life (QueueStallWatch), written by the lcore alone.
+  std::atomic<uint64_t> rounds{0};
+  QueueStallWatch stall{static_cast<int>(std::chrono::seconds(1) / kLinkPoll)};  // the monitor's
 };
 
 struct Port {
@@ -233,6 +237,7 @@ class DpdkBackend final : public CaptureSource {
   absl::Status start() override;
   void stop() override;
   DeviceStats deviceStats(size_t port) const override;
+  std::optional<LinkState> linkState(size_t port) const override;
   TimestampInfo timestampInfo() const override;
   absl::Status setFrameTap(size_t port, size_t queue, FrameTap* tap) override {
     return setQueueFrameTap(queues_, port, queue, tap);
@@ -518,6 +523,7 @@ absl::Status DpdkBackend::start() {
     }
     std::lock_guard<std::mutex> g(state_mu_);
     p.watch->state.since_ns = now;
+    p.watch->state.queue_stalled.assign(p.queues, false);
     if (rc == 0 && link.link_status != RTE_ETH_LINK_UP) {
       p.watch->state.up = false;
       std::fprintf(stderr, "burstscope: dpdk port '%s': link down at %s (at start)\n", p.name.c_str(),
@@ -615,6 +621,7 @@ void DpdkBackend::rxLoop(Lcore& lc) {
       RxQueue& q = *qp;
       Port& port = ports_[q.port_index];
       // A device reset or removal under way (the monitor's hold): the queue is not polled, only ticked.
+      q.rounds.store(q.rounds.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
       const uint64_t gen = q.hold_gen->load(std::memory_order_acquire);
       if (gen != q.seen_gen) [[unlikely]]
         holdChanged(q, port, gen);
@@ -716,6 +723,14 @@ void DpdkBackend::watchPort(size_t index) {
     rc = rte_eth_link_get_nowait(p.port_id, &link);
   }
   if (rc == 0) noteLink(index, link.link_status == RTE_ETH_LINK_UP, realtimeNs(), nullptr);
+  // A stalled RX lcore: it has not come round to a queue of the port for a second (a busy-polling lcore comes
+  // round millions of times a second, held or not).
+  for (const auto& q : queues_) {
+    if (q->port_index != index || !q->stall.look(q->rounds.load(std::memory_order_relaxed), true)) continue;
+    std::lock_guard<std::mutex> g(state_mu_);
+    noteQueueStall(w.state, q->queue_id, q->stall.stalled(), realtimeNs(), "dpdk", p.name,
+                   "its RX lcore has not polled it for 1 s");
+  }
 }
 
 // A change of the link is logged once with its time, and counted (a down); false if it was so already. `why`:
@@ -873,6 +888,11 @@ void DpdkBackend::deviceGone(size_t index) {
   w.gone = true;
   std::lock_guard<std::mutex> g(state_mu_);
   w.state.present = false;
+}
+
+std::optional<LinkState> DpdkBackend::linkState(size_t index) const {
+  std::lock_guard<std::mutex> g(state_mu_);
+  return ports_[index].watch->state;
 }
 
 DeviceStats DpdkBackend::deviceStats(size_t index) const {

@@ -228,6 +228,11 @@ def capture_health():
             [q(f'burstscope_envelope_bytes{{{SEL}, direction="all", scale="0.001"}}', "analysed {{sensor}} {{port}}"),
              q(f'burstscope_envelope_bound_bytes{{{SEL}, scale="0.001"}}', "{{bound}} bound {{sensor}} {{port}}")],
             description="In a degraded interval the analysed E(1 ms) is low; the truth lies between the bounds.")
+    b.panel("timeseries", "Capture faults: link down, stalled RX queues", "short",
+            [q(f'1 - burstscope_capture_link_up{{{SEL}}}', "link down {{sensor}} {{port}}"),
+             q(f'sum by (sensor, port) (burstscope_capture_queue_stalled{{{SEL}}})', "stalled queues {{sensor}} {{port}}")],
+            description="While the link is down or an RX queue is stalled, the port's figures miss that traffic "
+                        "(BurstscopeCaptureLinkDown, BurstscopeCaptureQueueStalled; docs/live-capture.md).")
     b.panel("table", "Ledger: received = analysed + dropped", "short",
             [q(f'sum by (sensor, port) (burstscope_capture_received_packets_total{{{SEL}}})', instant=True, fmt="table"),
              q(f'sum by (sensor, port) (burstscope_capture_analysed_packets_total{{{SEL}}})', instant=True, fmt="table"),

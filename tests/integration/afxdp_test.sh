@@ -63,6 +63,11 @@ start() {
   return 1
 }
 # Waits (bounded: N tenths of a second) for a line of the log.
+wait_for() {  # SECONDS COMMAND...: polls COMMAND until it succeeds, at most SECONDS
+  local deadline=$((SECONDS + $1))
+  shift
+  until "$@"; do [ $SECONDS -ge $deadline ] && return 1; sleep 0.1; done
+}
 wait_line() {  # PATTERN FILE N
   for _ in $(seq 1 "$3"); do
     grep -q -- "$1" "$2" 2>/dev/null && return 0
@@ -356,50 +361,35 @@ check "faults: no XDP program left" test "$(xdp_progs)" = 0
 #     while frames come. The monitor sees frames waiting in a socket's RX ring and none taken for a second: one
 #     log line per queue and the metric; thawed, the queue resumes (logged), and the ledger closes exactly (what
 #     the frozen ring could not hold is xsk_rx_ring_full).
-FREEZER=/sys/fs/cgroup/freezer
-if [ ! -d "$FREEZER" ] && ! mount -t cgroup -o freezer none "$FREEZER" 2>/dev/null; then
-  notok "stall: needs the cgroup v1 freezer at $FREEZER (not mounted, cannot mount it)"
+# shellcheck source=tests/integration/freezer.sh
+. "$ROOT/tests/integration/freezer.sh"
+if ! freezer_ready >"$TMP/out" 2>&1; then
+  notok "stall: $(cat "$TMP/out")"
 else
-  FZ=$FREEZER/bsx_stall_$$
-  mkdir -p "$FZ"
   LISTEN=127.0.0.1:0 start stall --xdp "$V1" --interval 100ms
   url=$(grep -o 'http://127.0.0.1:[0-9]*/metrics' "$TMP/stall.err" | head -1)
-  stalled() { rx curl -sf "$url" | awk '$1 ~ /^burstscope_capture_queue_stalled[{]/ {s += $NF} END {print s + 0}'; }
-  wait_stalled() { # N: the number of stalled queues, bounded (30 s)
-    for _ in $(seq 1 300); do
-      [ "$(stalled)" = "$1" ] && return 0
-      sleep 0.1
-    done
-    echo "stalled queues: $(stalled), want $1"
-    return 1
+  queues_stalled() { # N M: N queues' stalled gauges are exported, M of them at 1
+    rx curl -sf "$url" | awk -v n="$1" -v m="$2" '$1 ~ /^burstscope_capture_queue_stalled[{]/ {k++; s += $NF}
+      END {exit !(k == n && s == m)}'
   }
-  queues_at_zero() { # both queues' stalled gauges exported, at 0: bounded wait (30 s)
-    for _ in $(seq 1 300); do
-      [ "$(rx curl -sf "$url" | grep -c '^burstscope_capture_queue_stalled{.*} 0$')" = 2 ] && return 0
-      sleep 0.1
-    done
-    rx curl -sf "$url" | grep '^burstscope_capture_queue_stall'
-    return 1
-  }
-  check "stall: no queue stalled at start (metric per queue)" queues_at_zero
+  check "stall: no queue stalled at start (metric per queue, bounded wait)" wait_for 30 queues_stalled 2 0
   tids=$(grep -l "^bs-xsk-0-" /proc/"$pid"/task/*/comm | cut -d/ -f5)
   check "stall: two RX threads found" test "$(echo "$tids" | wc -w)" = 2
-  for t in $tids; do echo "$t" >"$FZ/tasks"; done
-  echo FROZEN >"$FZ/freezer.state"
-  for _ in $(seq 1 100); do grep -q '^FROZEN' "$FZ/freezer.state" && break; sleep 0.1; done
-  check "stall: the RX threads are frozen" grep -q '^FROZEN' "$FZ/freezer.state"
+  # shellcheck disable=SC2086
+  check "stall: the RX threads are frozen" freeze "bsx_stall_$$" $tids
   # The file's flows spread over the sender's two TX queues, each the peer's RX queue of the same number.
   sent3=$(send --pps 2000 "$TMP/flows.pcap")
   check "stall: a stalled queue logged with its time" \
     wait_line "port '$V1': RX queue [01] stalled at 20[0-9-]*T[0-9:.]*Z (frames wait, none taken" "$TMP/stall.err" 300
   n_stalled=$(grep -c "port '$V1': RX queue [01] stalled at" "$TMP/stall.err")
-  check "stall: burstscope_capture_queue_stalled 1 for each stalled queue ($n_stalled)" wait_stalled "$n_stalled"
-  echo THAWED >"$FZ/freezer.state"
+  check "stall: burstscope_capture_queue_stalled 1 for each stalled queue ($n_stalled)" \
+    wait_for 30 queues_stalled 2 "$n_stalled"
+  thaw "bsx_stall_$$"
   check "stall: each stalled queue resumed, logged" wait_line "port '$V1': RX queue [01] resumed at" "$TMP/stall.err" 300
-  check "stall: no queue stalled after the thaw" wait_stalled 0
+  check "stall: no queue stalled after the thaw" wait_for 30 queues_stalled 2 0
   for _ in $(seq 1 300); do
     [ "$(rx curl -sf "$url" | awk '$1 ~ /^burstscope_capture_seen_packets_total[{]/ {print $NF + 0}')" -ge \
-      $sent3 ] 2>/dev/null && break
+      "$sent3" ] 2>/dev/null && break
     sleep 0.1
   done
   kill -TERM "$pid"
@@ -410,8 +400,6 @@ else
   check "stall: each stall logged once, each resumed once" test \
     "$(grep -c "RX queue [01] stalled at" "$TMP/stall.err")" = "$(grep -c "RX queue [01] resumed at" "$TMP/stall.err")"
   check "stall: ledger closes exactly across the stall" ledger_closes "$TMP/stall.json" "$sent3"
-  for t in $tids; do echo "$t" >"$FREEZER/tasks"; done 2>/dev/null  # back to the root (it may have ended)
-  rmdir "$FZ"
 fi
 
 # 7. Bad input: one clear error line, exit 1, nothing left attached.

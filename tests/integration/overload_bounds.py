@@ -19,11 +19,12 @@ in (t - tau, t]. Held to the run's report:
 Prints one line per check and exits 1 on the first failure.
 """
 import bisect
-import heapq
 import json
 import math
 import struct
 import sys
+
+from congesting_bursts import microbursts  # the file's microbursts, from scratch (same folder)
 
 BIN_NS = 100_000
 
@@ -47,29 +48,6 @@ def frames(path):
         sec, frac, incl, orig = struct.unpack(endian + "IIII", data[off : off + 16])
         out.append((sec * 1_000_000_000 + frac * scale, orig))
         off += 16 + incl
-    return out
-
-
-def microbursts(pkts, tau, threshold):
-    """The file's microbursts as (start, end): S(x) = bytes of frames in (x - tau, x] changes at each arrival
-    (+len at t) and departure (-len at t + tau); changes at one instant are judged together."""
-    arrivals = [(t, n) for t, n in pkts]
-    departures = [(t + tau, -n) for t, n in pkts]
-    out, s, start = [], 0, None
-    events = list(heapq.merge(arrivals, departures, key=lambda e: e[0]))
-    i = 0
-    while i < len(events):
-        x = events[i][0]
-        while i < len(events) and events[i][0] == x:
-            s += events[i][1]
-            i += 1
-        if start is None and s >= threshold:
-            start = x
-        elif start is not None and s < threshold:
-            out.append((start, x))
-            start = None
-    if start is not None:
-        out.append((start, math.inf))
     return out
 
 

@@ -80,7 +80,8 @@ struct LinkState {
   int64_t since_ns = 0;     // CLOCK_REALTIME of the last change of `up` (capture start if none)
   uint64_t downs = 0;       // times the link went down (or the device went away) since capture began
   uint64_t reattached = 0;  // times capture re-attached to the device (AF_XDP: a re-created interface; DPDK: a reset)
-  // Per RX queue: stalled now (frames wait for it while its RX takes none, QueueStallWatch), and stalls so far.
+  // Per RX queue: stalled now (its RX thread or lcore makes no progress while it has work: QueueStallWatch in
+  // src/capture/common/link_watch.h), and stalls so far.
   std::vector<bool> queue_stalled;
   uint64_t stalls = 0;
   bool operator==(const LinkState&) const = default;

@@ -716,9 +716,11 @@ std::vector<MetricFamily> LiveMetrics::Collect() const {
                 "times capture re-attached to the device (AF_XDP: a re-created interface; DPDK: a device reset)", L,
                 static_cast<double>(l->reattached));
       for (size_t q = 0; q < l->queue_stalled.size(); ++q) {
-        f.gauge("burstscope_capture_queue_stalled",
-                "1 while frames wait for the RX queue and its RX thread or lcore has taken none for a second",
-                with(L, {{"queue", std::to_string(q)}}), l->queue_stalled[q] ? 1 : 0);
+        f.gauge(
+            "burstscope_capture_queue_stalled",
+            "1 while the RX queue is stalled: frames wait and its RX thread takes none (AF_XDP), or its lcore has not "
+            "polled it (DPDK), for a second",
+            with(L, {{"queue", std::to_string(q)}}), l->queue_stalled[q] ? 1 : 0);
       }
       f.counter("burstscope_capture_queue_stalls_total", "times an RX queue of the port stalled", L,
                 static_cast<double>(l->stalls));

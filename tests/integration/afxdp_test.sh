@@ -367,12 +367,20 @@ if ! freezer_ready >"$TMP/out" 2>&1; then
   notok "stall: $(cat "$TMP/out")"
 else
   LISTEN=127.0.0.1:0 start stall --xdp "$V1" --interval 100ms
-  url=$(grep -o 'http://127.0.0.1:[0-9]*/metrics' "$TMP/stall.err" | head -1)
+  stall_url() { grep -o 'http://127.0.0.1:[0-9]*/metrics' "$TMP/stall.err" | head -1; }  # once it is served
   queues_stalled() { # N M: N queues' stalled gauges are exported, M of them at 1
-    rx curl -sf "$url" | awk -v n="$1" -v m="$2" '$1 ~ /^burstscope_capture_queue_stalled[{]/ {k++; s += $NF}
-      END {exit !(k == n && s == m)}'
+    local url
+    url=$(stall_url) && [ -n "$url" ] && rx curl -sf "$url" >"$TMP/stall.metrics" &&
+      awk -v n="$1" -v m="$2" '$1 ~ /^burstscope_capture_queue_stalled[{]/ {k++; s += $NF}
+        END {exit !(k == n && s == m)}' "$TMP/stall.metrics"
   }
-  check "stall: no queue stalled at start (metric per queue, bounded wait)" wait_for 30 queues_stalled 2 0
+  wait_queues() { # N M: queues_stalled N M within 30 s, else says what the metrics were
+    wait_for 30 queues_stalled "$1" "$2" && return 0
+    echo "metrics at '$(stall_url)': $(grep '^burstscope_capture_queue_stall' "$TMP/stall.metrics" 2>/dev/null |
+      tr '\n' ' ')"
+    return 1
+  }
+  check "stall: no queue stalled at start (metric per queue, bounded wait)" wait_queues 2 0
   tids=$(grep -l "^bs-xsk-0-" /proc/"$pid"/task/*/comm | cut -d/ -f5)
   check "stall: two RX threads found" test "$(echo "$tids" | wc -w)" = 2
   # shellcheck disable=SC2086
@@ -383,12 +391,12 @@ else
     wait_line "port '$V1': RX queue [01] stalled at 20[0-9-]*T[0-9:.]*Z (frames wait, none taken" "$TMP/stall.err" 300
   n_stalled=$(grep -c "port '$V1': RX queue [01] stalled at" "$TMP/stall.err")
   check "stall: burstscope_capture_queue_stalled 1 for each stalled queue ($n_stalled)" \
-    wait_for 30 queues_stalled 2 "$n_stalled"
+    wait_queues 2 "$n_stalled"
   thaw "bsx_stall_$$"
   check "stall: each stalled queue resumed, logged" wait_line "port '$V1': RX queue [01] resumed at" "$TMP/stall.err" 300
-  check "stall: no queue stalled after the thaw" wait_for 30 queues_stalled 2 0
+  check "stall: no queue stalled after the thaw" wait_queues 2 0
   for _ in $(seq 1 300); do
-    [ "$(rx curl -sf "$url" | awk '$1 ~ /^burstscope_capture_seen_packets_total[{]/ {print $NF + 0}')" -ge \
+    [ "$(rx curl -sf "$(stall_url)" | awk '$1 ~ /^burstscope_capture_seen_packets_total[{]/ {print $NF + 0}')" -ge \
       "$sent3" ] 2>/dev/null && break
     sleep 0.1
   done

@@ -958,12 +958,8 @@ Json runJson(const RunResult& r, int64_t reorder_horizon_ns) {
     // Capture faults (docs/live-capture.md): the link as the backend watched it, for live ports.
     if (p.device.link) {
       const LinkState& l = *p.device.link;
-      j["link"] = {{"present", l.present},
-                   {"up", l.up},
-                   {"since_ns", l.since_ns},
-                   {"downs", l.downs},
-                   {"reattached", l.reattached},
-                   {"stalls", l.stalls}};
+      j["link"] = {{"present", l.present},       {"up", l.up},        {"since_ns", l.since_ns}, {"downs", l.downs},
+                   {"reattached", l.reattached}, {"stalls", l.stalls}};
       if (!l.queue_stalled.empty()) j["link"]["queue_stalled"] = l.queue_stalled;
     }
     j["queues"] = Json::array();

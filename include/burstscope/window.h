@@ -67,6 +67,9 @@ inline std::optional<double> peakToMean(uint64_t envelope_bytes, int64_t tau_ns,
 
 // Names the first bad field: "scales_ns: 150000 is not a multiple of base_bin_ns 100000".
 absl::Status validateConfig(const EngineConfig& c);
+// The microburst detector's threshold as window bytes: ceil(θ·C·τ / 8) (SPEC "Microburst": the bytes in
+// (t − τ, t] at or above it). The engine's and the overload bounds' one definition.
+uint64_t microburstThresholdBytes(const EngineConfig& c);
 
 // A classic cumulative-able histogram with fixed upper bounds (the last bucket is +Inf).
 struct Histogram {

@@ -247,8 +247,14 @@ IntervalBounds PortBins::close(const IntervalReport& r) {
 
 // E(τ) over the interval's windows, as bounds from the series: a window of length τ holds floor(τ/b) whole
 // aligned bins somewhere (so the largest such sum is reached) and touches at most ceil(τ/b) + 1 bins.
+uint64_t PortBins::last(const std::vector<uint64_t>& p, int64_t i, int64_t n) const {
+  return p[static_cast<size_t>(i - prefix_lo_) + 1] -
+         p[static_cast<size_t>(std::max(prefix_lo_, i - n + 1) - prefix_lo_)];
+}
+
 void PortBins::bound(const IntervalReport& r, int64_t first, int64_t end, IntervalBounds* out) {
   const int64_t lo = first - history_bins_;
+  prefix_lo_ = lo;
   std::vector<uint64_t>& prefix = prefix_;  // kept: no allocation per interval once it has grown
   std::vector<uint64_t>& prefix_hi = prefix_hi_;
   prefix.assign(static_cast<size_t>(end - lo) + 1, 0);
@@ -257,10 +263,6 @@ void PortBins::bound(const IntervalReport& r, int64_t first, int64_t end, Interv
     prefix[static_cast<size_t>(i - lo) + 1] = prefix[static_cast<size_t>(i - lo)] + bytesAt(i);
     prefix_hi[static_cast<size_t>(i - lo) + 1] = prefix_hi[static_cast<size_t>(i - lo)] + upperAt(i);
   }
-  // The bytes of bins (i - n, i], i.e. the n bins ending with bin i, over prefix sums p.
-  auto last = [lo](const std::vector<uint64_t>& p, int64_t i, int64_t n) {
-    return p[static_cast<size_t>(i - lo) + 1] - p[static_cast<size_t>(std::max(lo, i - n + 1) - lo)];
-  };
   for (size_t s = 0; s < cfg_.scales_ns.size(); ++s) {
     const int64_t tau = cfg_.scales_ns[s];
     const uint64_t analysed = s < r.port.envelope_bytes.size() ? r.port.envelope_bytes[s] : 0;
@@ -286,7 +288,7 @@ void PortBins::bound(const IntervalReport& r, int64_t first, int64_t end, Interv
                             defined && upper > 0 ? peakToMean(upper, tau, out->baseline_bps) : std::nullopt);
     }
   }
-  if (out->microbursts_bounded) out->microbursts = microburstBounds(first, end, out->complete, last);
+  if (out->microbursts_bounded) out->microbursts = microburstBounds(first, end, out->complete);
 }
 
 // The microbursts with an instant in bins [first, end), as bounds (SPEC "Microburst": S(t) = A(t-τ, t] >= θ·C·τ/8,
@@ -302,12 +304,9 @@ void PortBins::bound(const IntervalReport& r, int64_t first, int64_t end, Interv
 // run at most min(1 + departures up to its last arrival, arrivals + 1 if it starts the interval). Departures
 // inside bins [a, z] come from frames of bins [a - ceil(τ/b), z - floor(τ/b)]. A hole in the series leaves only
 // the lower bound, and one group at most (a bin may look outside only because its parts were lost).
-template <typename Last>
-std::pair<uint64_t, uint64_t> PortBins::microburstBounds(int64_t first, int64_t end, bool complete,
-                                                         const Last& last) const {
+std::pair<uint64_t, uint64_t> PortBins::microburstBounds(int64_t first, int64_t end, bool complete) const {
   const int64_t tau = cfg_.microburst_tau_ns;
-  const double t = std::ceil(cfg_.microburst_threshold * cfg_.link_capacity_bps * static_cast<double>(tau) / 8e9);
-  const uint64_t threshold = t >= 1.8e19 ? UINT64_MAX : static_cast<uint64_t>(t);
+  const uint64_t threshold = microburstThresholdBytes(cfg_);
   const int64_t k = tau / kB, c = (tau + kB - 1) / kB, u = c + 1;
   uint64_t lower = 0, upper = 0;
   bool group = false;                // a sure instant since the last bin surely outside

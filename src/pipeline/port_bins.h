@@ -54,9 +54,9 @@ class PortBins {
   // E(τ) and PtM(τ) of the bounded scales from the series (complete) or the analysed frames (lower only), and
   // the microburst count's bounds when they are bounded.
   void bound(const IntervalReport& r, int64_t first, int64_t end, IntervalBounds* out);
-  // `last(p, i, n)`: the bytes of the n bins ending with bin i over prefix sums p (bound()'s).
-  template <typename Last>
-  std::pair<uint64_t, uint64_t> microburstBounds(int64_t first, int64_t end, bool complete, const Last& last) const;
+  // The bytes of the n bins ending with bin i, over bound()'s prefix sums p (prefix_ or prefix_hi_).
+  uint64_t last(const std::vector<uint64_t>& p, int64_t i, int64_t n) const;
+  std::pair<uint64_t, uint64_t> microburstBounds(int64_t first, int64_t end, bool complete) const;
 
   const EngineConfig& cfg_;
   const KernelBinSource* kernel_;
@@ -79,6 +79,7 @@ class PortBins {
   // Every frame's bytes of the last intervals, for the PtM baseline, and whether each lost frames.
   std::deque<std::pair<uint64_t, bool>> interval_bytes_;
   std::vector<uint64_t> prefix_, prefix_hi_;  // bound()'s prefix sums over the interval and its longest window
+  int64_t prefix_lo_ = 0;                     // the bin index their entry 0 starts at
   uint64_t late_ = 0;
 };
 

@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <deque>
 #include <utility>
 
@@ -30,6 +31,12 @@ void Histogram::observe(double v, uint64_t n) {
   counts[i0 + i1 + i2 + i3] += n;
   sum += v * static_cast<double>(n);
   count += n;
+}
+
+uint64_t microburstThresholdBytes(const EngineConfig& c) {
+  const double t =
+      std::ceil(c.microburst_threshold * c.link_capacity_bps * static_cast<double>(c.microburst_tau_ns) / 8e9);
+  return t >= 1.8e19 ? UINT64_MAX : static_cast<uint64_t>(t);
 }
 
 absl::Status validateConfig(const EngineConfig& c) {

@@ -16,8 +16,7 @@ ExactWindows::ExactWindows(std::vector<int64_t> taus_ns, size_t max_entries, std
   if (mb) {
     auto it = std::find(taus_ns.begin(), taus_ns.end(), mb->tau_ns);
     mb_scale_ = static_cast<int>(it - taus_ns.begin());  // the caller includes mb->tau_ns
-    const double t = std::ceil(mb->threshold_bytes);
-    mb_threshold_ = t >= 1.8e19 ? UINT64_MAX : static_cast<uint64_t>(t);
+    mb_threshold_ = mb->threshold_bytes;
     mb_bps_per_byte_ = 8e9 / static_cast<double>(mb->tau_ns);
     mb_max_events_ = mb->max_events;
     mb_result_ = MicroburstResult{0,

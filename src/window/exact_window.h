@@ -22,7 +22,7 @@ struct Arrival {
 
 struct MicroburstSpec {
   int64_t tau_ns;
-  double threshold_bytes;  // window bytes at or above which the link is in a microburst
+  uint64_t threshold_bytes;  // window bytes at or above which the link is in a microburst (microburstThresholdBytes)
   size_t max_events;
 };
 

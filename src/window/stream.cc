@@ -166,8 +166,7 @@ Stream::Stream(const EngineConfig& cfg, bool full) : base_bin_ns_(cfg.base_bin_n
       if (s.exact_index >= 0 && s.tau_ns > cfg.microburst_tau_ns) ++s.exact_index;
     }
   }
-  const double threshold_bytes =
-      cfg.microburst_threshold * cfg.link_capacity_bps * static_cast<double>(cfg.microburst_tau_ns) / 8e9;
+  const uint64_t threshold_bytes = microburstThresholdBytes(cfg);
   exact_ =
       std::make_unique<ExactWindows>(exact_taus, cfg.exact_max_entries,
                                      MicroburstSpec{cfg.microburst_tau_ns, threshold_bytes, cfg.max_microburst_events});

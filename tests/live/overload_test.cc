@@ -99,6 +99,30 @@ uint64_t microburstsIn(const std::vector<Microburst>& all, int64_t start, int64_
       std::count_if(all.begin(), all.end(), [&](const Microburst& m) { return m.start_ns < end && m.end_ns > start; }));
 }
 
+// Bursty frames over two queues (by address), and the engine's figures and microbursts over every one of them.
+struct Workload {
+  std::vector<Frame> all;
+  std::vector<std::vector<Frame>> queues{2};
+  std::vector<Microburst> bursts;
+  std::map<int64_t, IntervalReport> want;
+};
+// A degraded interval's microburst bounds, when bounded, hold the truth's count; true if they were checked.
+bool microburstBoundsHold(const IntervalBounds& b, const std::vector<Microburst>& bursts, const IntervalReport& r) {
+  if (!b.microbursts_bounded) return false;
+  const uint64_t n = microburstsIn(bursts, r.start_ns, r.end_ns);
+  EXPECT_LE(b.microbursts.first, n);
+  EXPECT_GE(b.microbursts.second, n);
+  return true;
+}
+
+Workload workload(const EngineConfig& c, uint64_t seed) {
+  Workload w;
+  w.all = makeFrames(60'000, seed);
+  for (const Frame& f : w.all) w.queues[(f.s + f.d) % 2].push_back(f);
+  w.want = truth(w.all, c, &w.bursts);
+  return w;
+}
+
 TEST(QueueBinsTest, EveryFrameIsBinnedBeforeTheRingAndTheLostOnesAreMarked) {
   const std::vector<Frame> frames = makeFrames(20'000, 1);
   QueueProducer p(DecoderConfig{}, 64);  // a ring of 64 that nobody drains: all but 64 are lost
@@ -279,13 +303,10 @@ absl::StatusOr<RunResult> runSlowed(CaptureSource& backend, const EngineConfig& 
 
 TEST(OverloadTest, DegradedIntervalsAreExactlyTheLossyOnesAndTheirBoundsHoldTheTruth) {
   const EngineConfig c = overloadEngine();
-  const std::vector<Frame> all = makeFrames(60'000, 7);
-  std::vector<std::vector<Frame>> queues(2);
-  for (const Frame& f : all) queues[(f.s + f.d) % 2].push_back(f);
-  std::vector<Microburst> bursts;
-  const std::map<int64_t, IntervalReport> want = truth(all, c, &bursts);
+  const Workload w0 = workload(c, 7);
+  const std::map<int64_t, IntervalReport>& want = w0.want;
 
-  ProducerBackend backend(queues, 256);
+  ProducerBackend backend(w0.queues, 256);
   std::vector<PortSnapshot> snaps;
   auto r = runSlowed(backend, c, &snaps);
   ASSERT_TRUE(r.ok()) << r.status();
@@ -328,10 +349,7 @@ TEST(OverloadTest, DegradedIntervalsAreExactlyTheLossyOnesAndTheirBoundsHoldTheT
     if (b.lost > 0) {
       EXPECT_TRUE(b.microbursts_bounded);
     }
-    if (b.microbursts_bounded) {
-      const uint64_t n = microburstsIn(bursts, got.start_ns, got.end_ns);
-      EXPECT_LE(b.microbursts.first, n);
-      EXPECT_GE(b.microbursts.second, n);
+    if (microburstBoundsHold(b, w0.bursts, got)) {
       ++microburst_bounds;
       sure_microbursts += b.microbursts.first;
       tight_microbursts += b.microbursts.first == b.microbursts.second;
@@ -416,15 +434,13 @@ TEST(OverloadTest, WithoutLossNoIntervalIsDegradedAndTheSeriesEqualsTheAnalysis)
 // are the measured ones), each interval's losses are both kinds, and the bounds hold the truth.
 TEST(OverloadTest, TheKernelsBinsCountTheFramesLostBeforeTheProducers) {
   const EngineConfig c = overloadEngine();
-  const std::vector<Frame> all = makeFrames(60'000, 11);
-  std::vector<std::vector<Frame>> queues(2);
-  for (const Frame& f : all) queues[(f.s + f.d) % 2].push_back(f);
-  std::vector<Microburst> bursts;
-  const std::map<int64_t, IntervalReport> want = truth(all, c, &bursts);
+  const Workload w0 = workload(c, 11);
+  const std::vector<Frame>& all = w0.all;
+  const std::map<int64_t, IntervalReport>& want = w0.want;
   FrameKernelBins kernel(all);
   auto lost_before = [](const Frame& f) { return (f.ts_ns / 1000) % 9 == 4; };
   const auto never = static_cast<uint64_t>(std::count_if(all.begin(), all.end(), lost_before));
-  ProducerBackend backend(queues, 256, &kernel, lost_before);
+  ProducerBackend backend(w0.queues, 256, &kernel, lost_before);
   std::vector<PortSnapshot> snaps;
   auto r = runSlowed(backend, c, &snaps);
   ASSERT_TRUE(r.ok()) << r.status();
@@ -457,12 +473,7 @@ TEST(OverloadTest, TheKernelsBinsCountTheFramesLostBeforeTheProducers) {
       EXPECT_LE(b.envelope_bytes[i].second - b.envelope_bytes[i].first, 200'000u);
       ++bounded;
     }
-    if (b.microbursts_bounded) {
-      const uint64_t n = microburstsIn(bursts, s.interval.start_ns, s.interval.end_ns);
-      EXPECT_LE(b.microbursts.first, n);
-      EXPECT_GE(b.microbursts.second, n);
-      ++microbursts_bounded;
-    }
+    microbursts_bounded += microburstBoundsHold(b, w0.bursts, s.interval);
   }
   EXPECT_EQ(kernel_lost, never);  // every frame lost before the producers, once
   EXPECT_EQ(lost, never + p.ledger.ring_drops);

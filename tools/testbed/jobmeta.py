@@ -23,6 +23,20 @@ import sys
 
 SCHEMA = "burstscope-testbed-run/1"
 
+RANK_KEYS = ("rank", "role", "host", "namespace", "ip", "step_start_ns", "step_s")
+# Per rank, where the job says: its pipeline stage and pipeline (pipeline, hybrid).
+RANK_OPTIONAL = ("stage", "pipeline")
+# The job's truth beyond the common keys, taken from rank 0's file where the job writes it (docs/testbed.md).
+JOB_OPTIONAL = (
+    "servers", "workers", "collective", "reduce_edges",  # ps; all; tree
+    "stages", "pipelines", "dp_groups", "pipeline_edges", "dp_edges",  # pipeline, hybrid
+    "microbatches", "microbatch_size", "activation_bytes",  # pipeline, hybrid
+    "params_total", "param_bytes_total",  # pipeline, hybrid, sharded, moe
+    "phases_per_step",  # sharded, moe
+    "merged_phases_per_step", "shard_elements", "gather_edges", "reduce_scatter_edges",  # sharded
+    "moe_layers", "experts_per_layer", "tokens_per_rank",  # moe
+)
+
 
 def summary(durations):
     body = durations[2:] if len(durations) > 2 else durations
@@ -63,10 +77,10 @@ def merge(state_path, prefix, launch_paths):
             "compute_ms": first["compute_ms"],
             # Logical communication graph in ranks (directed: who sends its bulk data to whom).
             "edges": first["edges"],
-            "ranks": [{k: rk[k] for k in ("rank", "role", "host", "namespace", "ip", "step_start_ns", "step_s")}
+            "ranks": [{k: rk[k] for k in RANK_KEYS + tuple(k for k in RANK_OPTIONAL if k in rk)}
                       for rk in ranks],
         }
-        for key in ("servers", "workers", "collective", "reduce_edges"):
+        for key in JOB_OPTIONAL:
             if key in first:
                 job[key] = first[key]
         s = summary(first["step_s"])

@@ -122,19 +122,31 @@ struct TopologyEdge {
   std::string src, dst;  // host addresses
   uint64_t bytes = 0;
   double share = 0;  // of the job's bytes
+  // Share of the job's counted steps in which it carried transport payload (-1: no period to count steps by).
+  double steps_share = -1;
+  double step_offset = -1;  // where in the step its payload lies (weighted circular mean, share of the period)
+  // Below the data-edge share, but carrying payload in (nearly) every step: structure, such as a pipeline's
+  // activations beside far heavier data-parallel traffic (docs/training.md "Parallelism").
+  bool light = false;
 };
 
 struct TopologyReport {
-  std::string kind = "unknown";      // ring, mesh, parameter-server, tree, star, unknown
-  std::vector<std::string> order;    // ring: the ranks in ring order (from the lowest address)
+  // ring, tree, star, parameter-server, mesh, pipeline, hybrid, sharded, expert-parallel, unknown
+  std::string kind = "unknown";
+  std::string evidence;              // what the kind rests on; for unknown, why no class fits
+  std::vector<std::string> order;    // ring: the ranks in ring order (from the lowest address); pipeline: stages
   std::vector<std::string> servers;  // parameter-server: the servers; tree/star: the root first, then relays
   std::vector<std::string> workers;  // parameter-server: the workers; tree/star: the leaves
-  std::vector<TopologyEdge> edges;   // the data edges, heaviest first (at most 64)
-  double data_share = 0;             // share of the job's bytes on the data edges
-  double reverse_share = 0;          // share on the reverse of data edges below the data threshold (ACKs)
-  double top_flows_share = 0;        // share of the job's bytes in its 5 heaviest flows
-  uint64_t flows = 0;                // distinct flows of the job in the window
-  uint64_t flows_for_99pct = 0;      // the fewest flows that carry 99% of the job's bytes
+  // pipeline, hybrid: each pipeline's hosts in stage order (stage 0 first: the one whose activations leave first)
+  std::vector<std::vector<std::string>> pipelines;
+  // hybrid: the data-parallel groups, one per stage (the same stage of every pipeline, in pipeline order)
+  std::vector<std::vector<std::string>> groups;
+  std::vector<TopologyEdge> edges;  // the data edges, heaviest first, then the light structural ones (at most 64)
+  double data_share = 0;            // share of the job's bytes on the data edges
+  double reverse_share = 0;         // share on the reverse of data edges below the data threshold (ACKs)
+  double top_flows_share = 0;       // share of the job's bytes in its 5 heaviest flows
+  uint64_t flows = 0;               // distinct flows of the job in the window
+  uint64_t flows_for_99pct = 0;     // the fewest flows that carry 99% of the job's bytes
 };
 
 struct RankReport {
@@ -142,6 +154,24 @@ struct RankReport {
   std::string role;       // from the topology: rank, server, worker, root, relay, leaf
   std::string successor;  // ring only
   double sent_bytes_per_step = 0;
+};
+
+// One collective phase inside a step (SPEC "Phases of a step"): a burst group of the job, means over the steps
+// that have the typical number of phases.
+struct PhaseReport {
+  double offset_s = 0;  // from the step's start
+  double length_s = 0;
+  double bytes = 0;      // the job's wire bytes in it
+  uint32_t senders = 0;  // hosts that sent transport payload in it
+  uint32_t pairs = 0;    // directed host pairs that carried payload in it (all-to-all: N(N-1))
+};
+
+struct StepPhases {
+  uint64_t count = 0;  // phases in the typical step: the most frequent count among the counted steps
+  uint64_t steps = 0;  // counted steps with that count: the figures rest on them
+  std::vector<PhaseReport> phases;
+  double idle_s = 0;      // the step's time outside every phase: compute the network does not hide
+  double idle_share = 0;  // of the period
 };
 
 // One step of a job as the period cuts them: [start, end) runs from the quietest stretch before the step's
@@ -176,10 +206,13 @@ struct JobReport {
   double step_bytes_cv = 0;    // their spread: standard deviation / mean
   double step_bytes_min = 0, step_bytes_max = 0;
   std::vector<RankReport> ranks;
-  // Ring only: mean rank transport payload per step × N / (2(N−1)) (SPEC "Model size": no headers, no
+  // Ring: mean rank transport payload per step × N / (2(N−1)) (SPEC "Model size": no headers, no
   // retransmissions).
+  // Sharded: mean rank payload per step × N / (3(N−1)) (two gathers and one reduction of the model per step);
+  // hybrid: the sum over its stages of each data-parallel group's ring figure.
   std::optional<double> gradient_bytes;
   TopologyReport topology;
+  StepPhases phases;  // with a period
   // With a period: the steps that happened, from the job's first step of typical volume in the window to its
   // last, those in which it sent (the latest kMaxListedSteps).
   std::vector<StepSpan> steps;

@@ -751,9 +751,31 @@ Json trainingJson(const TrainingReport& t, const EngineConfig& c) {
     const TopologyReport& tp = r.topology;
     Json edges = Json::array();
     for (const TopologyEdge& e : tp.edges) {
-      edges.push_back({{"src", e.src}, {"dst", e.dst}, {"bytes", e.bytes}, {"share", e.share}});
+      edges.push_back({{"src", e.src},
+                       {"dst", e.dst},
+                       {"bytes", e.bytes},
+                       {"share", e.share},
+                       {"steps_share", e.steps_share < 0 ? Json(nullptr) : Json(e.steps_share)},
+                       {"step_offset", e.step_offset < 0 ? Json(nullptr) : Json(e.step_offset)},
+                       {"light", e.light}});
     }
+    Json phases = Json::array();
+    for (const PhaseReport& p : r.phases.phases) {
+      phases.push_back({{"offset_s", p.offset_s},
+                        {"length_s", p.length_s},
+                        {"bytes", p.bytes},
+                        {"senders", p.senders},
+                        {"pairs", p.pairs}});
+    }
+    x["phases"] = {{"count", r.phases.count},
+                   {"steps", r.phases.steps},
+                   {"idle_s", r.phases.idle_s},
+                   {"idle_share", r.phases.idle_share},
+                   {"phases", phases}};
     x["topology"] = {{"kind", tp.kind},
+                     {"evidence", tp.evidence},
+                     {"pipelines", tp.pipelines},
+                     {"groups", tp.groups},
                      {"order", tp.order},
                      {"servers", tp.servers},
                      {"workers", tp.workers},
@@ -818,6 +840,24 @@ std::string trainingText(const TrainingReport& t, const EngineConfig& c) {
     } else if (tp.kind == "tree" || tp.kind == "star") {
       absl::StrAppend(&out, "    root/relays  ", absl::StrJoin(tp.servers, ", "), "; leaves ",
                       absl::StrJoin(tp.workers, ", "), "\n");
+    }
+    for (const std::vector<std::string>& p : tp.pipelines) {
+      absl::StrAppend(&out, "    pipeline     ", absl::StrJoin(p, " > "), "  (stage 0 first)\n");
+    }
+    for (size_t g = 0; g < tp.groups.size(); ++g) {
+      absl::StrAppend(&out, "    stage ", g, " DP   ", absl::StrJoin(tp.groups[g], ", "), "\n");
+    }
+    absl::StrAppend(&out, "    kind because ", tp.evidence.empty() ? "-" : tp.evidence, "\n");
+    if (r.phases.count > 0) {
+      std::string list;
+      for (const PhaseReport& p : r.phases.phases) {
+        absl::StrAppend(
+            &list, list.empty() ? "" : ", ",
+            absl::StrFormat("+%s %s %s", humanSeconds(p.offset_s), humanSeconds(p.length_s), humanBytes(p.bytes)));
+      }
+      absl::StrAppend(
+          &out, absl::StrFormat("    phases       %d per step (in %d steps): %s; idle %s (%.0f%%)\n", r.phases.count,
+                                r.phases.steps, list, humanSeconds(r.phases.idle_s), 100 * r.phases.idle_share));
     }
     absl::StrAppend(&out, absl::StrFormat("    evidence     %d data edges carry %.1f%% of its bytes, their reverse "
                                           "(ACKs) %.1f%%; 5 heaviest of %d flows carry %.1f%%, %d carry 99%%\n",

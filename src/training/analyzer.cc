@@ -137,16 +137,35 @@ PeriodReport readPeriod(const std::vector<double>& fine, double fine_ns, const T
       training::PeriodEstimate recent =
           estimatePeriod(std::span<const double>(fine).subspan(from, end - from), fine_ns, cfg);
       // A real change of pace: the recent steps no longer repeat at the window's period as well as at the new
-      // one. A recent reading that is part of a step (a pipeline's microbatch train, one of its burst groups) or
-      // several steps, while the recent steps still repeat at the window's period, is not a change.
+      // one, and the steps before them did repeat at it (three of them at least). A recent reading that is part of
+      // a step (a pipeline's microbatch train, one of its burst groups) or several steps, while the recent steps
+      // still repeat at the window's period, is not a change; nor is a reading of a job whose earlier traffic
+      // (its start-up, a step or two) shows no pace of its own.
       bool still = false;
       if (recent.found && std::abs(recent.period_bins - e.period_bins) > 0.08 * e.period_bins) {
-        PeriodOptions o;
-        o.min_period_bins = 0.92 * e.period_bins;
-        o.max_period_bins = 1.08 * e.period_bins;
-        o.min_quality = cfg.min_period_quality;
-        const training::PeriodEstimate old = findPeriod(std::span<const double>(fine).subspan(from, end - from), o);
-        still = old.found && old.quality >= recent.quality;
+        auto near = [&](double bins) {
+          PeriodOptions o;
+          o.min_period_bins = 0.92 * bins;
+          o.max_period_bins = 1.08 * bins;
+          o.min_quality = cfg.min_period_quality;
+          return o;
+        };
+        const training::PeriodEstimate old =
+            findPeriod(std::span<const double>(fine).subspan(from, end - from), near(e.period_bins));
+        const training::PeriodEstimate head =
+            findPeriod(std::span<const double>(fine).subspan(begin, from - begin), near(e.period_bins));
+        still = (old.found && old.quality >= recent.quality) || !head.found;
+        // A longer recent reading at which the whole window repeats about as well: the window's reading was a
+        // part of each step (a pipeline's forward and backward waves look alike), and the recent one is the
+        // fundamental of every step.
+        if (recent.period_bins > 1.08 * e.period_bins) {
+          const training::PeriodEstimate whole =
+              findPeriod(std::span<const double>(fine).subspan(begin, end - begin), near(recent.period_bins));
+          if (whole.found && whole.quality >= 0.9 * e.quality) {
+            e = whole;
+            still = true;
+          }
+        }
       }
       if (recent.found && std::abs(recent.period_bins - e.period_bins) > 0.08 * e.period_bins && !still) {
         e = recent;
@@ -243,12 +262,24 @@ PeriodReport readPeriod(const std::vector<double>& fine, double fine_ns, const T
     const double total = std::accumulate(fd.begin(), fd.end(), 0.0);
     const std::vector<double> sums = windows(fd, &best_at);
     if (total > 0) {
-      // Back from the quietest window while the windows before it are as quiet (within 0.1% of the folded
-      // bytes): the first quiet slot, right after the steps' traffic. The cut goes two bins into it, so that the
-      // bin a boundary falls in (k·T is fractional) is a quiet one and no packet is split from its bin's step.
+      // The longest run of windows as quiet as the quietest (within 0.1% of the folded bytes) — the silence
+      // between steps (the optimizer, the next forward) is the step's longest where several are as quiet (the
+      // compute between a step's phases) — and its first slot, right after the steps' traffic. The cut goes two
+      // bins into it, so that the bin a boundary falls in (k·T is fractional) is a quiet one and no packet is
+      // split from its bin's step.
       const double quiet = sums[best_at] + 1e-3 * total;
-      size_t at = best_at, run = 0;
-      for (; run + 1 < slots && sums[(at + slots - 1) % slots] <= quiet; ++run) at = (at + slots - 1) % slots;
+      size_t at = best_at, run = 0;  // run: the quiet windows after the first
+      bool found = false;
+      for (size_t k = 0; k < slots; ++k) {
+        if (sums[k] > quiet || sums[(k + slots - 1) % slots] <= quiet) continue;  // a run starts at k
+        size_t len = 0;
+        while (len + 1 < slots && sums[(k + len + 1) % slots] <= quiet) ++len;
+        if (!found || len > run) {
+          found = true;
+          run = len;
+          at = k;
+        }
+      }
       const double guard = std::min(2.0, static_cast<double>(run + w) / 2);
       cutAt(start + std::fmod(static_cast<double>(at) + guard, period));
     }
@@ -269,6 +300,156 @@ PeriodReport readPeriod(const std::vector<double>& fine, double fine_ns, const T
     pr.why = "too few steps";
   }
   return pr;
+}
+
+// The phases of a job's steps and the fine bins each covers, per step (typical steps only).
+struct PhaseCut {
+  StepPhases report;
+  std::vector<std::vector<std::pair<size_t, size_t>>> runs;
+};
+
+// SPEC "Phases of a step": in each counted step, the runs of bins at or above 2% of the job's busiest bin (the
+// job's burst threshold: ACKs and stray packets stay below it), joined across gaps shorter than 0.5 ms or a
+// hundredth of the period, whichever is longer (the round trips inside one collective); then the most frequent
+// count among the counted steps, and each phase's offset, length and bytes averaged over the steps that have it.
+PhaseCut cutPhases(std::span<const double> fine, double fine_ns, const training::StepCut& cut) {
+  PhaseCut pc;
+  pc.runs.resize(cut.count);
+  const double threshold = 0.02 * largest(fine);
+  const double period_ns = cut.period * fine_ns;
+  const size_t join = std::max<size_t>(1, static_cast<size_t>(std::llround(std::max(5e5, period_ns / 100) / fine_ns)));
+  std::vector<std::vector<std::pair<size_t, size_t>>> all(cut.count);
+  std::map<size_t, size_t> counts;
+  cut.forEachStep(fine.size(), [&](size_t k, size_t begin, size_t end) {
+    if (!cut.counted[k]) return;
+    std::vector<std::pair<size_t, size_t>>& r = all[k];
+    for (size_t i = begin; i < end; ++i) {
+      if (!(fine[i] > 0 && fine[i] >= threshold)) continue;
+      if (!r.empty() && i - r.back().second < join) {
+        r.back().second = i + 1;
+      } else {
+        r.emplace_back(i, i + 1);
+      }
+    }
+    ++counts[r.size()];
+  });
+  size_t mode = 0, most = 0;  // ties: the fewer phases
+  for (const auto& [c, m] : counts) {
+    if (m > most) {
+      most = m;
+      mode = c;
+    }
+  }
+  if (most == 0 || mode == 0) return pc;
+  StepPhases& sp = pc.report;
+  sp.count = mode;
+  sp.steps = most;
+  sp.phases.assign(mode, {});
+  for (size_t k = 0; k < cut.count; ++k) {
+    if (!cut.counted[k] || all[k].size() != mode) continue;
+    pc.runs[k] = all[k];
+    const double x0 = cut.origin + static_cast<double>(k) * cut.period;
+    for (size_t p = 0; p < mode; ++p) {
+      const auto [b, e] = all[k][p];
+      sp.phases[p].offset_s += (static_cast<double>(b) - x0) * fine_ns / 1e9;
+      sp.phases[p].length_s += static_cast<double>(e - b) * fine_ns / 1e9;
+      for (size_t i = b; i < e; ++i) sp.phases[p].bytes += fine[i];
+    }
+  }
+  double busy = 0;
+  for (PhaseReport& p : sp.phases) {
+    p.offset_s /= static_cast<double>(most);
+    p.length_s /= static_cast<double>(most);
+    p.bytes /= static_cast<double>(most);
+    busy += p.length_s;
+  }
+  const double period_s = period_ns / 1e9;
+  sp.idle_s = std::max(0.0, period_s - busy);
+  sp.idle_share = period_s > 0 ? sp.idle_s / period_s : 0;
+  return pc;
+}
+
+// Per directed pair of the job's hosts, over its counted steps: in how many it carried transport payload (at least
+// a thousandth of the job's mean payload per step), where in the step its payload lies (the payload-weighted
+// circular mean of its bins' places in their steps, a share of the period: robust to steps that drift against the
+// period's grid, which a per-step "first packet" is not), and its payload in each phase of the typical steps: the
+// senders and pairs of each phase. Wire bytes stand in for payload when the capture carries no payload figures.
+template <typename Flow>
+void timePairs(const std::vector<const Flow*>& jf, const std::map<Host, size_t>& at, int64_t ws, int64_t f,
+               const training::StepCut& cut, PhaseCut* pc, training::TopologyInput* topo) {
+  const size_t n = at.size();
+  const size_t phases = pc->report.count;
+  bool known = false;
+  for (const Flow* h : jf) {
+    known = known || std::any_of(h->bins.begin(), h->bins.end(), [](const auto& x) { return x.payload > 0; });
+  }
+  struct PairSteps {
+    std::vector<double> pay;
+    std::vector<double> phase;
+    double cos = 0, sin = 0;
+  };
+  std::map<std::pair<size_t, size_t>, PairSteps> ps;
+  double total = 0;
+  for (const Flow* h : jf) {
+    const size_t s = at.at(srcOf(h->key)), d = at.at(dstOf(h->key));
+    if (s == d) continue;
+    PairSteps& p = ps[{s, d}];
+    if (p.pay.empty()) {
+      p.pay.assign(cut.count, 0.0);
+      p.phase.assign(phases, 0.0);
+    }
+    for (const auto& x : h->bins) {
+      const size_t i = static_cast<size_t>((x.first - ws) / f);
+      const long k = cut.stepOf(i);
+      if (k < 0 || !cut.counted[k]) continue;
+      const double v = known ? static_cast<double>(x.payload) : static_cast<double>(x.second);
+      if (!(v > 0)) continue;
+      p.pay[k] += v;
+      total += v;
+      const double place = (static_cast<double>(i) + 0.5 - cut.origin) / cut.period;
+      p.cos += v * std::cos(2 * M_PI * place);
+      p.sin += v * std::sin(2 * M_PI * place);
+      const std::vector<std::pair<size_t, size_t>>& runs = pc->runs[k];
+      auto it = std::upper_bound(runs.begin(), runs.end(), i,
+                                 [](size_t v, const std::pair<size_t, size_t>& r) { return v < r.first; });
+      if (it != runs.begin() && i < std::prev(it)->second) p.phase[std::prev(it) - runs.begin()] += v;
+    }
+  }
+  const size_t counted = static_cast<size_t>(std::count(cut.counted.begin(), cut.counted.end(), true));
+  topo->steps_share.assign(n, std::vector<double>(n, 0.0));
+  topo->offset.assign(n, std::vector<double>(n, -1.0));
+  topo->payload.assign(n, std::vector<double>(n, 0.0));
+  if (counted == 0) return;
+  const double least = 1e-3 * total / static_cast<double>(counted);
+  for (const auto& [sd, p] : ps) {
+    const auto [s, d] = sd;
+    size_t present = 0;
+    for (size_t k = 0; k < cut.count; ++k) {
+      topo->payload[s][d] += p.pay[k];
+      present += cut.counted[k] && p.pay[k] > 0 && p.pay[k] >= least;
+    }
+    topo->steps_share[s][d] = static_cast<double>(present) / static_cast<double>(counted);
+    if (p.cos != 0 || p.sin != 0) {
+      const double a = std::atan2(p.sin, p.cos) / (2 * M_PI);
+      topo->offset[s][d] = a - std::floor(a);
+    }
+  }
+  for (size_t q = 0; q < phases; ++q) {
+    double sum = 0;
+    for (const auto& [sd, p] : ps) sum += p.phase[q];
+    const double least_pair = n >= 2 ? 0.05 * sum / static_cast<double>(n * (n - 1)) : 0;
+    std::set<size_t> senders;
+    uint32_t pairs = 0;
+    for (const auto& [sd, p] : ps) {
+      if (p.phase[q] > 0 && p.phase[q] >= least_pair) {
+        ++pairs;
+        senders.insert(sd.first);
+      }
+    }
+    pc->report.phases[q].pairs = pairs;
+    pc->report.phases[q].senders = static_cast<uint32_t>(senders.size());
+  }
+  topo->phases = pc->report.phases;
 }
 
 }  // namespace
@@ -638,6 +819,12 @@ TrainingReport TrainingAnalyzer::Impl::analyze() {
             {k - lo, at_ns(x), at_ns(x + cut.period), all[k], static_cast<bool>(cut.counted[k]), std::nullopt});
       }
     }
+    if (r.period.period_s && n <= kMaxTopologyHosts) {
+      PhaseCut pc = cutPhases(fine, fine_ns, cut);
+      timePairs(jf, at, ws, f, cut, &pc, &topo);
+      topo.period_s = *r.period.period_s;
+      r.phases = std::move(pc.report);
+    }
     // A job of thousands of hosts (a configured /8) is not classified: the matrix would be n² each interval.
     if (n > kMaxTopologyHosts) topo.hosts.clear();
     training::TopologyResult tr = training::classifyTopology(topo);
@@ -664,6 +851,26 @@ TrainingReport TrainingAnalyzer::Impl::analyze() {
     // payload: no headers, no retransmissions). None when the capture carries no payload figures.
     if (r.topology.kind == "ring" && r.period.steps > 0 && n >= 2 && rank_payload_mean > 0) {
       r.gradient_bytes = rank_payload_mean * static_cast<double>(n) / (2.0 * static_cast<double>(n - 1));
+    }
+    // Sharded: each rank sends (N-1)/N of the model in each of two gathers and one reduction per step.
+    if (r.topology.kind == "sharded" && r.period.steps > 0 && n >= 2 && rank_payload_mean > 0) {
+      r.gradient_bytes = rank_payload_mean * static_cast<double>(n) / (3.0 * static_cast<double>(n - 1));
+    }
+    // Hybrid: each stage's data-parallel group reduces its stage's share of the model (a ring figure per group);
+    // the pipeline edges carry activations, not parameters.
+    if (r.topology.kind == "hybrid" && r.period.steps > 0) {
+      std::map<std::string, size_t> index;
+      for (size_t i = 0; i < n; ++i) index[r.hosts[i]] = i;
+      double g = 0;
+      for (const std::vector<std::string>& group : r.topology.groups) {
+        const double m = static_cast<double>(group.size());
+        double sent = 0;
+        for (const std::string& a : group) {
+          for (const std::string& b : group) sent += topo.payload[index[a]][index[b]];
+        }
+        if (m >= 2) g += sent / static_cast<double>(r.period.steps) / m * m / (2 * (m - 1));
+      }
+      if (g > 0) r.gradient_bytes = g;
     }
     current.insert(r.name);
     memory[r.name] = Remembered{r, last_bin == kMin ? now_ns : (last_bin + 1) * bin};

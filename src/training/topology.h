@@ -14,6 +14,15 @@ struct TopologyInput {
   std::vector<std::vector<uint64_t>> bytes;  // bytes[i][j]: host i to host j
   std::vector<uint64_t> flow_bytes;          // the job's flows, any order
   double data_edge_share = 0.1;              // of the heaviest pair, for a pair to be a data edge
+  // With a period (else empty), per directed pair i→j over the job's counted steps: the share of them in which
+  // it carried transport payload, and where in the step its payload lies (the payload-weighted circular mean of
+  // its place, a share of the period from the step's start; -1: none).
+  std::vector<std::vector<double>> steps_share;
+  std::vector<std::vector<double>> offset;
+  std::vector<std::vector<double>> payload;  // over the counted steps
+  double structure_steps_share = 0.8;        // a pair carrying payload in this share of the steps is structure
+  std::vector<PhaseReport> phases;           // the typical step's phases (senders, pairs)
+  double period_s = 0;
 };
 
 struct TopologyResult {

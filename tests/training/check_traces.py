@@ -25,6 +25,15 @@ half a period plus what the logged first step lasted beyond one period.
 
 Model size (SPEC "Model size"), on every ring job: G from transport payload within 1.5% of the job's parameter
 bytes (4 bytes x the "params" of its metadata).
+
+Current parallelism (SPEC "Current parallelism", "Phases of a step"), against each job's own metadata:
+- pipeline (GPipe): kind pipeline, the stage order the job's `stages` give (hosts by rank), more phases per step
+  than microbatches (each microbatch's activations and gradients are their own bursts);
+- hybrid (DP x PP): kind hybrid, every pipeline with its stage order and every data-parallel group as the job's
+  `pipelines` and `dp_groups` say, and the model size (the groups' reductions) within 1.5% of `param_bytes_total`;
+- expert parallel (MoE, and the one all-to-all per step of alltoall): kind expert-parallel, with as many
+  all-to-all phases per step as the job logged all-to-alls, within a factor of 2 (a collective may show as two
+  bursts on a loaded machine, two may merge).
 """
 import json
 import re
@@ -108,7 +117,40 @@ def job_of(training, hosts):
     return None
 
 
-for name in ["ddp-ring-w4", "ddp-ring-w4-bottleneck", "ps-w4-s1", "alltoall-w4", "tree-w4"]:
+def check_parallelism(name, j, spec, ips):
+    """The kind, stages, groups, phases and model size of the current-parallelism jobs."""
+    kind, topo, phases = j["topology"]["kind"], j["topology"], j["phases"]
+    pattern = spec["pattern"]
+    if pattern == "pipeline":
+        stages = [ips[r] for r in spec["stages"]]
+        check(kind == "pipeline" and topo["order"] == stages,
+              f"{name}: pipeline with stages {stages} (got {kind} {topo['order']}: {topo['evidence']})")
+        check(phases["count"] > spec["microbatches"],
+              f"{name}: {phases['count']} phases per step, more than its {spec['microbatches']} microbatches")
+    if pattern == "hybrid":
+        pipes = sorted([ips[r] for r in p] for p in spec["pipelines"])
+        groups = [sorted(ips[r] for r in g) for g in spec["dp_groups"]]
+        check(kind == "hybrid" and sorted(topo["pipelines"]) == pipes,
+              f"{name}: hybrid with pipelines {pipes} in stage order (got {kind} {topo['pipelines']}: "
+              f"{topo['evidence']})")
+        check([sorted(g) for g in topo["groups"]] == groups,
+              f"{name}: data-parallel groups {groups}, stage 0 first (got {topo['groups']})")
+        g, truth = j["gradient_bytes_estimate"], spec["param_bytes_total"]
+        err = None if g is None else (g - truth) / truth
+        check(err is not None and abs(err) <= 0.015,
+              f"{name}: model size from the groups' reductions {g} B within 1.5% of {truth} B"
+              + ("" if err is None else f" (off by {100 * err:+.2f}%)"))
+    if pattern in ("moe", "alltoall"):
+        n = len(ips)
+        a2a = sum(1 for p in phases["phases"] if p["pairs"] >= 0.9 * n * (n - 1))
+        want = spec.get("phases_per_step", 1)
+        check(kind == "expert-parallel" and want / 2 <= a2a <= want * 2,
+              f"{name}: expert-parallel with {a2a} all-to-all phases per step, as many as its {want} all-to-alls "
+              f"within a factor of 2 (got {kind}: {topo['evidence']})")
+
+
+for name in ["ddp-ring-w4", "ddp-ring-w4-bottleneck", "ps-w4-s1", "alltoall-w4", "tree-w4", "pipeline-w4",
+             "hybrid-w4", "moe-w4"]:
     t, meta = analyse(name)
     spec = meta["jobs"][0]
     ips = [h["ip"] for h in spec["hosts"]]
@@ -130,6 +172,7 @@ for name in ["ddp-ring-w4", "ddp-ring-w4-bottleneck", "ps-w4-s1", "alltoall-w4",
                   f"{name}: rank {src} ({rank_ip[src]}) sends to its successor rank {dst} ({rank_ip[dst]}): "
                   f"got {by_ip.get(rank_ip[src])}")
         check_model_size(name, j, spec)
+    check_parallelism(name, j, spec, ips)
     if spec["pattern"] == "ps":
         servers = [r["ip"] for r in spec["ranks"] if r["role"] == "server"]
         check(kind == "parameter-server" and j["topology"]["servers"] == servers,

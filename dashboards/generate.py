@@ -377,6 +377,17 @@ def training():
             [q(f"burstscope_job_rank_step_bytes{{{JSEL}}}", f"{{{{{JOB}}}}} {{{{host}}}} ({{{{role}}}})")],
             description="Every rank of a ring sends about the same; a parameter server's servers and workers "
                         "differ by design.")
+    b.panel("timeseries", "Phases per step, and the idle (compute) share of the step", "short",
+            [q(f"burstscope_job_step_phases{{{JSEL}}}", f"phases {JLEG}"),
+             q(f"burstscope_job_step_idle_ratio{{{JSEL}}}", f"idle {JLEG}")], w=24,
+            description="Collective phases (burst groups) in the typical step (left), and the share of the step "
+                        "outside every phase (right): compute the network does not hide, a pipeline's bubble. "
+                        "Plain data parallel shows one or a few phases; sharded, pipeline and expert-parallel jobs "
+                        "many (docs/training.md \"Phases of a step\"). The kind, stages and groups: the jobs table "
+                        "(topology) and burstscope_job_rank_stage.",
+            overrides=[{"matcher": {"id": "byFrameRefID", "options": "B"},
+                        "properties": [{"id": "unit", "value": "percentunit"},
+                                       {"id": "custom.axisPlacement", "value": "right"}]}])
     b.row("Traffic and burstiness per job")
     b.panel("timeseries", "Throughput per job", "Bps",
             [q(f"sum by ({key}) (rate(burstscope_job_bytes_total{{{JSEL}}}[$__rate_interval]))", JLEG)],

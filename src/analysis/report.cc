@@ -827,10 +827,19 @@ std::string trainingText(const TrainingReport& t, const EngineConfig& c) {
                                 r.step_bytes_cv * 100, humanBytes(r.step_bytes_min), humanBytes(r.step_bytes_max)));
     }
     if (r.gradient_bytes) {
-      absl::StrAppend(&out, absl::StrFormat("    gradients    about %s per step (ring all-reduce: each of the %d ranks "
-                                            "sends 2(N-1)/N of them; transport payload, no headers or "
+      const std::string how =
+          tp.kind == "sharded" ? absl::StrFormat(
+                                     "sharded: each of the %d ranks sends 3(N-1)/N of the model per step, "
+                                     "in two gathers and one reduction",
+                                     r.hosts.size())
+          : tp.kind == "hybrid"
+              ? std::string(
+                    "hybrid: each stage's data-parallel group reduces that stage's share, "
+                    "a ring all-reduce per group, summed over the stages")
+              : absl::StrFormat("ring all-reduce: each of the %d ranks sends 2(N-1)/N of them", r.hosts.size());
+      absl::StrAppend(&out, absl::StrFormat("    model size   about %s (%s; transport payload, no headers or "
                                             "retransmissions)\n",
-                                            humanBytes(*r.gradient_bytes), r.hosts.size()));
+                                            humanBytes(*r.gradient_bytes), how));
     }
     if (tp.kind == "ring") {
       absl::StrAppend(&out, "    ring order   ", absl::StrJoin(tp.order, " > "), " > ", tp.order.front(), "\n");
@@ -850,11 +859,13 @@ std::string trainingText(const TrainingReport& t, const EngineConfig& c) {
     absl::StrAppend(&out, "    kind because ", tp.evidence.empty() ? "-" : tp.evidence, "\n");
     if (r.phases.count > 0) {
       std::string list;
-      for (const PhaseReport& p : r.phases.phases) {
+      for (size_t k = 0; k < r.phases.phases.size() && k < 8; ++k) {
+        const PhaseReport& p = r.phases.phases[k];
         absl::StrAppend(
             &list, list.empty() ? "" : ", ",
             absl::StrFormat("+%s %s %s", humanSeconds(p.offset_s), humanSeconds(p.length_s), humanBytes(p.bytes)));
       }
+      if (r.phases.phases.size() > 8) absl::StrAppend(&list, ", ...");
       absl::StrAppend(
           &out, absl::StrFormat("    phases       %d per step (in %d steps): %s; idle %s (%.0f%%)\n", r.phases.count,
                                 r.phases.steps, list, humanSeconds(r.phases.idle_s), 100 * r.phases.idle_share));

@@ -180,18 +180,25 @@ NamedFeatures traceFeatures(const json& a) {
   NamedFeatures f;
   ptmFeatures(a.at("scales"), &f);
   const json* job = heaviestJob(a);
-  std::optional<double> duty, period, step;
+  std::optional<double> duty, period, step, phases, idle;
   if (job != nullptr) {
     const json p = path(*job, {"period"});
     if (number(p, "period_s")) {
       duty = number(p, "duty_cycle");
       period = log10Positive(number(p, "period_s"));
       step = log10Positive(number(path(*job, {"step_bytes"}), "mean"));
+      const json ph = path(*job, {"phases"});
+      if (number(ph, "count").value_or(0) > 0) {
+        phases = number(ph, "count");
+        idle = number(ph, "idle_share");
+      }
     }
   }
   f.emplace_back("duty_cycle", duty);
   f.emplace_back("log10_period_s", period);
   f.emplace_back("log10_bytes_per_step", step);
+  f.emplace_back("phases_per_step", phases);
+  f.emplace_back("step_idle_share", idle);
   const json& flows = a.at("flows");
   f.emplace_back("log10_flows", log10Positive(number(flows, "entries")));
   std::optional<double> top_share;
@@ -362,7 +369,8 @@ json compareJson(const std::vector<CompareInput>& inputs, const CompareOptions& 
                         {"period_s", path(j, {"period", "period_s"})},
                         {"duty_cycle", path(j, {"period", "duty_cycle"})},
                         {"bytes_per_step", path(j, {"step_bytes", "mean"})},
-                        {"topology", path(j, {"topology", "kind"})}});
+                        {"topology", path(j, {"topology", "kind"})},
+                        {"phases_per_step", path(j, {"phases", "count"})}});
       }
     }
     t["jobs"] = std::move(jobs);

@@ -349,9 +349,30 @@ void trainingFamilies(Families& f, const LabelVec& L, const ExportPortInfo& info
     }
     if (j.gradient_bytes) {
       f.gauge("burstscope_job_gradient_bytes",
-              "ring jobs: gradient bytes per step estimated as rank payload bytes per step x N / (2(N-1)) (transport "
-              "payload: no headers, no retransmissions)",
+              "model size from transport payload (no headers, no retransmissions): ring: rank payload per step x N / "
+              "(2(N-1)); sharded: x N / (3(N-1)); hybrid: the data-parallel groups' ring figures summed",
               J, *j.gradient_bytes);
+    }
+    if (j.phases.count > 0) {
+      f.gauge("burstscope_job_step_phases", "collective phases (burst groups) in the job's typical step", J,
+              static_cast<double>(j.phases.count));
+      f.gauge("burstscope_job_step_idle_ratio",
+              "share of the step outside every phase: compute the network does not hide (a pipeline's bubble too)", J,
+              j.phases.idle_share);
+    }
+    if (!j.topology.pipelines.empty()) {
+      f.gauge("burstscope_job_pipelines", "pipelines of a pipeline or hybrid job", J,
+              static_cast<double>(j.topology.pipelines.size()));
+      f.gauge("burstscope_job_pipeline_stages", "stages per pipeline", J,
+              static_cast<double>(j.topology.pipelines[0].size()));
+      // Each host's stage (stage 0: where the activations leave first); the job's hosts are bounded as the ranks.
+      size_t listed = 0;
+      for (const std::vector<std::string>& p : j.topology.pipelines) {
+        for (size_t s = 0; s < p.size() && listed < kTopRanks; ++s, ++listed) {
+          f.gauge("burstscope_job_rank_stage", "a host's pipeline stage (0: the first), top 32 hosts",
+                  with(J, {{"host", p[s]}}), static_cast<double>(s));
+        }
+      }
     }
     f.gauge("burstscope_job_top_flows_share_ratio", "share of the job's bytes in its 5 heaviest flows", J,
             j.topology.top_flows_share);

@@ -178,6 +178,10 @@ void LiveView::onInterval(size_t port, const PortSnapshot& s) {
                       {"period_why", jr.period.why},
                       {"step_bytes", jr.step_bytes_mean},
                       {"topology", jr.topology.kind},
+                      {"pipelines", jr.topology.pipelines},
+                      {"groups", jr.topology.groups},
+                      {"phases", jr.phases.count},
+                      {"idle_share", jr.phases.idle_share},
                       {"steps", std::move(steps)}});
       std::deque<std::array<int64_t, 2>>& h = kept[jr.name];
       if (auto it = p.job_history.find(jr.name); it != p.job_history.end()) h = std::move(it->second);

@@ -218,9 +218,12 @@
                                `(${f.microbursts_total} since start); ` + scales.join('; ');
     // The training jobs on this port, with what the step markers mean.
     port.jobs.replaceChildren(...(f.jobs || []).map((job, k) => P.el('li', {style: `color: ${jobColour(k)}`},
-      `job ${job.name} (${job.hosts} hosts, ${job.topology}): ` +
+      `job ${job.name} (${job.hosts} hosts, ${job.topology}` +
+      (job.pipelines || []).map(pl => '; ' + pl.join(' → ')).join('') +
+      (job.groups || []).map((g, k) => `; stage ${k} group ` + g.join(', ')).join('') + '): ' +
       (job.period_s === null ? `no period yet (${job.period_why})`
-                             : `step every ${P.fmtSeconds(job.period_s)}, ${P.fmtBytes(job.step_bytes)} per step`) +
+                             : `step every ${P.fmtSeconds(job.period_s)}, ${P.fmtBytes(job.step_bytes)} per step` +
+                               (job.phases ? `, ${job.phases} phases, ${Math.round(100 * job.idle_share)}% idle` : '')) +
       `; ${job.steps.length} steps in the window (dashed lines at their starts); its own traffic in this colour, ` +
       'an interval behind')));
   }

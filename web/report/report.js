@@ -386,8 +386,17 @@
         if (topo.order && topo.order.length) t += ': ' + topo.order.join(' → ');
         if (topo.servers && topo.servers.length) t += '; servers ' + topo.servers.join(', ');
         if (topo.workers && topo.workers.length) t += '; workers ' + topo.workers.join(', ');
-        rows.push(['Topology', t]);
+        (topo.pipelines || []).forEach((pl, k) => { t += `; pipeline ${k + 1}: ` + pl.join(' → '); });
+        (topo.groups || []).forEach((g, k) => { t += `; stage ${k} data-parallel group: ` + g.join(', '); });
+        rows.push(['Parallelism', t]);
+        if (topo.evidence) rows.push(['Because', topo.evidence]);
         if (topo.flows !== undefined) rows.push(['Flows', topo.flows + ' (' + topo.flows_for_99pct + ' carry 99 % of the bytes)']);
+      }
+      const ph = j.phases || {};
+      if (ph.count) {
+        rows.push(['Phases per step', ph.count + ' (in ' + ph.steps + ' steps): ' +
+          ph.phases.slice(0, 12).map(x => '+' + fmtSeconds(x.offset_s) + ' ' + fmtSeconds(x.length_s) + ' ' + fmtBytes(x.bytes)).join(', ') +
+          (ph.phases.length > 12 ? ', …' : '') + '; idle ' + fmtSeconds(ph.idle_s) + ' (' + fmtPercent(ph.idle_share) + ')']);
       }
       if (j.steps) {
         const cong = j.steps.filter(s => s.congesting_bursts > 0);

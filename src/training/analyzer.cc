@@ -390,6 +390,14 @@ void timePairs(const std::vector<const Flow*>& jf, const std::map<Host, size_t>&
   };
   std::map<std::pair<size_t, size_t>, PairSteps> ps;
   double total = 0;
+  // A bin's place in its step, as the cosine and sine of its angle around the step: one table entry per bin of
+  // the period (a trigonometric call per bin would cost more than the rest of the analysis).
+  const size_t slots = std::max<size_t>(1, static_cast<size_t>(std::ceil(cut.period)));
+  std::vector<std::pair<double, double>> angle(slots);
+  for (size_t q = 0; q < slots; ++q) {
+    const double a = 2 * M_PI * (static_cast<double>(q) + 0.5) / cut.period;
+    angle[q] = {std::cos(a), std::sin(a)};
+  }
   for (const Flow* h : jf) {
     const size_t s = at.at(srcOf(h->key)), d = at.at(dstOf(h->key));
     if (s == d) continue;
@@ -406,9 +414,10 @@ void timePairs(const std::vector<const Flow*>& jf, const std::map<Host, size_t>&
       if (!(v > 0)) continue;
       p.pay[k] += v;
       total += v;
-      const double place = (static_cast<double>(i) + 0.5 - cut.origin) / cut.period;
-      p.cos += v * std::cos(2 * M_PI * place);
-      p.sin += v * std::sin(2 * M_PI * place);
+      const double into = static_cast<double>(i) - cut.origin - static_cast<double>(k) * cut.period;
+      const auto& [co, si] = angle[std::min(slots - 1, static_cast<size_t>(std::max(0.0, into)))];
+      p.cos += v * co;
+      p.sin += v * si;
       const std::vector<std::pair<size_t, size_t>>& runs = pc->runs[k];
       auto it = std::upper_bound(runs.begin(), runs.end(), i,
                                  [](size_t v, const std::pair<size_t, size_t>& r) { return v < r.first; });

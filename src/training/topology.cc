@@ -366,8 +366,9 @@ TopologyResult classifyTopology(const TopologyInput& in) {
       for (const std::vector<int>& p : pipes) t.pipelines.push_back(describe(p));
       for (size_t s = 0; s < stages; ++s) {
         std::vector<std::string> g;
+        g.reserve(pipes.size());
         for (const std::vector<int>& p : pipes) g.push_back(in.hosts[p[s]]);
-        t.groups.push_back(g);
+        t.groups.push_back(std::move(g));
       }
       t.evidence = absl::StrFormat(
           "%d pipelines of %d stages (payload both ways on each pipeline edge in every step, one way after the "

@@ -137,10 +137,10 @@ PeriodReport readPeriod(const std::vector<double>& fine, double fine_ns, const T
       training::PeriodEstimate recent =
           estimatePeriod(std::span<const double>(fine).subspan(from, end - from), fine_ns, cfg);
       // A real change of pace: the recent steps no longer repeat at the window's period as well as at the new
-      // one, and the steps before them did repeat at it (three of them at least). A recent reading that is part of
-      // a step (a pipeline's microbatch train, one of its burst groups) or several steps, while the recent steps
-      // still repeat at the window's period, is not a change; nor is a reading of a job whose earlier traffic
-      // (its start-up, a step or two) shows no pace of its own.
+      // one, and the steps before them did repeat at it (three of them at least) and not at the new one. A recent
+      // reading that is part of a step (a pipeline's microbatch train, one of its burst groups) or several steps, while
+      // the recent steps still repeat at the window's period, is not a change; nor is a reading of a job whose earlier
+      // traffic (its start-up, a step or two) shows no pace of its own.
       bool still = false;
       if (recent.found && std::abs(recent.period_bins - e.period_bins) > 0.08 * e.period_bins) {
         auto near = [&](double bins) {
@@ -154,17 +154,17 @@ PeriodReport readPeriod(const std::vector<double>& fine, double fine_ns, const T
             findPeriod(std::span<const double>(fine).subspan(from, end - from), near(e.period_bins));
         const training::PeriodEstimate head =
             findPeriod(std::span<const double>(fine).subspan(begin, from - begin), near(e.period_bins));
-        still = (old.found && old.quality >= recent.quality) || !head.found;
-        // A longer recent reading at which the whole window repeats about as well: the window's reading was a
-        // part of each step (a pipeline's forward and backward waves look alike), and the recent one is the
-        // fundamental of every step.
-        if (recent.period_bins > 1.08 * e.period_bins) {
+        // A recent reading that the earlier steps repeat at as well is no new pace. Shorter than the window's, it
+        // is the steps' inner rhythm (a sharded job's layer after layer), there all along; longer, it is the
+        // fundamental of every step, and the window's reading was a part of each (a pipeline's forward and
+        // backward waves look alike): the whole window is read again at it.
+        const training::PeriodEstimate head_recent =
+            findPeriod(std::span<const double>(fine).subspan(begin, from - begin), near(recent.period_bins));
+        still = (old.found && old.quality >= recent.quality) || !head.found || head_recent.found;
+        if (head_recent.found && recent.period_bins > e.period_bins) {
           const training::PeriodEstimate whole =
               findPeriod(std::span<const double>(fine).subspan(begin, end - begin), near(recent.period_bins));
-          if (whole.found && whole.quality >= 0.9 * e.quality) {
-            e = whole;
-            still = true;
-          }
+          e = whole.found ? whole : recent;
         }
       }
       if (recent.found && std::abs(recent.period_bins - e.period_bins) > 0.08 * e.period_bins && !still) {

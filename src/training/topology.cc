@@ -272,7 +272,7 @@ TopologyResult classifyTopology(const TopologyInput& in) {
     }
     return names;
   };
-  // Pipeline: one path through every host, nothing else, in one wave per step (stageDirection).
+  // Pipeline: one path through every host, nothing else, in one wave per step (waveOf).
   if (pipes.size() == 1 && stages == n && n >= 3 && pipe_edges == n - 1 &&
       std::all_of(group_adj.begin(), group_adj.end(), [](const std::vector<int>& a) { return a.empty(); })) {
     std::vector<int> path = pipes[0];

@@ -31,6 +31,9 @@ Current parallelism (SPEC "Current parallelism", "Phases of a step"), against ea
   than microbatches (each microbatch's activations and gradients are their own bursts);
 - hybrid (DP x PP): kind hybrid, every pipeline with its stage order and every data-parallel group as the job's
   `pipelines` and `dp_groups` say, and the model size (the groups' reductions) within 1.5% of `param_bytes_total`;
+- sharded (ZeRO-3 style): kind sharded, as many phases per step as the job's bursts of collectives
+  (`merged_phases_per_step`) within a factor of 2, the model size from the gathers and reductions within 1.5% of
+  `param_bytes_total`;
 - expert parallel (MoE, and the one all-to-all per step of alltoall): kind expert-parallel, with as many
   all-to-all phases per step as the job logged all-to-alls, within a factor of 2 (a collective may show as two
   bursts on a loaded machine, two may merge).
@@ -140,6 +143,17 @@ def check_parallelism(name, j, spec, ips):
         check(err is not None and abs(err) <= 0.015,
               f"{name}: model size from the groups' reductions {g} B within 1.5% of {truth} B"
               + ("" if err is None else f" (off by {100 * err:+.2f}%)"))
+    if pattern == "sharded":
+        want = spec["merged_phases_per_step"]
+        check(kind == "sharded" and want / 2 <= phases["count"] <= want * 2,
+              f"{name}: sharded with {phases['count']} phases per step, as many as its {want} bursts of collectives "
+              f"(gathers, a reduce-scatter merged with the next gather) within a factor of 2 "
+              f"(got {kind}: {topo['evidence']})")
+        g, truth = j["gradient_bytes_estimate"], spec["param_bytes_total"]
+        err = None if g is None else (g - truth) / truth
+        check(err is not None and abs(err) <= 0.015,
+              f"{name}: model size from the gathers and reductions {g} B within 1.5% of {truth} B"
+              + ("" if err is None else f" (off by {100 * err:+.2f}%)"))
     if pattern in ("moe", "alltoall"):
         n = len(ips)
         a2a = sum(1 for p in phases["phases"] if p["pairs"] >= 0.9 * n * (n - 1))
@@ -150,7 +164,7 @@ def check_parallelism(name, j, spec, ips):
 
 
 for name in ["ddp-ring-w4", "ddp-ring-w4-bottleneck", "ps-w4-s1", "alltoall-w4", "tree-w4", "pipeline-w4",
-             "hybrid-w4", "moe-w4"]:
+             "hybrid-w4", "sharded-w4", "moe-w4"]:
     t, meta = analyse(name)
     spec = meta["jobs"][0]
     ips = [h["ip"] for h in spec["hosts"]]

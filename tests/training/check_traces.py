@@ -104,13 +104,15 @@ def check_steps(name, j, spec):
           f"{name}: steps numbered 0..{len(listed) - 1} from the job's first step")
 
 
-def check_model_size(name, j, spec):
+def check_model_size(name, j, spec, truth=None, what=None):
+    """G within 1.5% of the parameter bytes: a ring's 4 x its model's params, or the given truth."""
     g = j["gradient_bytes_estimate"]
-    params = 4 * spec["model"]["params"]
-    err = None if g is None else (g - params) / params
+    if truth is None:
+        truth = 4 * spec["model"]["params"]
+        what = f"model size from payload {g} B within 1.5% of 4 x {spec['model']['params']} params = {truth} B"
+    err = None if g is None else (g - truth) / truth
     check(err is not None and abs(err) <= 0.015,
-          f"{name}: model size from payload {g} B within 1.5% of 4 x {spec['model']['params']} params = {params} B"
-          + ("" if err is None else f" (off by {100 * err:+.2f}%)"))
+          f"{name}: {what}" + ("" if err is None else f" (off by {100 * err:+.2f}%)"))
 
 
 def job_of(training, hosts):
@@ -138,22 +140,18 @@ def check_parallelism(name, j, spec, ips):
               f"{topo['evidence']})")
         check([sorted(g) for g in topo["groups"]] == groups,
               f"{name}: data-parallel groups {groups}, stage 0 first (got {topo['groups']})")
-        g, truth = j["gradient_bytes_estimate"], spec["param_bytes_total"]
-        err = None if g is None else (g - truth) / truth
-        check(err is not None and abs(err) <= 0.015,
-              f"{name}: model size from the groups' reductions {g} B within 1.5% of {truth} B"
-              + ("" if err is None else f" (off by {100 * err:+.2f}%)"))
+        check_model_size(name, j, spec, spec["param_bytes_total"],
+                         f"model size from the groups' reductions {j['gradient_bytes_estimate']} B within 1.5% of "
+                         f"{spec['param_bytes_total']} B")
     if pattern == "sharded":
         want = spec["merged_phases_per_step"]
         check(kind == "sharded" and want / 2 <= phases["count"] <= want * 2,
               f"{name}: sharded with {phases['count']} phases per step, as many as its {want} bursts of collectives "
               f"(gathers, a reduce-scatter merged with the next gather) within a factor of 2 "
               f"(got {kind}: {topo['evidence']})")
-        g, truth = j["gradient_bytes_estimate"], spec["param_bytes_total"]
-        err = None if g is None else (g - truth) / truth
-        check(err is not None and abs(err) <= 0.015,
-              f"{name}: model size from the gathers and reductions {g} B within 1.5% of {truth} B"
-              + ("" if err is None else f" (off by {100 * err:+.2f}%)"))
+        check_model_size(name, j, spec, spec["param_bytes_total"],
+                         f"model size from the gathers and reductions {j['gradient_bytes_estimate']} B within 1.5% of "
+                         f"{spec['param_bytes_total']} B")
     if pattern in ("moe", "alltoall"):
         n = len(ips)
         a2a = sum(1 for p in phases["phases"] if p["pairs"] >= 0.9 * n * (n - 1))

@@ -137,10 +137,10 @@ PeriodReport readPeriod(const std::vector<double>& fine, double fine_ns, const T
       training::PeriodEstimate recent =
           estimatePeriod(std::span<const double>(fine).subspan(from, end - from), fine_ns, cfg);
       // A real change of pace: the recent steps no longer repeat at the window's period as well as at the new
-      // one, and the steps before them did repeat at it (three of them at least) and not at the new one. A recent
-      // reading that is part of a step (a pipeline's microbatch train, one of its burst groups) or several steps, while
-      // the recent steps still repeat at the window's period, is not a change; nor is a reading of a job whose earlier
-      // traffic (its start-up, a step or two) shows no pace of its own.
+      // one, the steps before them did repeat at the window's period (a job whose earlier traffic, its start-up
+      // and a step or two, shows no pace of its own has not changed pace), and they did not repeat at the new one
+      // (below). A recent reading that is part of a step (a pipeline's microbatch train, one of its burst groups)
+      // or several steps, while the recent steps still repeat at the window's period, is no change either.
       bool still = false;
       if (recent.found && std::abs(recent.period_bins - e.period_bins) > 0.08 * e.period_bins) {
         auto near = [&](double bins) {
@@ -438,10 +438,7 @@ void timePairs(const std::vector<const Flow*>& jf, const std::map<Host, size_t>&
       present += cut.counted[k] && p.pay[k] > 0 && p.pay[k] >= least;
     }
     topo->steps_share[s][d] = static_cast<double>(present) / static_cast<double>(counted);
-    if (p.cos != 0 || p.sin != 0) {
-      const double a = std::atan2(p.sin, p.cos) / (2 * M_PI);
-      topo->offset[s][d] = a - std::floor(a);
-    }
+    if (p.cos != 0 || p.sin != 0) topo->offset[s][d] = training::turnOf(p.cos, p.sin);
   }
   for (size_t q = 0; q < phases; ++q) {
     double sum = 0;
@@ -856,28 +853,28 @@ TrainingReport TrainingAnalyzer::Impl::analyze() {
       }
       r.ranks.push_back(std::move(rk));
     }
-    // Ring all-reduce: each rank sends 2(N-1)/N of the gradient per step (SPEC "Model size", from transport
-    // payload: no headers, no retransmissions). None when the capture carries no payload figures.
-    if (r.topology.kind == "ring" && r.period.steps > 0 && n >= 2 && rank_payload_mean > 0) {
-      r.gradient_bytes = rank_payload_mean * static_cast<double>(n) / (2.0 * static_cast<double>(n - 1));
+    // Model size (SPEC "Model size", from transport payload: no headers, no retransmissions; none when the capture
+    // carries no payload figures). A collective over m ranks that moves the model `passes` times per step has each
+    // rank send passes·(m-1)/m of it: ring all-reduce 2 (reduce-scatter, all-gather), sharded 3 (two gathers and
+    // a reduction per layer); a hybrid job's stage groups each all-reduce their stage's share of it, and its
+    // pipeline edges carry activations, not parameters.
+    auto model = [](double rank_payload, double m, double passes) { return rank_payload * m / (passes * (m - 1)); };
+    const double nd = static_cast<double>(n);
+    if (r.period.steps > 0 && n >= 2 && rank_payload_mean > 0) {
+      if (r.topology.kind == "ring") r.gradient_bytes = model(rank_payload_mean, nd, 2);
+      if (r.topology.kind == "sharded") r.gradient_bytes = model(rank_payload_mean, nd, 3);
     }
-    // Sharded: each rank sends (N-1)/N of the model in each of two gathers and one reduction per step.
-    if (r.topology.kind == "sharded" && r.period.steps > 0 && n >= 2 && rank_payload_mean > 0) {
-      r.gradient_bytes = rank_payload_mean * static_cast<double>(n) / (3.0 * static_cast<double>(n - 1));
-    }
-    // Hybrid: each stage's data-parallel group reduces its stage's share of the model (a ring figure per group);
-    // the pipeline edges carry activations, not parameters.
     if (r.topology.kind == "hybrid" && r.period.steps > 0) {
       std::map<std::string, size_t> index;
       for (size_t i = 0; i < n; ++i) index[r.hosts[i]] = i;
       double g = 0;
       for (const std::vector<std::string>& group : r.topology.groups) {
         const double m = static_cast<double>(group.size());
-        double sent = 0;
+        double sent = 0;  // by the group's ranks to each other, over the counted steps
         for (const std::string& a : group) {
           for (const std::string& b : group) sent += topo.payload[index[a]][index[b]];
         }
-        if (m >= 2) g += sent / static_cast<double>(r.period.steps) / m * m / (2 * (m - 1));
+        if (m >= 2) g += model(sent / static_cast<double>(r.period.steps) / m, m, 2);
       }
       if (g > 0) r.gradient_bytes = g;
     }

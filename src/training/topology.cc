@@ -3,10 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
-#include <map>
 #include <numeric>
 #include <optional>
-#include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -157,6 +155,17 @@ TopologyResult classifyTopology(const TopologyInput& in) {
   auto data = [&](size_t i, size_t j) {
     return i != j && in.bytes[i][j] > 0 && static_cast<double>(in.bytes[i][j]) >= cut;
   };
+  // With a period, each pair's share of the steps and its place in the step (topology.h).
+  const bool timed = in.steps_share.size() == n && in.offset.size() == n;
+  auto edge = [&](size_t i, size_t j, bool light) {
+    return TopologyEdge{in.hosts[i],
+                        in.hosts[j],
+                        in.bytes[i][j],
+                        static_cast<double>(in.bytes[i][j]) / static_cast<double>(total),
+                        timed ? in.steps_share[i][j] : -1,
+                        timed ? in.offset[i][j] : -1,
+                        light};
+  };
   uint64_t data_bytes = 0, reverse_bytes = 0;
   std::vector<std::vector<int>> adj(n);  // undirected data graph
   size_t undirected_edges = 0;
@@ -164,8 +173,7 @@ TopologyResult classifyTopology(const TopologyInput& in) {
     for (size_t j = 0; j < n; ++j) {
       if (data(i, j)) {
         data_bytes += in.bytes[i][j];
-        t.edges.push_back({in.hosts[i], in.hosts[j], in.bytes[i][j],
-                           static_cast<double>(in.bytes[i][j]) / static_cast<double>(total)});
+        t.edges.push_back(edge(i, j, false));
       } else if (data(j, i)) {
         reverse_bytes += in.bytes[i][j];
       }
@@ -183,7 +191,6 @@ TopologyResult classifyTopology(const TopologyInput& in) {
   t.reverse_share = static_cast<double>(reverse_bytes) / static_cast<double>(total);
 
   // Structure below the data share: a pair that carries payload both ways in (nearly) every counted step.
-  const bool timed = in.steps_share.size() == n && in.offset.size() == n;
   auto every = [&](size_t i, size_t j) { return timed && i != j && in.steps_share[i][j] >= in.structure_steps_share; };
   size_t light_edges = 0;
   for (size_t i = 0; i < n; ++i) {
@@ -192,17 +199,9 @@ TopologyResult classifyTopology(const TopologyInput& in) {
       ++light_edges;
       for (auto [a, b] : {std::pair{i, j}, std::pair{j, i}}) {
         if (t.edges.size() >= 64) break;
-        t.edges.push_back({in.hosts[a], in.hosts[b], in.bytes[a][b],
-                           static_cast<double>(in.bytes[a][b]) / static_cast<double>(total), -1, -1, true});
+        t.edges.push_back(edge(a, b, true));
       }
     }
-  }
-  if (timed) {
-    std::map<std::pair<std::string, std::string>, std::pair<double, double>> timing;
-    for (size_t i = 0; i < n; ++i) {
-      for (size_t j = 0; j < n; ++j) timing[{in.hosts[i], in.hosts[j]}] = {in.steps_share[i][j], in.offset[i][j]};
-    }
-    for (TopologyEdge& e : t.edges) std::tie(e.steps_share, e.step_offset) = timing[{e.src, e.dst}];
   }
   const size_t phases = in.phases.size();
 
@@ -341,7 +340,7 @@ TopologyResult classifyTopology(const TopologyInput& in) {
             sn += std::sin(2 * M_PI * in.offset[p[s]][w]);
           }
         }
-        return c == 0 && sn == 0 ? -1.0 : std::atan2(sn, c) / (2 * M_PI) - std::floor(std::atan2(sn, c) / (2 * M_PI));
+        return c == 0 && sn == 0 ? -1.0 : turnOf(c, sn);
       };
       const double first = reduced(0), last = reduced(stages - 1);
       if (first >= 0 && last >= 0 && std::abs(circular(last, first)) > kOffsetTolerance) {

@@ -1,6 +1,7 @@
 // The communication pattern of one job from its directed host-pair byte matrix (docs/training.md "Topology").
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -32,5 +33,12 @@ struct TopologyResult {
 };
 
 TopologyResult classifyTopology(const TopologyInput& in);
+
+// The angle of the vector (c, s) as a share of the turn, in [0, 1): the circular mean of places in the step from
+// their summed (weighted) cosines and sines.
+inline double turnOf(double c, double s) {
+  const double a = std::atan2(s, c) / (2 * M_PI);
+  return a - std::floor(a);
+}
 
 }  // namespace burstscope::training

@@ -43,6 +43,8 @@ import re
 import subprocess
 import sys
 
+from parallelism import model_size, parallelism
+
 exe, root = sys.argv[1], sys.argv[2]
 checks = []
 
@@ -104,15 +106,12 @@ def check_steps(name, j, spec):
           f"{name}: steps numbered 0..{len(listed) - 1} from the job's first step")
 
 
-def check_model_size(name, j, spec, truth=None, what=None):
-    """G within 1.5% of the parameter bytes: a ring's 4 x its model's params, or the given truth."""
-    g = j["gradient_bytes_estimate"]
-    if truth is None:
-        truth = 4 * spec["model"]["params"]
-        what = f"model size from payload {g} B within 1.5% of 4 x {spec['model']['params']} params = {truth} B"
-    err = None if g is None else (g - truth) / truth
-    check(err is not None and abs(err) <= 0.015,
-          f"{name}: {what}" + ("" if err is None else f" (off by {100 * err:+.2f}%)"))
+def check_model_size(name, j, spec):
+    """G within 1.5% of a ring's parameter bytes: 4 x its model's params."""
+    truth = 4 * spec["model"]["params"]
+    for ok, what in model_size(j, truth, f"{name}: model size from payload {j['gradient_bytes_estimate']} B within "
+                                         f"1.5% of 4 x {spec['model']['params']} params = {truth} B"):
+        check(ok, what)
 
 
 def job_of(training, hosts):
@@ -120,45 +119,6 @@ def job_of(training, hosts):
         if set(hosts) <= set(j["hosts"]):
             return j
     return None
-
-
-def check_parallelism(name, j, spec, ips):
-    """The kind, stages, groups, phases and model size of the current-parallelism jobs."""
-    kind, topo, phases = j["topology"]["kind"], j["topology"], j["phases"]
-    pattern = spec["pattern"]
-    if pattern == "pipeline":
-        stages = [ips[r] for r in spec["stages"]]
-        check(kind == "pipeline" and topo["order"] == stages,
-              f"{name}: pipeline with stages {stages} (got {kind} {topo['order']}: {topo['evidence']})")
-        check(phases["count"] > spec["microbatches"],
-              f"{name}: {phases['count']} phases per step, more than its {spec['microbatches']} microbatches")
-    if pattern == "hybrid":
-        pipes = sorted([ips[r] for r in p] for p in spec["pipelines"])
-        groups = [sorted(ips[r] for r in g) for g in spec["dp_groups"]]
-        check(kind == "hybrid" and sorted(topo["pipelines"]) == pipes,
-              f"{name}: hybrid with pipelines {pipes} in stage order (got {kind} {topo['pipelines']}: "
-              f"{topo['evidence']})")
-        check([sorted(g) for g in topo["groups"]] == groups,
-              f"{name}: data-parallel groups {groups}, stage 0 first (got {topo['groups']})")
-        check_model_size(name, j, spec, spec["param_bytes_total"],
-                         f"model size from the groups' reductions {j['gradient_bytes_estimate']} B within 1.5% of "
-                         f"{spec['param_bytes_total']} B")
-    if pattern == "sharded":
-        want = spec["merged_phases_per_step"]
-        check(kind == "sharded" and want / 2 <= phases["count"] <= want * 2,
-              f"{name}: sharded with {phases['count']} phases per step, as many as its {want} bursts of collectives "
-              f"(gathers, a reduce-scatter merged with the next gather) within a factor of 2 "
-              f"(got {kind}: {topo['evidence']})")
-        check_model_size(name, j, spec, spec["param_bytes_total"],
-                         f"model size from the gathers and reductions {j['gradient_bytes_estimate']} B within 1.5% of "
-                         f"{spec['param_bytes_total']} B")
-    if pattern in ("moe", "alltoall"):
-        n = len(ips)
-        a2a = sum(1 for p in phases["phases"] if p["pairs"] >= 0.9 * n * (n - 1))
-        want = spec.get("phases_per_step", 1)
-        check(kind == "expert-parallel" and want / 2 <= a2a <= want * 2,
-              f"{name}: expert-parallel with {a2a} all-to-all phases per step, as many as its {want} all-to-alls "
-              f"within a factor of 2 (got {kind}: {topo['evidence']})")
 
 
 for name in ["ddp-ring-w4", "ddp-ring-w4-bottleneck", "ps-w4-s1", "alltoall-w4", "tree-w4", "pipeline-w4",
@@ -184,7 +144,8 @@ for name in ["ddp-ring-w4", "ddp-ring-w4-bottleneck", "ps-w4-s1", "alltoall-w4",
                   f"{name}: rank {src} ({rank_ip[src]}) sends to its successor rank {dst} ({rank_ip[dst]}): "
                   f"got {by_ip.get(rank_ip[src])}")
         check_model_size(name, j, spec)
-    check_parallelism(name, j, spec, ips)
+    for ok, what in parallelism(name, j, spec, ips):
+        check(ok, what)
     if spec["pattern"] == "ps":
         servers = [r["ip"] for r in spec["ranks"] if r["role"] == "server"]
         check(kind == "parameter-server" and j["topology"]["servers"] == servers,

@@ -374,8 +374,8 @@ PhaseCut cutPhases(std::span<const double> fine, double fine_ns, const training:
 // circular mean of its bins' places in their steps, a share of the period: robust to steps that drift against the
 // period's grid, which a per-step "first packet" is not), and its payload in each phase of the typical steps: the
 // senders and pairs of each phase. Wire bytes stand in for payload when the capture carries no payload figures.
-template <typename Flow>
-void timePairs(const std::vector<const Flow*>& jf, const std::map<Host, size_t>& at, int64_t ws, int64_t f,
+template <typename Flow, typename FineOf>
+void timePairs(const std::vector<const Flow*>& jf, const std::map<Host, size_t>& at, const FineOf& fineOf, size_t nf,
                const training::StepCut& cut, PhaseCut* pc, training::TopologyInput* topo) {
   const size_t n = at.size();
   const size_t phases = pc->report.count;
@@ -398,6 +398,7 @@ void timePairs(const std::vector<const Flow*>& jf, const std::map<Host, size_t>&
     const double a = 2 * M_PI * (static_cast<double>(q) + 0.5) / cut.period;
     angle[q] = {std::cos(a), std::sin(a)};
   }
+  training::StepCut::Walk walk(cut, nf);
   for (const Flow* h : jf) {
     const size_t s = at.at(srcOf(h->key)), d = at.at(dstOf(h->key));
     if (s == d) continue;
@@ -406,9 +407,12 @@ void timePairs(const std::vector<const Flow*>& jf, const std::map<Host, size_t>&
       p.pay.assign(cut.count, 0.0);
       p.phase.assign(phases, 0.0);
     }
+    if (!h->bins.empty()) walk.reset(fineOf(h->bins.front().first));
+    long step = -1;  // the step of the phase run below; runs of a step are in order, bins too
+    size_t run = 0;
     for (const auto& x : h->bins) {
-      const size_t i = static_cast<size_t>((x.first - ws) / f);
-      const long k = cut.stepOf(i);
+      const size_t i = fineOf(x.first);
+      const long k = walk.stepOf(i);
       if (k < 0 || !cut.counted[k]) continue;
       const double v = known ? static_cast<double>(x.payload) : static_cast<double>(x.second);
       if (!(v > 0)) continue;
@@ -419,9 +423,12 @@ void timePairs(const std::vector<const Flow*>& jf, const std::map<Host, size_t>&
       p.cos += v * co;
       p.sin += v * si;
       const std::vector<std::pair<size_t, size_t>>& runs = pc->runs[k];
-      auto it = std::upper_bound(runs.begin(), runs.end(), i,
-                                 [](size_t v, const std::pair<size_t, size_t>& r) { return v < r.first; });
-      if (it != runs.begin() && i < std::prev(it)->second) p.phase[std::prev(it) - runs.begin()] += v;
+      if (k != step) {
+        step = k;
+        run = 0;
+      }
+      while (run < runs.size() && runs[run].second <= i) ++run;
+      if (run < runs.size() && runs[run].first <= i) p.phase[run] += v;
     }
   }
   const size_t counted = static_cast<size_t>(std::count(cut.counted.begin(), cut.counted.end(), true));
@@ -710,11 +717,16 @@ TrainingReport TrainingAnalyzer::Impl::analyze() {
       std::max<int64_t>(1, (nb + static_cast<int64_t>(kMaxFineBins) - 1) / static_cast<int64_t>(kMaxFineBins));
   const size_t nf = static_cast<size_t>((nb + f - 1) / f);
   const double fine_ns = static_cast<double>(bin * f);
+  // A bin's fine bin: a subtraction, and a division only when a long window is held in coarser fine bins.
+  const auto fineOf = [ws, f](int64_t b) { return static_cast<size_t>(f == 1 ? b - ws : (b - ws) / f); };
   const int64_t ds = pending.empty() ? ws : pending.front()->start_ns / bin;
   const size_t interval_from = static_cast<size_t>(std::clamp<int64_t>((ds - ws) / f, 0, static_cast<int64_t>(nf)));
   const double interval_s =
       pending.empty() ? window_s : static_cast<double>(pending.back()->end_ns - pending.front()->start_ns) / 1e9;
   std::set<std::string> current;
+  // Each job's fine bins, in one buffer for all: a window's worth (up to kMaxFineBins) allocated afresh for every
+  // job costs its pages' first touch each time.
+  std::vector<double> fine;
   for (const JobBuild& j : jobs) {
     JobReport r;
     r.name = j.name;
@@ -738,10 +750,10 @@ TrainingReport TrainingAnalyzer::Impl::analyze() {
         topo.flow_bytes.push_back(h->bytes);
       }
     }
-    std::vector<double> fine(nf, 0.0);
+    fine.assign(nf, 0.0);
     int64_t last_bin = kMin;
     for (const FlowHist* h : jf) {
-      for (const FlowHist::Bin& x : h->bins) fine[static_cast<size_t>((x.first - ws) / f)] += x.second;
+      for (const FlowHist::Bin& x : h->bins) fine[fineOf(x.first)] += x.second;
       last_bin = std::max(last_bin, h->last_bin);
     }
     r.idle_s = last_bin == kMin ? window_s : std::max(0.0, static_cast<double>(now_ns - (last_bin + 1) * bin) / 1e9);
@@ -784,10 +796,12 @@ TrainingReport TrainingAnalyzer::Impl::analyze() {
     std::vector<double> rank_payload(n, 0.0);  // over the counted steps
     std::vector<double> steps(cut.count, 0.0);
     if (r.period.period_s) {
+      training::StepCut::Walk walk(cut, nf);
       for (const FlowHist* h : jf) {
         const size_t src = at[srcOf(h->key)];
+        if (!h->bins.empty()) walk.reset(fineOf(h->bins.front().first));
         for (const FlowHist::Bin& x : h->bins) {
-          const long k = cut.stepOf(static_cast<size_t>((x.first - ws) / f));
+          const long k = walk.stepOf(fineOf(x.first));
           if (k < 0 || !cut.counted[k]) continue;
           rank_steps[src][k] += x.second;
           rank_payload[src] += x.payload;
@@ -827,7 +841,7 @@ TrainingReport TrainingAnalyzer::Impl::analyze() {
     }
     if (r.period.period_s && n <= kMaxTopologyHosts) {
       PhaseCut pc = cutPhases(fine, fine_ns, cut);
-      timePairs(jf, at, ws, f, cut, &pc, &topo);
+      timePairs(jf, at, fineOf, nf, cut, &pc, &topo);
       topo.period_s = *r.period.period_s;
       r.phases = std::move(pc.report);
     }
@@ -1019,9 +1033,9 @@ TrainingReport TrainingAnalyzer::Impl::analyze() {
     });
     if (order.size() > 32) order.resize(32);
     for (const PairAgg* p : order) {
-      std::vector<double> fine(nf, 0.0);
+      fine.assign(nf, 0.0);
       for (const FlowHist* h : p->flows) {
-        for (const FlowHist::Bin& x : h->bins) fine[static_cast<size_t>((x.first - ws) / f)] += x.second;
+        for (const FlowHist::Bin& x : h->bins) fine[fineOf(x.first)] += x.second;
       }
       training::StepCut cut;
       rep.pairs.push_back(PairPeriod{hostName(p->s), hostName(p->d), p->bytes, readPeriod(fine, fine_ns, cfg, &cut)});

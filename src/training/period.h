@@ -67,6 +67,31 @@ struct StepCut {
       begin = end;
     }
   }
+  // stepOf for bins met in increasing order (a flow's bins), without a division per bin: each step's first bin
+  // once (forEachStep's edges), then a comparison per bin. reset(i) before a flow's first bin.
+  class Walk {
+   public:
+    Walk(const StepCut& cut, size_t n) : edge_(cut.count + 1, n) {
+      cut.forEachStep(n, [&](size_t k, size_t begin, size_t end) {
+        edge_[k] = begin;
+        edge_[k + 1] = end;
+      });
+      // Steps forEachStep did not reach (past n) begin at n; so does the end of the last one it did.
+      for (size_t k = 1; k < edge_.size(); ++k) edge_[k] = std::max(edge_[k], edge_[k - 1]);
+    }
+    void reset(size_t i) {
+      k_ = static_cast<long>(std::upper_bound(edge_.begin(), edge_.end(), i) - edge_.begin()) - 1;
+    }
+    long stepOf(size_t i) {
+      const long last = static_cast<long>(edge_.size()) - 1;  // = count
+      while (k_ < last && i >= edge_[static_cast<size_t>(k_ + 1)]) ++k_;
+      return k_ >= 0 && k_ < last ? k_ : -1;
+    }
+
+   private:
+    std::vector<size_t> edge_;  // edge_[k]: step k's first bin; edge_[count]: one past the last step's
+    long k_ = -1;
+  };
 };
 
 }  // namespace burstscope::training

@@ -336,7 +336,7 @@ TEST(TrainingTest, AutocorrelationOfTheFirstLagsEqualsTheDefinitionAndTheTransfo
 
 // Steps are found at their edges (forEachStep) instead of by a division per bin (stepOf): the same bins, for
 // fractional, sub-bin and large origins and periods, series ending inside a step and before the first.
-TEST(TrainingTest, StepRunsHoldExactlyTheBinsOfEachStep) {
+TEST(TrainingTest, StepRunsAndTheWalkHoldExactlyTheBinsOfEachStep) {
   std::mt19937 rng(11);
   std::uniform_real_distribution<double> u(0, 1);
   for (int trial = 0; trial < 2000; ++trial) {
@@ -357,6 +357,14 @@ TEST(TrainingTest, StepRunsHoldExactlyTheBinsOfEachStep) {
     });
     for (size_t i = 0; i < n; ++i) {
       ASSERT_EQ(seen[i], cut.stepOf(i)) << "bin " << i << " origin " << cut.origin << " period " << cut.period;
+    }
+    // The walk over bins in increasing order (a flow's), from a random first bin, in random strides.
+    training::StepCut::Walk walk(cut, n);
+    size_t i = n == 0 ? 0 : rng() % n;
+    walk.reset(i);
+    for (; i < n; i += 1 + rng() % (trial % 2 == 0 ? 3 : 200)) {
+      ASSERT_EQ(walk.stepOf(i), cut.stepOf(i))
+          << "walk: bin " << i << " origin " << cut.origin << " period " << cut.period;
     }
   }
 }

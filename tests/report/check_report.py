@@ -9,7 +9,9 @@ Chromium (file:// only, no network) dumps the rendered DOM and takes a screensho
 - every key figure's data-value equals analyze's value at its data-path, and the text shown agrees with it at the
   precision shown ("39.45 MB" is 39,446,299 bytes give or take 5 kB);
 - the numbers the charts draw are report.json's (timeline peak per bin width, heatmap totals, flow shares);
-- every chart region's crop of the screenshot is not blank.
+- every chart region's crop of the screenshot is not blank;
+- the training section names each job's parallelism as analyze does: kind, evidence, each pipeline in stage
+  order, each stage's data-parallel group, the count of phases per step (the hybrid recording has them all).
 Run with /usr/bin/python3 (Debian's python3-pil); needs Debian's chromium (scripts/setup.sh installs both).
 """
 import html.parser
@@ -23,11 +25,14 @@ import tempfile
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
 from tap import check, done  # noqa: E402
 
+# The bottleneck recording has TCP loss: congesting bursts and step evidence; the hybrid job (DP x PP) shows the
+# current-parallelism rows: its pipelines, groups, the evidence and the phases of its steps.
 TRACES = ['data/testbed/ddp-ring-w4.pcap', 'data/testbed/two-jobs.pcap',
-          'data/testbed/ddp-ring-w4-bottleneck.pcap']  # the last has TCP loss: congesting bursts and step evidence
+          'data/testbed/ddp-ring-w4-bottleneck.pcap', 'data/testbed/hybrid-w4.pcap']
 REGIONS = ['key-figures', 'chart-timeline', 'chart-envelope', 'chart-ptm', 'chart-backlog', 'chart-utilisation',
            'chart-microbursts', 'chart-heatmap', 'chart-flows', 'chart-flow-timelines', 'training', 'evidence']
 CHART_REGIONS = [r for r in REGIONS if r.startswith('chart-')]
+TEXT_SECTIONS = {'training'}  # sections whose whole text the test reads
 STEP_TIMEOUT_S = 120
 WIDTH = 1280
 
@@ -69,6 +74,7 @@ class Dom(html.parser.HTMLParser):
         self.values = []         # [attrs, text] of elements with data-path
         self.report_values = []  # attrs of elements with data-report-path
         self.sections = {}       # id -> attrs
+        self.texts = {}          # id -> text of the sections in TEXT_SECTIONS
         self.body = {}
         self._stack = []         # open capture targets: [tag, key, text parts, depth]
         self._depth = 0
@@ -80,6 +86,8 @@ class Dom(html.parser.HTMLParser):
             self.body = a
         if tag == 'section' and 'id' in a:
             self.sections[a['id']] = a
+            if a['id'] in TEXT_SECTIONS:
+                self._stack.append(['text', a['id'], [], self._depth])
         if tag == 'pre' and a.get('id') in ('page-errors', 'page-layout'):
             self._stack.append(['pre', a['id'], [], self._depth])
         if 'data-path' in a:
@@ -92,6 +100,8 @@ class Dom(html.parser.HTMLParser):
             kind, key, parts, _ = self._stack.pop()
             if kind == 'pre':
                 self.pre[key] = ''.join(parts)
+            elif kind == 'text':
+                self.texts[key] = ''.join(parts)
             else:
                 self.values.append([key, ''.join(parts)])
         self._depth -= 1
@@ -207,6 +217,22 @@ def check_trace(exe, root, browser, trace, tmp):
     check(not wrong and len(dom.values) >= len(required),
           f'{name}: {len(dom.values)} numbers on the page equal analyze --json and are shown at their precision'
           + (': ' + '; '.join(wrong[:8]) if wrong else ''))
+
+    # Each job's parallelism as analyze names it: the kind, every pipeline in stage order, every stage's group,
+    # the evidence, and the count of phases per step (the page writes hosts joined by ' → ' and ', ').
+    shown = dom.texts.get('training', '')
+    missing = []
+    for j in analyze.get('training', {}).get('jobs', []):
+        topo, phases = j['topology'], j.get('phases') or {}
+        want = [topo['kind']] + [topo['evidence']] * bool(topo.get('evidence'))
+        want += [f'pipeline {k + 1}: ' + ' → '.join(p) for k, p in enumerate(topo.get('pipelines', []))
+                 if topo['kind'] == 'hybrid']
+        want += [f'stage {k} data-parallel group: ' + ', '.join(g) for k, g in enumerate(topo.get('groups', []))]
+        want += [f'Phases per step{phases["count"]} (in {phases["steps"]} steps)'] * bool(phases.get('count'))
+        missing += [f'{j["name"]}: {w!r}' for w in want if w not in shown]
+    check(shown and not missing, f'{name}: the training section names each job\'s parallelism, its pipelines, groups, '
+                                 'evidence and phases per step as analyze --json does'
+          + (': missing ' + '; '.join(missing[:6]) if missing else ''))
 
     # The charts draw report.json's numbers.
     timeline = dom.sections.get('chart-timeline', {})

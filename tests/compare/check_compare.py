@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """burstscope compare (docs/compare.md), end to end through the binary:
 
-1. On committed traces, every figure of compare's table equals what `analyze FILE --json` says of that file.
+1. On committed traces (rings, two jobs, a parameter server, a pipeline and a sharded job), every figure of
+   compare's table and the step-shape features (phases per step, idle share) equal what `analyze FILE --json`
+   says of that file.
 2. Traces from two clearly different synthetic generators (written here as classic pcap files) fall into two
    clusters, one per generator; the seed makes the output identical; --out writes the page, the JSON and CSVs
   (the page itself: check_compare_page.py).
@@ -77,7 +79,8 @@ def smooth(seed):
 
 
 # 1. The table against analyze, file by file.
-committed = [os.path.join(root, "data/testbed", f) for f in ("ddp-ring-w4.pcap", "two-jobs.pcap", "ps-w4-s1.pcap")]
+committed = [os.path.join(root, "data/testbed", f)
+             for f in ("ddp-ring-w4.pcap", "two-jobs.pcap", "ps-w4-s1.pcap", "pipeline-w4.pcap", "sharded-w4.pcap")]
 committed.append(os.path.join(root, "data/ddp-gloo-w3-3steps.pcap"))
 p = run("compare", "--json", *committed)
 check(p.returncode == 0, "compare runs on the committed traces")
@@ -94,9 +97,17 @@ for row, path in zip(cmp["traces"], committed):
     check(row["microbursts"] == a["microbursts"]["count"] and row["flows"] == a["flows"]["entries"],
           f"{name}: microbursts and flows equal analyze's")
     jobs = [(j["name"], j["period"]["period_s"], j["step_bytes"]["mean"] if j.get("step_bytes") else None,
-             j["topology"]["kind"]) for j in a["training"]["jobs"]]
-    check([(j["name"], j["period_s"], j["bytes_per_step"], j["topology"]) for j in row["jobs"]] == jobs,
-          f"{name}: jobs, periods, bytes per step and topologies equal analyze's")
+             j["topology"]["kind"], j["phases"]["count"] if j["phases"] else None) for j in a["training"]["jobs"]]
+    check([(j["name"], j["period_s"], j["bytes_per_step"], j["topology"], j["phases_per_step"])
+           for j in row["jobs"]] == jobs,
+          f"{name}: jobs, periods, bytes per step, topologies and phases per step equal analyze's")
+    # The step-shape features are the heaviest job's phases (none without a period or phases).
+    heavy = max(a["training"]["jobs"], key=lambda j: j["bytes"], default=None)
+    ph = heavy["phases"] if heavy and heavy["period"]["period_s"] else None
+    want = (ph["count"], ph["idle_share"]) if ph and ph["count"] > 0 else (None, None)
+    got = (row["features"].get("phases_per_step"), row["features"].get("step_idle_share"))
+    check(got == want, f"{name}: the phases-per-step and step-idle-share features are the heaviest job's {want} "
+                       f"(got {got})")
     top = a["flows"]["top"]
     check(row["features"].get("top_flow_share") == (top[0]["share"] if top else None),
           f"{name}: the top-flow share feature is analyze's")

@@ -85,6 +85,19 @@ def describe(j):
     t, p = j["topology"], j["period"]
     return (f"{j['name']}: hosts {sorted(j['hosts'])}, {t['kind']}, order {t['order']}, servers {t['servers']}, "
             f"period {p['period_s']} s (quality {p['quality']}, {p['steps']} steps{', ' + p['why'] if p['why'] else ''})")
+
+def live_and_offline(live_out, analyze_json, metadata, show=describe):
+    """The job as burstscope live (run --json) and analyze of tcpdump's file report it, each printed, and its
+    metadata: (live, offline, job), live and offline None unless each reported exactly that one job."""
+    import json
+    live = json.load(open(live_out))["ports"][0]["training"]
+    off = json.load(open(analyze_json))["training"]
+    job = json.load(open(metadata))["jobs"][0]
+    a, b = reported(live, job), reported(off, job)
+    for x in a: print("live   ", show(x))
+    for x in b: print("offline", show(x))
+    one = len(live["jobs"]) == len(off["jobs"]) == len(a) == len(b) == 1
+    return (a[0], b[0], job) if one else (None, None, job)
 PY
 
 # start_span (a process in the span namespace, waited for) and stop (signal, bounded wait).
@@ -270,17 +283,11 @@ PY
 
 pycheck "training: burstscope live = analyze of tcpdump's file: the same job, hosts, topology and successors, periods within 0.5%" \
   "$TMP/plain.out" "$TMP/tap.json" "$TMP/ring.json" <<'PY'
-import json, sys
+import sys
 from training_truth import *
-live = json.load(open(sys.argv[1]))["ports"][0]["training"]
-off = json.load(open(sys.argv[2]))["training"]
-job = json.load(open(sys.argv[3]))["jobs"][0]
-a, b = reported(live, job), reported(off, job)
-for x in a: print("live   ", describe(x))
-for x in b: print("offline", describe(x))
-ok = len(live["jobs"]) == len(off["jobs"]) == len(a) == len(b) == 1
+a, b, job = live_and_offline(*sys.argv[1:4])
+ok = a is not None
 if ok:
-    a, b = a[0], b[0]
     pa, pb = a["period"]["period_s"], b["period"]["period_s"]
     ok = (sorted(a["hosts"]) == sorted(b["hosts"]) and a["topology"]["kind"] == b["topology"]["kind"]
           and successors(a) == successors(b) and pa is not None and pb is not None and abs(pa - pb) / pb <= 0.005)
@@ -288,19 +295,40 @@ if ok:
 sys.exit(0 if ok else 1)
 PY
 
+# live_job LABEL [--no-tap] JOB ARGS...: runs a testbed job with burstscope on the plain mirror (TMP/LABEL.out,
+# .err) and tcpdump on the tap (TMP/LABEL.pcap and its analyze --json in TMP/LABEL.analyze.json; not with
+# --no-tap); the job's metadata and steps in TMP/LABEL.json, .steps. Each process waited for with a bound.
+live_job() {
+  local label=$1 tap=1 bs td rc
+  shift
+  [ "$1" = --no-tap ] && { tap=; shift; }
+  start_span "$label" "burstscope run: $SPAN (" "$BS" "${BSARGS[@]}" --xdp "$SPAN" || bail "burstscope did not start"
+  bs=$pid
+  if [ -n "$tap" ]; then
+    start_span "$label-tcpdump" "listening on" tcpdump -Z root -n -i "$TAP" -s 96 --time-stamp-precision=nano \
+      -w "$TMP/$label.pcap" || bail "tcpdump did not start on $TAP"
+    td=$pid
+  fi
+  t0=$(date +%s)
+  if "$TB" run "$NAME" --out "$TMP/$label" --timeout 240 "$@" 2>"$TMP/$label.job.err"; then
+    ok "$label job ($*): every rank exits 0 ($(($(date +%s) - t0)) s)"
+  else
+    notok "$label job ($*)"
+    sed 's/^/# /' "$TMP/$label.job.err"
+  fi
+  check "the mirror goes quiet after the $label job" "$TB" quiet "$NAME" --for 1 --timeout 60
+  stop "$bs" TERM
+  check "burstscope exits 0 on SIGTERM after the $label job" test $? = 0
+  [ -n "$tap" ] || return 0
+  stop "$td" INT
+  rc=$?
+  check "tcpdump exits 0 and dropped nothing ($label)" sh -c \
+    "test $rc = 0 && grep -q '^0 packets dropped by kernel' '$TMP/$label-tcpdump.err'"
+  "$BS" analyze --json --top-k 100 "$TMP/$label.pcap" >"$TMP/$label.analyze.json" 2>"$TMP/$label.analyze.err"
+}
+
 # 3. Parameter server: 1 server and 3 workers, the server placed on host 2 (rank 0 runs there).
-start_span ps "burstscope run: $SPAN (" "$BS" "${BSARGS[@]}" --xdp "$SPAN" || bail "burstscope did not start on $SPAN"
-BS_PS=$pid
-t0=$(date +%s)
-if "$TB" run "$NAME" --out "$TMP/ps" --timeout 240 ps --hosts 2,0,1,3 --steps "$STEPS" --width 192 2>"$TMP/ps.err"; then
-  ok "parameter-server job, 1 server + 3 workers: every rank exits 0 ($(($(date +%s) - t0)) s)"
-else
-  notok "parameter-server job"
-  sed 's/^/# /' "$TMP/ps.err"
-fi
-check "the mirror goes quiet after the PS job" "$TB" quiet "$NAME" --for 1 --timeout 60
-stop "$BS_PS" TERM
-check "burstscope exits 0 on SIGTERM" test $? = 0
+live_job ps --no-tap ps --hosts 2,0,1,3 --steps "$STEPS" --width 192
 pycheck "PS: no loss, and the pair matrix is a star on the server's host: every worker pushes to it and hears back, and its pairs carry most bytes" \
   "$TMP/ps.out" "$TMP/ps.json" <<'PY'
 import json, sys
@@ -355,47 +383,17 @@ PY
 #     job's log is held offline, on quiet recordings). A pipeline job alone is not run live here: on a loaded
 #     machine its steps varied from 600 to 1065 ms and no period was found (then `tree`, the test red at
 #     random); its quiet recording is replayed into AF_XDP at its own timing by afxdp_test.sh instead.
-# live_job LABEL JOB ARGS...: runs the job with burstscope and tcpdump on the mirror; TMP/LABEL.{out,json,pcap}.
-live_job() {
-  local label=$1 bs td rc
-  shift
-  start_span "$label" "burstscope run: $SPAN (" "$BS" "${BSARGS[@]}" --xdp "$SPAN" || bail "burstscope did not start"
-  bs=$pid
-  start_span "$label-tcpdump" "listening on" tcpdump -Z root -n -i "$TAP" -s 96 --time-stamp-precision=nano \
-    -w "$TMP/$label.pcap" || bail "tcpdump did not start on $TAP"
-  td=$pid
-  t0=$(date +%s)
-  if "$TB" run "$NAME" --out "$TMP/$label" --timeout 240 "$@" 2>"$TMP/$label.job.err"; then
-    ok "$label job ($*): every rank exits 0 ($(($(date +%s) - t0)) s)"
-  else
-    notok "$label job ($*)"
-    sed 's/^/# /' "$TMP/$label.job.err"
-  fi
-  check "the mirror goes quiet after the $label job" "$TB" quiet "$NAME" --for 1 --timeout 60
-  stop "$bs" TERM
-  check "burstscope exits 0 on SIGTERM after the $label job" test $? = 0
-  stop "$td" INT
-  rc=$?
-  check "tcpdump exits 0 and dropped nothing ($label)" sh -c \
-    "test $rc = 0 && grep -q '^0 packets dropped by kernel' '$TMP/$label-tcpdump.err'"
-  "$BS" analyze --json --top-k 100 "$TMP/$label.pcap" >"$TMP/$label.analyze.json" 2>"$TMP/$label.analyze.err"
-}
 # parallel_checks LABEL: the job live and in tcpdump's file against its metadata, and live against the file.
 parallel_checks() {
   pycheck "training (live, $1): the job's own parallelism, stages and groups; the same as analyze of tcpdump's file, periods within 0.5%" \
     "$TMP/$1.out" "$TMP/$1.analyze.json" "$TMP/$1.json" <<'PY'
-import json, sys
+import sys
 from training_truth import *
 from parallelism import parallelism
-live = json.load(open(sys.argv[1]))["ports"][0]["training"]
-off = json.load(open(sys.argv[2]))["training"]
-job = json.load(open(sys.argv[3]))["jobs"][0]
-a, b = reported(live, job), reported(off, job)
-for x in a: print("live   ", describe(x), x["topology"]["pipelines"], x["topology"]["groups"], x["phases"]["count"], "phases")
-for x in b: print("offline", describe(x), x["topology"]["pipelines"], x["topology"]["groups"], x["phases"]["count"], "phases")
-ok = len(live["jobs"]) == len(off["jobs"]) == len(a) == len(b) == 1
+a, b, job = live_and_offline(*sys.argv[1:4], show=lambda x: f"{describe(x)}, pipelines {x['topology']['pipelines']}, "
+                             f"groups {x['topology']['groups']}, {x['phases']['count']} phases")
+ok = a is not None
 if ok:
-    a, b = a[0], b[0]
     ok = sorted(a["hosts"]) == sorted(ips(job))
     # The model size is held offline (check_traces.py); live, a loaded machine's steps vary more than 1.5%.
     for what, j in (("live", a), ("offline", b)):

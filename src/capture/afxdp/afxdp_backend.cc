@@ -37,6 +37,14 @@
 namespace burstscope {
 namespace {
 
+// The fill ring holds twice the UMEM's frames. The kernel makes received frames visible in the RX ring before it
+// publishes that it took them from the fill ring (xsk_flush in net/xdp/xsk.c: the RX producer index, then the
+// fill ring's consumer index; the copy path takes fill entries in batches it publishes only then), so for a
+// moment the frames just received count as still in the fill ring: with a ring of just the frames, giving them
+// back found no room (it happened once, in a replay: "fill ring has no room for 26 frames", and the capture
+// aborted). With twice as many, every frame can be counted in the fill ring twice and the rest still fits.
+uint32_t fillRingSize(uint32_t frames) { return 2 * frames; }
+
 // An idle queue's watermark period once its whole port has been silent this long (AfXdpBackend::rxLoop).
 constexpr int64_t kDeepIdleNs = 100'000'000;
 constexpr int64_t kDeepIdleTickNs = 20'000'000;
@@ -323,7 +331,7 @@ absl::Status AfXdpBackend::bindSocket(Socket& sock, const Port& port) {
   std::string failures;
   for (const auto& [flags, zc] : binds) {
     xsk_umem_config uc{};
-    uc.fill_size = cfg_.frames;
+    uc.fill_size = fillRingSize(cfg_.frames);
     uc.comp_size = XSK_RING_CONS__DEFAULT_NUM_DESCS;
     uc.frame_size = cfg_.frame_size;
     uc.frame_headroom = 0;
@@ -382,7 +390,7 @@ absl::Status AfXdpBackend::fillAndEnter(Socket& s, const Port& port) {
 // and a limit sized for the capture alone must not fail the start; fewer spares, fewer re-attaches (notes()).
 void AfXdpBackend::makeSpares(Socket& s) {
   xsk_umem_config uc{};
-  uc.fill_size = cfg_.frames;
+  uc.fill_size = fillRingSize(cfg_.frames);
   uc.comp_size = XSK_RING_CONS__DEFAULT_NUM_DESCS;
   uc.frame_size = cfg_.frame_size;
   for (Socket::Spare& sp : s.spares) {
@@ -594,7 +602,8 @@ void AfXdpBackend::rxLoop(Socket& s) {
       s.port_traffic_ns->store(mono_now, std::memory_order_relaxed);
     }
     uint32_t fidx = 0;
-    // The fill ring can hold every UMEM frame, and these n are out of it, so room for them always exists.
+    // These n frames are out of the fill ring, and it has room for them even while the kernel has not yet
+    // published that it took them (fillRingSize).
     if (xsk_ring_prod__reserve(&s.fill, n, &fidx) != n) {
       std::fprintf(stderr, "burstscope: internal error: AF_XDP fill ring has no room for %u frames\n", n);
       std::abort();

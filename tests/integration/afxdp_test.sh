@@ -130,47 +130,6 @@ check "trace: per-pair bytes equal analyze's" test "$(json "$TMP/trace.json" \
 check "trace: timestamps from the kernel clock at XDP time" test "$(json "$TMP/trace.json" "d['timestamps']['source']")" = kernel
 check "trace: no XDP program left on the interface" test "$(xdp_progs)" = 0
 
-# 1b. Current parallelism live: the committed testbed recordings of a 4-stage pipeline, a sharded and an expert-
-#     parallel job (data/testbed: quiet-machine recordings of real PyTorch jobs), padded to their wire lengths
-#     and replayed at their own timing (a replay keeps the recorded steps' pace on a loaded machine, where a
-#     live pipeline job's steps vary by 15% and more: testbed_test.sh runs the hybrid job live instead). The
-#     live report must name each kind with the job's own stages and phases (tests/training/parallelism.py, as
-#     check_traces.py holds the files offline) and equal `analyze` of the replayed file.
-for job in pipeline-w4 sharded-w4 moe-w4; do
-  "$WRAP" pad-usec "$ROOT/data/testbed/$job.pcap" "$TMP/$job.pcap"
-  "$BS" analyze --json "$TMP/$job.pcap" >"$TMP/$job-analyze.json"
-  start "$job" --xdp "$V1" --idle-exit 3s
-  sent=$(send "$TMP/$job.pcap")
-  wait $pid
-  check "$job replayed at its own timing: burstscope exits 0 after the idle timeout, every frame analysed ($sent)" \
-    ledger_closes "$TMP/$job.json" "$sent"
-  check "$job live: the job's parallelism as its metadata says, the same as analyze of the file" \
-    env PYTHONPATH="$ROOT/tests/training" python3 - "$TMP/$job.json" "$TMP/$job-analyze.json" \
-    "$ROOT/data/testbed/$job.json" <<'PY'
-import json, sys
-from parallelism import parallelism
-live = json.load(open(sys.argv[1]))["ports"][0]["training"]["jobs"]
-off = json.load(open(sys.argv[2]))["training"]["jobs"]
-spec = json.load(open(sys.argv[3]))["jobs"][0]
-ips = [h["ip"] for h in spec["hosts"]]
-ok = len(live) == len(off) == 1
-for what, jobs in (("live", live), ("analyze", off)):
-    for j in jobs:
-        print(what, j["topology"]["kind"], j["topology"]["order"], j["phases"]["count"], "phases, period",
-              j["period"]["period_s"])
-        # The model size is held offline (check_traces.py): a replay's pace is the recording's within a few ms.
-        for passed, text in parallelism(what, j, spec, ips):
-            if "model size" not in text:
-                print("ok:" if passed else "NOT OK:", text)
-                ok &= passed
-if ok:
-    a, b = live[0]["topology"], off[0]["topology"]
-    ok = (a["kind"], a["order"], a["pipelines"], a["groups"]) == (b["kind"], b["order"], b["pipelines"], b["groups"])
-sys.exit(0 if ok else 1)
-PY
-done
-check "after the replays no XDP program is left" test "$(xdp_progs)" = 0
-
 # 2. Two queues: 64 flows spread over both RX queues (native mode), each frame measured once.
 python3 "$ROOT/tests/integration/make_flows.py" "$TMP/flows.pcap" 64 40
 "$BS" analyze --json --top-k 64 "$TMP/flows.pcap" >"$TMP/flows-analyze.json"

@@ -382,7 +382,7 @@ PY
 #     and equal `analyze` of tcpdump's file of the same frames, periods within 0.5% (the period against the
 #     job's log is held offline, on quiet recordings). A pipeline job alone is not run live here: on a loaded
 #     machine its steps varied from 600 to 1065 ms and no period was found (then `tree`, the test red at
-#     random); its quiet recording is replayed into AF_XDP at its own timing by afxdp_test.sh instead.
+#     random); its quiet recording is replayed through DPDK net_pcap at the file's timestamps by dpdk_test.sh.
 # parallel_checks LABEL: the job live and in tcpdump's file against its metadata, and live against the file.
 parallel_checks() {
   pycheck "training (live, $1): the job's own parallelism, stages and groups; the same as analyze of tcpdump's file, periods within 0.5%" \

@@ -68,7 +68,8 @@ struct StepCut {
     }
   }
   // stepOf for bins met in increasing order (a flow's bins), without a division per bin: each step's first bin
-  // once (forEachStep's edges), then a comparison per bin. reset(i) before a flow's first bin.
+  // once (forEachStep's edges), then a comparison per bin. reset(i) before a flow's first bin; between resets the
+  // bins must not decrease. For bins below n only: at n and past it, -1 (stepOf may still name the last step).
   class Walk {
    public:
     Walk(const StepCut& cut, size_t n) : edge_(cut.count + 1, n) {

@@ -224,7 +224,7 @@ def check_trace(exe, root, browser, trace, tmp):
     missing = []
     for j in analyze.get('training', {}).get('jobs', []):
         topo, phases = j['topology'], j.get('phases') or {}
-        want = [topo['kind']] + [topo['evidence']] * bool(topo.get('evidence'))
+        want = ['Parallelism' + topo['kind']] + [topo['evidence']] * bool(topo.get('evidence'))
         want += [f'pipeline {k + 1}: ' + ' → '.join(p) for k, p in enumerate(topo.get('pipelines', []))
                  if topo['kind'] == 'hybrid']
         want += [f'stage {k} data-parallel group: ' + ', '.join(g) for k, g in enumerate(topo.get('groups', []))]

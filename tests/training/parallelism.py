@@ -12,9 +12,9 @@ def model_size(j, truth, what):
     return [(err is not None and abs(err) <= 0.015, what + ("" if err is None else f" (off by {100 * err:+.2f}%)"))]
 
 
-def parallelism(name, j, spec, ips):
-    """Kind, stages, groups, phases and model size of a pipeline, hybrid, sharded or expert-parallel job; ips are
-    the job's host addresses by rank."""
+def parallelism(name, j, spec, ips, model=True):
+    """Kind, stages, groups, phases and (model=True) model size of a pipeline, hybrid, sharded or expert-parallel
+    job; ips are the job's host addresses by rank."""
     kind, topo, phases = j["topology"]["kind"], j["topology"], j["phases"]
     pattern = spec["pattern"]
     out = []
@@ -32,18 +32,20 @@ def parallelism(name, j, spec, ips):
                     f"{topo['evidence']})"))
         out.append(([sorted(g) for g in topo["groups"]] == groups,
                     f"{name}: data-parallel groups {groups}, stage 0 first (got {topo['groups']})"))
-        out += model_size(j, spec["param_bytes_total"],
-                          f"{name}: model size from the groups' reductions {j['gradient_bytes_estimate']} B within "
-                          f"1.5% of {spec['param_bytes_total']} B")
+        if model:
+            out += model_size(j, spec["param_bytes_total"],
+                              f"{name}: model size from the groups' reductions {j['gradient_bytes_estimate']} B "
+                              f"within 1.5% of {spec['param_bytes_total']} B")
     if pattern == "sharded":
         want = spec["merged_phases_per_step"]
         out.append((kind == "sharded" and want / 2 <= phases["count"] <= want * 2,
                     f"{name}: sharded with {phases['count']} phases per step, as many as its {want} bursts of "
                     f"collectives (gathers, a reduce-scatter merged with the next gather) within a factor of 2 "
                     f"(got {kind}: {topo['evidence']})"))
-        out += model_size(j, spec["param_bytes_total"],
-                          f"{name}: model size from the gathers and reductions {j['gradient_bytes_estimate']} B "
-                          f"within 1.5% of {spec['param_bytes_total']} B")
+        if model:
+            out += model_size(j, spec["param_bytes_total"],
+                              f"{name}: model size from the gathers and reductions {j['gradient_bytes_estimate']} B "
+                              f"within 1.5% of {spec['param_bytes_total']} B")
     if pattern in ("moe", "alltoall"):
         n = len(ips)
         a2a = sum(1 for p in phases["phases"] if p["pairs"] >= 0.9 * n * (n - 1))

@@ -38,7 +38,7 @@ struct AfXdpConfig {
   // so 2 KiB frames suffice unless the snap length is raised past 1792 bytes.
   uint32_t frames = 8192;      // UMEM frames per socket
   uint32_t frame_size = 2048;  // bytes per UMEM frame (2048 or 4096)
-  uint32_t rx_ring = 4096;     // descriptors in each socket's RX ring (fill ring: `frames`)
+  uint32_t rx_ring = 4096;     // descriptors in each socket's RX ring (fill ring: 2 x `frames`)
   uint32_t batch = 64;
   // After a partial batch (the ring drained), the RX thread waits this long for frames to gather; 0: never.
   uint32_t coalesce_us = 500;

@@ -375,8 +375,9 @@ PhaseCut cutPhases(std::span<const double> fine, double fine_ns, const training:
 // period's grid, which a per-step "first packet" is not), and its payload in each phase of the typical steps: the
 // senders and pairs of each phase. Wire bytes stand in for payload when the capture carries no payload figures.
 template <typename Flow, typename FineOf>
-void timePairs(const std::vector<const Flow*>& jf, const std::map<Host, size_t>& at, const FineOf& fineOf, size_t nf,
-               const training::StepCut& cut, PhaseCut* pc, training::TopologyInput* topo) {
+void timePairs(const std::vector<const Flow*>& jf, const std::map<Host, size_t>& at, const FineOf& fineOf,
+               const training::StepCut& cut, training::StepCut::Walk& walk, PhaseCut* pc,
+               training::TopologyInput* topo) {
   const size_t n = at.size();
   const size_t phases = pc->report.count;
   bool known = false;
@@ -398,7 +399,6 @@ void timePairs(const std::vector<const Flow*>& jf, const std::map<Host, size_t>&
     const double a = 2 * M_PI * (static_cast<double>(q) + 0.5) / cut.period;
     angle[q] = {std::cos(a), std::sin(a)};
   }
-  training::StepCut::Walk walk(cut, nf);
   for (const Flow* h : jf) {
     const size_t s = at.at(srcOf(h->key)), d = at.at(dstOf(h->key));
     if (s == d) continue;
@@ -795,8 +795,8 @@ TrainingReport TrainingAnalyzer::Impl::analyze() {
     std::vector<std::vector<double>> rank_steps(n, std::vector<double>(cut.count, 0.0));
     std::vector<double> rank_payload(n, 0.0);  // over the counted steps
     std::vector<double> steps(cut.count, 0.0);
+    training::StepCut::Walk walk(cut, nf);  // each bin's step, for this pass and the pairs' (timePairs)
     if (r.period.period_s) {
-      training::StepCut::Walk walk(cut, nf);
       for (const FlowHist* h : jf) {
         const size_t src = at[srcOf(h->key)];
         if (!h->bins.empty()) walk.reset(fineOf(h->bins.front().first));
@@ -841,7 +841,7 @@ TrainingReport TrainingAnalyzer::Impl::analyze() {
     }
     if (r.period.period_s && n <= kMaxTopologyHosts) {
       PhaseCut pc = cutPhases(fine, fine_ns, cut);
-      timePairs(jf, at, fineOf, nf, cut, &pc, &topo);
+      timePairs(jf, at, fineOf, cut, walk, &pc, &topo);
       topo.period_s = *r.period.period_s;
       r.phases = std::move(pc.report);
     }

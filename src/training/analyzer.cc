@@ -50,6 +50,12 @@ constexpr size_t kMaxFineBins = size_t{1} << 22;  // job series at the base bin,
 constexpr size_t kHistBuckets = 16;
 constexpr size_t kMaxCoburstJobs = 16;
 constexpr size_t kMaxTopologyHosts = 512;
+// The heaviest pairs of a job whose own periods cross-check the job's (readPeriod of the job).
+constexpr size_t kStepPairs = 8;
+// The longest quiet stretches of a folded step tried as the place between steps (readPeriod).
+constexpr size_t kCutCandidates = 4;
+// Evenly spaced places in a step tried as well, where no quiet stretch lies between steps (readPeriod).
+constexpr size_t kCutGrid = 16;
 
 // The largest value of a series: four running maxima side by side (one waits on the last comparison; a
 // million bins per job and pair at the end of a long file).
@@ -119,13 +125,16 @@ training::PeriodEstimate estimatePeriod(std::span<const double> fine, double fin
   return findPeriod(fine, o);
 }
 
-// The period of a series of fine bins (each `fine_ns` wide) and where its steps fall.
+// The period of a series of fine bins (each `fine_ns` wide) and where its steps fall; with `given` (a job's step
+// as its pairs read it), that period over the whole series, and where its steps fall. Without `place_steps`, only
+// the quiet stretches are tried as the place between steps, not places in between (the period alone is wanted).
 PeriodReport readPeriod(const std::vector<double>& fine, double fine_ns, const TrainingConfig& cfg,
-                        training::StepCut* cut) {
+                        training::StepCut* cut, const training::PeriodEstimate* given = nullptr,
+                        bool place_steps = true) {
   PeriodReport pr;
-  training::PeriodEstimate e = estimatePeriod(fine, fine_ns, cfg);
+  training::PeriodEstimate e = given != nullptr ? *given : estimatePeriod(fine, fine_ns, cfg);
   size_t region = 0;  // first fine bin of the analysed region
-  if (e.found) {
+  if (e.found && given == nullptr) {
     // A period that changed: read it again from the last eight periods alone.
     size_t end = fine.size();
     while (end > 0 && fine[end - 1] == 0) --end;
@@ -223,6 +232,11 @@ PeriodReport readPeriod(const std::vector<double>& fine, double fine_ns, const T
     }
     return sums;
   };
+  // Running sums of the bins: a step's bytes in one subtraction (exact: the bins hold whole bytes, and their sum
+  // stays below 2^53). Kept per thread, a window's worth, so that each reading does not allocate it again.
+  thread_local std::vector<double> to;
+  to.assign(fine.size() + 1, 0.0);
+  for (size_t i = 0; i < fine.size(); ++i) to[i + 1] = to[i] + fine[i];
   auto cutAt = [&](double origin) {
     cut->period = period;
     cut->origin = origin;
@@ -234,11 +248,7 @@ PeriodReport readPeriod(const std::vector<double>& fine, double fine_ns, const T
     cut->counted.assign(cut->count, false);
     cut->bytes.assign(cut->count, 0.0);
     std::vector<double>& step_bytes = cut->bytes;
-    cut->forEachStep(fine.size(), [&](size_t k, size_t begin, size_t end) {
-      double sum = 0;
-      for (size_t i = begin; i < end; ++i) sum += fine[i];
-      step_bytes[k] = sum;
-    });
+    cut->forEachStep(fine.size(), [&](size_t k, size_t begin, size_t end) { step_bytes[k] = to[end] - to[begin]; });
     // Steps of typical volume: at least three quarters of the median step's bytes (a step cut off by the start
     // of the job or of the capture, or a pause, would skew bytes per step).
     std::vector<double> nonzero;
@@ -267,21 +277,67 @@ PeriodReport readPeriod(const std::vector<double>& fine, double fine_ns, const T
       // compute between a step's phases) — and its first slot, right after the steps' traffic. The cut goes two
       // bins into it, so that the bin a boundary falls in (k·T is fractional) is a quiet one and no packet is
       // split from its bin's step.
+      //
+      // A step may hold more than one such stretch (a pipeline's pause between its forward and backward waves, a
+      // sharded job's between layers): of the longest few, the one that leaves the most bytes in steps of typical
+      // volume is between steps — a cut inside a step splits the job's first and last steps, and the part of
+      // the first before the cut is in no counted step (SPEC "Steps"); among equals, the longest.
       const double quiet = sums[best_at] + 1e-3 * total;
-      size_t at = best_at, run = 0;  // run: the quiet windows after the first
-      bool found = false;
+      std::vector<std::pair<size_t, size_t>> runs;  // (length after the first window, first slot)
       for (size_t k = 0; k < slots; ++k) {
         if (sums[k] > quiet || sums[(k + slots - 1) % slots] <= quiet) continue;  // a run starts at k
         size_t len = 0;
         while (len + 1 < slots && sums[(k + len + 1) % slots] <= quiet) ++len;
-        if (!found || len > run) {
-          found = true;
-          run = len;
-          at = k;
+        runs.emplace_back(len, k);
+      }
+      if (runs.empty()) runs.emplace_back(0, best_at);  // the whole fold as quiet as its quietest window
+      // Longest first; among equally long ones the first slot, as before.
+      std::stable_sort(runs.begin(), runs.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
+      if (runs.size() > kCutCandidates) runs.resize(kCutCandidates);
+      auto origin = [&](const std::pair<size_t, size_t>& r) {
+        const double guard = std::min(2.0, static_cast<double>(r.first + w) / 2);
+        return start + std::fmod(static_cast<double>(r.second) + guard, period);
+      };
+      // The steps begin one period before the cut's place in the first period of the series (where the series
+      // is the whole window), so that a step whose traffic begins the series (a capture started with it) is a
+      // step whichever place is taken, not only one that happens to lie at the series' start.
+      const double lead = region == 0 ? period : 0;
+      // The bytes in steps of typical volume with the steps cut at `at`, and the largest step's.
+      auto held = [&](double at) {
+        cutAt(at - lead);
+        double sum = 0, typical = 0;
+        for (size_t k = 0; k < cut->count; ++k) {
+          sum += cut->counted[k] ? cut->bytes[k] : 0;
+          if (cut->counted[k]) typical = std::max(typical, cut->bytes[k]);
+        }
+        return std::pair<double, double>(sum, typical);
+      };
+      // The longest stretch unless another holds at least 5% of a step more (single steps jitter across the
+      // three-quarter line of typical volume; a step cut in two loses a part of one at least).
+      double chosen = origin(runs[0]);
+      auto [most, step] = held(chosen);
+      for (size_t i = 1; i < runs.size(); ++i) {
+        const double sum = held(origin(runs[i])).first;
+        if (sum > most + 0.05 * step) {
+          most = sum;
+          chosen = origin(runs[i]);
         }
       }
-      const double guard = std::min(2.0, static_cast<double>(run + w) / 2);
-      cutAt(start + std::fmod(static_cast<double>(at) + guard, period));
+      // Where no quiet stretch is between steps (a sharded job's last reduce-scatter, the optimizer and the next
+      // step's first gather follow each other), a cut anywhere in the step that holds more of it: places evenly
+      // spaced from the chosen stretch on (so that they fall at the same phases of the steps whatever bin the
+      // series starts at: live, the window's; offline, the file's).
+      double best_grid = -1, grid_at = 0;
+      for (size_t g = 0; g < (place_steps ? kCutGrid : 0); ++g) {
+        const double at = start + std::fmod(chosen - start + period * static_cast<double>(g) / kCutGrid, period);
+        const double sum = held(at).first;
+        if (sum > best_grid) {
+          best_grid = sum;
+          grid_at = at;
+        }
+      }
+      if (best_grid > most + 0.05 * step) chosen = grid_at;
+      cutAt(chosen - lead);
     }
   }
   // Duty cycle: the share of the counted steps' time above a tenth of the series' busiest bin.
@@ -726,7 +782,7 @@ TrainingReport TrainingAnalyzer::Impl::analyze() {
   std::set<std::string> current;
   // Each job's fine bins, in one buffer for all: a window's worth (up to kMaxFineBins) allocated afresh for every
   // job costs its pages' first touch each time.
-  std::vector<double> fine;
+  std::vector<double> fine, pair_fine;
   for (const JobBuild& j : jobs) {
     JobReport r;
     r.name = j.name;
@@ -741,9 +797,11 @@ TrainingReport TrainingAnalyzer::Impl::analyze() {
     topo.hosts = r.hosts;
     if (n <= kMaxTopologyHosts) topo.bytes.assign(n, std::vector<uint64_t>(n, 0));
     topo.data_edge_share = cfg.data_edge_share;
+    std::vector<const PairAgg*> job_pairs;
     for (const auto& [key, p] : pairs) {
       auto a = at.find(p.s), b = at.find(p.d);
       if (a == at.end() || b == at.end()) continue;
+      job_pairs.push_back(&p);
       if (n <= kMaxTopologyHosts) topo.bytes[a->second][b->second] += p.bytes;
       for (const FlowHist* h : p.flows) {
         jf.push_back(h);
@@ -792,8 +850,152 @@ TrainingReport TrainingAnalyzer::Impl::analyze() {
     // Period, steps, bytes per step.
     training::StepCut cut;
     r.period = readPeriod(fine, fine_ns, cfg, &cut);
+    // The step as the job's pairs read it: every pair of a job repeats once per step, and a pair carries fewer
+    // of the step's bursts than the job's sum, so its reading is seldom a part of the step (a sharded job's
+    // gathers repeat layer after layer in the sum and on the ring's pairs, while the pairs that only its
+    // reduce-scatter uses repeat once per step) or a multiple of it (a pipeline's forward and backward waves look
+    // alike in the sum). The heaviest pairs are read; the period most of them agree on (below) is the pairs'
+    // step. Where the job's own reading is more than 8% from it, or reads a change of pace that most pairs do
+    // not, the job's period is the pairs' step (their median reading in the job's bins) and its steps are cut at
+    // it. Elsewhere the job's reading stands: from the sum of all its traffic it is the finer one
+    // (docs/training.md "Period").
+    {
+      std::sort(job_pairs.begin(), job_pairs.end(), [](const PairAgg* x, const PairAgg* y) {
+        return x->bytes != y->bytes ? x->bytes > y->bytes : (x->s < y->s || (x->s == y->s && x->d < y->d));
+      });
+      if (job_pairs.size() > kStepPairs) job_pairs.resize(kStepPairs);
+      // Each pair in coarser bins: a 32nd of the job's own reading, or a 65,536th of the window if that is more,
+      // but never more than an eighth of the job's reading (a job without one: a 65,536th of the window). The pairs
+      // only have to agree within 4%, and a series that many times shorter costs as much less to read; those that
+      // agree are read again in the job's bins (below) before their step is taken.
+      const double job_step = r.period.period_s ? *r.period.period_s * 1e9 / fine_ns : 0;
+      const double window_share = static_cast<double>(nf) / 65536;
+      const size_t coarse = static_cast<size_t>(
+          std::max(1.0, job_step > 0 ? std::min(job_step / 8, std::max(job_step / 32, window_share)) : window_share));
+      const size_t nc = (nf + coarse - 1) / coarse;
+      struct Reading {
+        double period;  // in fine bins
+        double quality;
+        const PairAgg* pair;
+      };
+      std::vector<Reading> readings;
+      size_t pairs_changed = 0;
+      for (const PairAgg* p : job_pairs) {
+        pair_fine.assign(nc, 0.0);
+        for (const FlowHist* h : p->flows) {
+          for (const FlowHist::Bin& x : h->bins) pair_fine[fineOf(x.first) / coarse] += x.second;
+        }
+        const double coarse_ns = fine_ns * static_cast<double>(coarse);
+        if (!r.period.changed) {  // the period alone
+          const training::PeriodEstimate pe = estimatePeriod(pair_fine, coarse_ns, cfg);
+          if (pe.found) readings.push_back({pe.period_bins * static_cast<double>(coarse), pe.quality, p});
+          continue;
+        }
+        training::StepCut pair_cut;  // whether the pair changed pace too
+        const PeriodReport pp = readPeriod(pair_fine, coarse_ns, cfg, &pair_cut, nullptr, false);
+        if (pp.period_s) readings.push_back({*pp.period_s * 1e9 / fine_ns, pp.quality, p});
+        pairs_changed += pp.changed ? 1 : 0;
+      }
+      std::sort(readings.begin(), readings.end(),
+                [](const Reading& x, const Reading& y) { return x.period < y.period; });
+      // The readings in groups that agree within 4% (of the group's shortest), each of at least two pairs.
+      std::vector<std::vector<Reading>> groups;
+      for (size_t i = 0; i < readings.size();) {
+        size_t j = i;
+        while (j < readings.size() && readings[j].period <= 1.04 * readings[i].period) ++j;
+        if (j - i >= 2)
+          groups.emplace_back(readings.begin() + static_cast<long>(i), readings.begin() + static_cast<long>(j));
+        i = j;
+      }
+      // The share of the job's counted steps in which a pair is busy: carries a tenth of its median step's transport
+      // payload or more (a pair that only carries the ACKs of the other direction is not; wire bytes where the
+      // capture has no payload figures).
+      auto busyShare = [&](const PairAgg* p) {
+        const bool known = std::any_of(p->flows.begin(), p->flows.end(), [](const FlowHist* h) {
+          return std::any_of(h->bins.begin(), h->bins.end(), [](const FlowHist::Bin& x) { return x.payload > 0; });
+        });
+        std::vector<double> per(cut.count, 0.0);
+        training::StepCut::Walk w(cut, nf);
+        for (const FlowHist* h : p->flows) {
+          if (!h->bins.empty()) w.reset(fineOf(h->bins.front().first));
+          for (const FlowHist::Bin& x : h->bins) {
+            const long k = w.stepOf(fineOf(x.first));
+            if (k >= 0 && cut.counted[k])
+              per[k] += known ? static_cast<double>(x.payload) : static_cast<double>(x.second);
+          }
+        }
+        std::vector<double> busy;
+        size_t counted = 0;
+        for (size_t k = 0; k < cut.count; ++k) {
+          counted += cut.counted[k] ? 1 : 0;
+          if (cut.counted[k] && per[k] > 0) busy.push_back(per[k]);
+        }
+        if (busy.empty() || counted == 0) return 0.0;
+        std::nth_element(busy.begin(), busy.begin() + static_cast<long>(busy.size() / 2), busy.end());
+        const double tenth = 0.1 * busy[busy.size() / 2];
+        return static_cast<double>(std::count_if(busy.begin(), busy.end(), [&](double v) { return v >= tenth; })) /
+               static_cast<double>(counted);
+      };
+      // Which group is the job's step, if not the job's own reading:
+      // - without a reading of its own, the group of the most pairs (the longest among equals);
+      // - a longer one with two pairs or more that sit idle in a fifth of the job's steps or more: the job read a
+      //   part of the step (a sharded job's layers), since a pair that carries the job's data is busy in each of
+      //   its steps; a pair that repeats every second step while busy in each (gloo's ring of three alternates
+      //   what each pair carries) does not make the job's step longer;
+      // - a shorter one that most pairs read: the job read several steps as one (a pipeline's waves);
+      // - a group within 8% of the job's reading, when the job read a change of pace that most pairs do not.
+      std::vector<Reading> agree;
+      const bool pace_kept = r.period.changed && 2 * pairs_changed < readings.size();
+      for (std::vector<Reading>& g : groups) {
+        const double step = g[g.size() / 2].period;
+        bool take = false;
+        if (job_step <= 0) {
+          take = g.size() >= agree.size();
+        } else if (step > 1.08 * job_step) {
+          const auto idle =
+              std::count_if(g.begin(), g.end(), [&](const Reading& x) { return busyShare(x.pair) <= 0.8; });
+          take = idle >= 2 && g.size() > agree.size();
+        } else if (step < job_step / 1.08) {
+          take = 2 * g.size() > readings.size();
+        } else {
+          take = pace_kept;
+        }
+        if (take) agree = g;
+      }
+      if (!agree.empty()) {
+        const double pairs_step = agree[agree.size() / 2].period;
+        // The agreeing pairs read again in the job's bins, within 8% of their step; the median of those.
+        PeriodOptions o;
+        o.min_period_bins = 0.92 * pairs_step;
+        o.max_period_bins = 1.08 * pairs_step;
+        o.min_quality = cfg.min_period_quality;
+        std::vector<double> fine_readings;
+        for (const Reading& x : agree) {
+          pair_fine.assign(nf, 0.0);
+          for (const FlowHist* h : x.pair->flows) {
+            for (const FlowHist::Bin& b : h->bins) pair_fine[fineOf(b.first)] += b.second;
+          }
+          const training::PeriodEstimate pe = findPeriod(pair_fine, o);
+          if (pe.found) fine_readings.push_back(pe.period_bins);
+        }
+        training::PeriodEstimate given;
+        given.found = true;
+        given.quality = agree[agree.size() / 2].quality;
+        given.period_bins = pairs_step;
+        if (!fine_readings.empty()) {
+          std::sort(fine_readings.begin(), fine_readings.end());
+          given.period_bins = fine_readings[fine_readings.size() / 2];
+        }
+        training::StepCut again;
+        PeriodReport pr = readPeriod(fine, fine_ns, cfg, &again, &given);
+        if (pr.period_s) {
+          r.period = pr;
+          cut = std::move(again);
+        }
+      }
+    }
     std::vector<std::vector<double>> rank_steps(n, std::vector<double>(cut.count, 0.0));
-    std::vector<double> rank_payload(n, 0.0);  // over the counted steps
+    std::vector<double> step_payload(cut.count, 0.0);  // transport payload of all ranks, per step
     std::vector<double> steps(cut.count, 0.0);
     training::StepCut::Walk walk(cut, nf);  // each bin's step, for this pass and the pairs' (timePairs)
     if (r.period.period_s) {
@@ -804,7 +1006,7 @@ TrainingReport TrainingAnalyzer::Impl::analyze() {
           const long k = walk.stepOf(fineOf(x.first));
           if (k < 0 || !cut.counted[k]) continue;
           rank_steps[src][k] += x.second;
-          rank_payload[src] += x.payload;
+          step_payload[k] += x.payload;
           steps[k] += x.second;
         }
       }
@@ -851,7 +1053,21 @@ TrainingReport TrainingAnalyzer::Impl::analyze() {
     tr.roles.resize(n, "host");
     tr.successor.resize(n, -1);
     r.topology = tr.report;
-    double rank_payload_mean = 0;  // transport payload a rank sends per counted step
+    // Transport payload a rank sends per step: the median counted step's over the ranks. The median, not the
+    // mean: where nothing is quiet between steps (a sharded job's last reduce-scatter runs into the next step's
+    // first gather) the cut falls inside a step, each step in the middle still holds one step's payload, but the
+    // first counted one lacks what came before the cut (11% of a step on a 4-rank sharded job).
+    double rank_payload_mean = 0;
+    {
+      std::vector<double> counted;
+      for (size_t k = 0; k < cut.count; ++k) {
+        if (cut.counted[k]) counted.push_back(step_payload[k]);
+      }
+      if (!counted.empty()) {
+        std::nth_element(counted.begin(), counted.begin() + static_cast<long>(counted.size() / 2), counted.end());
+        rank_payload_mean = counted[counted.size() / 2] / static_cast<double>(n);
+      }
+    }
     for (size_t i = 0; i < n; ++i) {
       RankReport rk;
       rk.host = r.hosts[i];
@@ -861,9 +1077,6 @@ TrainingReport TrainingAnalyzer::Impl::analyze() {
         double s = 0;
         for (size_t k = 0; k < cut.count; ++k) s += cut.counted[k] ? rank_steps[i][k] : 0;
         rk.sent_bytes_per_step = s / static_cast<double>(r.period.steps);
-      }
-      if (r.period.steps > 0) {
-        rank_payload_mean += rank_payload[i] / static_cast<double>(r.period.steps) / static_cast<double>(n);
       }
       r.ranks.push_back(std::move(rk));
     }

@@ -114,15 +114,15 @@ for a in ana:
 print(len(ana), "steps in the file,", len(run), "live;", retx, "retransmissions in the file's steps; differ:", bad[:3])
 sys.exit(0 if not bad and retx > 0 else 1)
 EOF
-# Current parallelism live equals offline and the jobs' own logs: the testbed's pipeline, hybrid, sharded and MoE
-# recordings replayed through net_pcap, which hands the engine each frame with the file's timestamp, so the live
+# Current parallelism live equals offline and the jobs' own logs: the testbed's pipeline (4 and 3 stages), hybrid,
+# sharded (4 ranks of 4 layers, 3 of 6) and MoE recordings replayed through net_pcap, which hands the engine each frame with the file's timestamp, so the live
 # analysis sees the recorded steps exactly on any machine. (Through AF_XDP the frames are stamped on arrival:
 # tcpreplay on a loaded 2-core machine reshaped the bursts — the sharded job read 0.2169 s against 0.2219 s and
 # `expert-parallel`, and with three CPU hogs no kind survived — so the AF_XDP path is tested with a real hybrid
 # job on the testbed's mirror instead, tests/integration/testbed_test.sh.) Each must name the job's kind, stage
 # order, groups and phases as its metadata says (tests/training/parallelism.py, check_traces.py's rules; the model
 # size is held there) and as `analyze` of the same file does, period within 0.1%, no frame lost.
-for job in pipeline-w4 hybrid-w4 sharded-w4 moe-w4; do
+for job in pipeline-w4 pipeline-w3-m6 hybrid-w4 sharded-w4 sharded-w3-l6 moe-w4; do
   "$WRAP" pad-usec "$ROOT/data/testbed/$job.pcap" "$TMP/$job.pcap"
   "$BS" analyze --json "$TMP/$job.pcap" >"$TMP/$job-analyze.json"
   # shellcheck disable=SC2046

@@ -122,7 +122,7 @@ def job_of(training, hosts):
 
 
 for name in ["ddp-ring-w4", "ddp-ring-w4-bottleneck", "ps-w4-s1", "alltoall-w4", "tree-w4", "pipeline-w4",
-             "hybrid-w4", "sharded-w4", "moe-w4"]:
+             "pipeline-w3-m6", "hybrid-w4", "sharded-w4", "sharded-w3-l6", "moe-w4"]:
     t, meta = analyse(name)
     spec = meta["jobs"][0]
     ips = [h["ip"] for h in spec["hosts"]]

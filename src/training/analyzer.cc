@@ -12,6 +12,7 @@
 #include <limits>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <set>
 
 #include "absl/container/flat_hash_map.h"
@@ -125,6 +126,15 @@ training::PeriodEstimate estimatePeriod(std::span<const double> fine, double fin
   return findPeriod(fine, o);
 }
 
+// Options that look for a period within 8% of `bins` only.
+PeriodOptions nearPeriod(double bins, const TrainingConfig& cfg) {
+  PeriodOptions o;
+  o.min_period_bins = 0.92 * bins;
+  o.max_period_bins = 1.08 * bins;
+  o.min_quality = cfg.min_period_quality;
+  return o;
+}
+
 // The period of a series of fine bins (each `fine_ns` wide) and where its steps fall; with `given` (a job's step
 // as its pairs read it), that period over the whole series, and where its steps fall. Without `place_steps`, only
 // the quiet stretches are tried as the place between steps, not places in between (the period alone is wanted).
@@ -152,13 +162,7 @@ PeriodReport readPeriod(const std::vector<double>& fine, double fine_ns, const T
       // or several steps, while the recent steps still repeat at the window's period, is no change either.
       bool still = false;
       if (recent.found && std::abs(recent.period_bins - e.period_bins) > 0.08 * e.period_bins) {
-        auto near = [&](double bins) {
-          PeriodOptions o;
-          o.min_period_bins = 0.92 * bins;
-          o.max_period_bins = 1.08 * bins;
-          o.min_quality = cfg.min_period_quality;
-          return o;
-        };
+        auto near = [&](double bins) { return nearPeriod(bins, cfg); };
         const training::PeriodEstimate old =
             findPeriod(std::span<const double>(fine).subspan(from, end - from), near(e.period_bins));
         const training::PeriodEstimate head =
@@ -425,6 +429,28 @@ PhaseCut cutPhases(std::span<const double> fine, double fine_ns, const training:
   return pc;
 }
 
+// Whether any of the flows carries a payload figure (a capture without them: wire bytes stand in).
+template <typename Flow>
+bool carriesPayload(const std::vector<const Flow*>& flows) {
+  return std::any_of(flows.begin(), flows.end(), [](const Flow* h) {
+    return std::any_of(h->bins.begin(), h->bins.end(), [](const auto& x) { return x.payload > 0; });
+  });
+}
+
+// The flows' wire bytes added into `series`, bin i of it holding fine bins [i·coarse, (i+1)·coarse).
+template <typename Flow, typename FineOf>
+void addBins(const std::vector<const Flow*>& flows, const FineOf& fineOf, size_t coarse, std::vector<double>* series) {
+  for (const Flow* h : flows) {
+    for (const auto& x : h->bins) (*series)[fineOf(x.first) / coarse] += x.second;
+  }
+}
+
+// Host pairs heaviest first, then by address (a stable order for equal bytes).
+template <typename Pair>
+bool heavier(const Pair* x, const Pair* y) {
+  return x->bytes != y->bytes ? x->bytes > y->bytes : (x->s < y->s || (x->s == y->s && x->d < y->d));
+}
+
 // Per directed pair of the job's hosts, over its counted steps: in how many it carried transport payload (at least
 // a thousandth of the job's mean payload per step), where in the step its payload lies (the payload-weighted
 // circular mean of its bins' places in their steps, a share of the period: robust to steps that drift against the
@@ -436,10 +462,7 @@ void timePairs(const std::vector<const Flow*>& jf, const std::map<Host, size_t>&
                training::TopologyInput* topo) {
   const size_t n = at.size();
   const size_t phases = pc->report.count;
-  bool known = false;
-  for (const Flow* h : jf) {
-    known = known || std::any_of(h->bins.begin(), h->bins.end(), [](const auto& x) { return x.payload > 0; });
-  }
+  const bool known = carriesPayload(jf);
   struct PairSteps {
     std::vector<double> pay;
     std::vector<double> phase;
@@ -531,6 +554,126 @@ bool Cidr::contains(const std::array<uint8_t, 16>& a, uint8_t fam) const {
     if ((a[i] & mask) != (addr[i] & mask)) return false;
   }
   return true;
+}
+
+// The step as a job's pairs read it, where it is to replace the job's own reading `job` (cut at `cut`); none
+// elsewhere. Every pair of a job repeats once per step, and a pair carries fewer of the step's bursts than the
+// job's sum, so its reading is seldom a part of the step (a sharded job's gathers repeat layer after layer in the
+// sum and on the ring's pairs, while the pairs that only its reduce-scatter uses repeat once per step) or a
+// multiple of it (a pipeline's forward and backward waves look alike in the sum). The heaviest kStepPairs pairs
+// are read, and a group of them that agrees is taken by the rules below; its pairs are read again in the job's
+// bins, within 8%, and their median is the step. Elsewhere the job's reading stands: from the sum of all its
+// traffic it is the finer one (docs/training.md "Step period", 6). `buf` is scratch space.
+template <typename Pair, typename FineOf>
+std::optional<training::PeriodEstimate> pairsStep(std::vector<const Pair*> pairs, const PeriodReport& job,
+                                                  const training::StepCut& cut, const FineOf& fineOf, size_t nf,
+                                                  double fine_ns, const TrainingConfig& cfg, std::vector<double>* buf) {
+  std::sort(pairs.begin(), pairs.end(), heavier<Pair>);
+  if (pairs.size() > kStepPairs) pairs.resize(kStepPairs);
+  // Each pair in coarser bins: a 32nd of the job's own reading, or a 65,536th of the window if that is more, but
+  // never more than an eighth of the job's reading (a job without one: a 65,536th of the window). The pairs only
+  // have to agree within 4%, and a series that many times shorter costs as much less to read.
+  const double job_step = job.period_s ? *job.period_s * 1e9 / fine_ns : 0;
+  const double window_share = static_cast<double>(nf) / 65536;
+  const size_t coarse = static_cast<size_t>(
+      std::max(1.0, job_step > 0 ? std::min(job_step / 8, std::max(job_step / 32, window_share)) : window_share));
+  const double coarse_ns = fine_ns * static_cast<double>(coarse);
+  struct Reading {
+    double period;  // in fine bins
+    double quality;
+    const Pair* pair;
+  };
+  std::vector<Reading> readings;
+  size_t pairs_changed = 0;
+  for (const Pair* p : pairs) {
+    buf->assign((nf + coarse - 1) / coarse, 0.0);
+    addBins(p->flows, fineOf, coarse, buf);
+    if (!job.changed) {  // the period alone
+      const training::PeriodEstimate pe = estimatePeriod(*buf, coarse_ns, cfg);
+      if (pe.found) readings.push_back({pe.period_bins * static_cast<double>(coarse), pe.quality, p});
+      continue;
+    }
+    training::StepCut pair_cut;  // whether the pair changed pace too
+    const PeriodReport pp = readPeriod(*buf, coarse_ns, cfg, &pair_cut, nullptr, false);
+    if (pp.period_s) readings.push_back({*pp.period_s * 1e9 / fine_ns, pp.quality, p});
+    pairs_changed += pp.changed ? 1 : 0;
+  }
+  std::sort(readings.begin(), readings.end(), [](const Reading& x, const Reading& y) { return x.period < y.period; });
+  // The share of the job's counted steps in which a pair is busy: carries a tenth of its median step's transport
+  // payload or more (a pair that only carries the ACKs of the other direction is not; wire bytes where the capture
+  // has no payload figures).
+  auto busyShare = [&](const Pair* p) {
+    const bool known = carriesPayload(p->flows);
+    std::vector<double> per(cut.count, 0.0);
+    training::StepCut::Walk w(cut, nf);
+    for (const auto* h : p->flows) {
+      if (!h->bins.empty()) w.reset(fineOf(h->bins.front().first));
+      for (const auto& x : h->bins) {
+        const long k = w.stepOf(fineOf(x.first));
+        if (k >= 0 && cut.counted[k]) per[k] += known ? static_cast<double>(x.payload) : static_cast<double>(x.second);
+      }
+    }
+    std::vector<double> busy;
+    size_t counted = 0;
+    for (size_t k = 0; k < cut.count; ++k) {
+      counted += cut.counted[k] ? 1 : 0;
+      if (cut.counted[k] && per[k] > 0) busy.push_back(per[k]);
+    }
+    if (busy.empty() || counted == 0) return 0.0;
+    std::nth_element(busy.begin(), busy.begin() + static_cast<long>(busy.size() / 2), busy.end());
+    const double tenth = 0.1 * busy[busy.size() / 2];
+    return static_cast<double>(std::count_if(busy.begin(), busy.end(), [&](double v) { return v >= tenth; })) /
+           static_cast<double>(counted);
+  };
+  // The readings in groups that agree within 4% (of the group's shortest), each of two pairs or more; which group
+  // is the job's step, if not the job's own reading:
+  // - without a reading of its own, the group of the most pairs (the longest among equals);
+  // - a longer one with two pairs or more that sit idle in a fifth of the job's steps or more: the job read a part
+  //   of the step (a sharded job's layers), since a pair that carries the job's data is busy in each of its steps;
+  //   a pair that repeats every second step while busy in each (gloo's ring of three alternates what each pair
+  //   carries) does not make the job's step longer;
+  // - a shorter one that most pairs read: the job read several steps as one (a pipeline's waves);
+  // - a group within 8% of the job's reading, when the job read a change of pace that most pairs do not.
+  const bool pace_kept = job.changed && 2 * pairs_changed < readings.size();
+  std::vector<Reading> agree;
+  for (size_t i = 0; i < readings.size();) {
+    size_t end = i;
+    while (end < readings.size() && readings[end].period <= 1.04 * readings[i].period) ++end;
+    const std::vector<Reading> g(readings.begin() + static_cast<long>(i), readings.begin() + static_cast<long>(end));
+    i = end;
+    if (g.size() < 2) continue;
+    const double step = g[g.size() / 2].period;
+    bool take = false;
+    if (job_step <= 0) {
+      take = g.size() >= agree.size();
+    } else if (step > 1.08 * job_step) {
+      const auto idle = std::count_if(g.begin(), g.end(), [&](const Reading& x) { return busyShare(x.pair) <= 0.8; });
+      take = idle >= 2 && g.size() > agree.size();
+    } else if (step < job_step / 1.08) {
+      take = 2 * g.size() > readings.size();
+    } else {
+      take = pace_kept;
+    }
+    if (take) agree = g;
+  }
+  if (agree.empty()) return std::nullopt;
+  // The agreeing pairs read again in the job's bins, within 8% of their step; the median of those.
+  training::PeriodEstimate given;
+  given.found = true;
+  given.period_bins = agree[agree.size() / 2].period;
+  given.quality = agree[agree.size() / 2].quality;
+  std::vector<double> fine_readings;
+  for (const Reading& x : agree) {
+    buf->assign(nf, 0.0);
+    addBins(x.pair->flows, fineOf, 1, buf);
+    const training::PeriodEstimate pe = findPeriod(*buf, nearPeriod(given.period_bins, cfg));
+    if (pe.found) fine_readings.push_back(pe.period_bins);
+  }
+  if (!fine_readings.empty()) {
+    std::sort(fine_readings.begin(), fine_readings.end());
+    given.period_bins = fine_readings[fine_readings.size() / 2];
+  }
+  return given;
 }
 
 struct TrainingAnalyzer::Impl {
@@ -850,148 +993,12 @@ TrainingReport TrainingAnalyzer::Impl::analyze() {
     // Period, steps, bytes per step.
     training::StepCut cut;
     r.period = readPeriod(fine, fine_ns, cfg, &cut);
-    // The step as the job's pairs read it: every pair of a job repeats once per step, and a pair carries fewer
-    // of the step's bursts than the job's sum, so its reading is seldom a part of the step (a sharded job's
-    // gathers repeat layer after layer in the sum and on the ring's pairs, while the pairs that only its
-    // reduce-scatter uses repeat once per step) or a multiple of it (a pipeline's forward and backward waves look
-    // alike in the sum). The heaviest pairs are read; the period most of them agree on (below) is the pairs'
-    // step. Where the job's own reading is more than 8% from it, or reads a change of pace that most pairs do
-    // not, the job's period is the pairs' step (their median reading in the job's bins) and its steps are cut at
-    // it. Elsewhere the job's reading stands: from the sum of all its traffic it is the finer one
-    // (docs/training.md "Period").
-    {
-      std::sort(job_pairs.begin(), job_pairs.end(), [](const PairAgg* x, const PairAgg* y) {
-        return x->bytes != y->bytes ? x->bytes > y->bytes : (x->s < y->s || (x->s == y->s && x->d < y->d));
-      });
-      if (job_pairs.size() > kStepPairs) job_pairs.resize(kStepPairs);
-      // Each pair in coarser bins: a 32nd of the job's own reading, or a 65,536th of the window if that is more,
-      // but never more than an eighth of the job's reading (a job without one: a 65,536th of the window). The pairs
-      // only have to agree within 4%, and a series that many times shorter costs as much less to read; those that
-      // agree are read again in the job's bins (below) before their step is taken.
-      const double job_step = r.period.period_s ? *r.period.period_s * 1e9 / fine_ns : 0;
-      const double window_share = static_cast<double>(nf) / 65536;
-      const size_t coarse = static_cast<size_t>(
-          std::max(1.0, job_step > 0 ? std::min(job_step / 8, std::max(job_step / 32, window_share)) : window_share));
-      const size_t nc = (nf + coarse - 1) / coarse;
-      struct Reading {
-        double period;  // in fine bins
-        double quality;
-        const PairAgg* pair;
-      };
-      std::vector<Reading> readings;
-      size_t pairs_changed = 0;
-      for (const PairAgg* p : job_pairs) {
-        pair_fine.assign(nc, 0.0);
-        for (const FlowHist* h : p->flows) {
-          for (const FlowHist::Bin& x : h->bins) pair_fine[fineOf(x.first) / coarse] += x.second;
-        }
-        const double coarse_ns = fine_ns * static_cast<double>(coarse);
-        if (!r.period.changed) {  // the period alone
-          const training::PeriodEstimate pe = estimatePeriod(pair_fine, coarse_ns, cfg);
-          if (pe.found) readings.push_back({pe.period_bins * static_cast<double>(coarse), pe.quality, p});
-          continue;
-        }
-        training::StepCut pair_cut;  // whether the pair changed pace too
-        const PeriodReport pp = readPeriod(pair_fine, coarse_ns, cfg, &pair_cut, nullptr, false);
-        if (pp.period_s) readings.push_back({*pp.period_s * 1e9 / fine_ns, pp.quality, p});
-        pairs_changed += pp.changed ? 1 : 0;
-      }
-      std::sort(readings.begin(), readings.end(),
-                [](const Reading& x, const Reading& y) { return x.period < y.period; });
-      // The readings in groups that agree within 4% (of the group's shortest), each of at least two pairs.
-      std::vector<std::vector<Reading>> groups;
-      for (size_t i = 0; i < readings.size();) {
-        size_t j = i;
-        while (j < readings.size() && readings[j].period <= 1.04 * readings[i].period) ++j;
-        if (j - i >= 2)
-          groups.emplace_back(readings.begin() + static_cast<long>(i), readings.begin() + static_cast<long>(j));
-        i = j;
-      }
-      // The share of the job's counted steps in which a pair is busy: carries a tenth of its median step's transport
-      // payload or more (a pair that only carries the ACKs of the other direction is not; wire bytes where the
-      // capture has no payload figures).
-      auto busyShare = [&](const PairAgg* p) {
-        const bool known = std::any_of(p->flows.begin(), p->flows.end(), [](const FlowHist* h) {
-          return std::any_of(h->bins.begin(), h->bins.end(), [](const FlowHist::Bin& x) { return x.payload > 0; });
-        });
-        std::vector<double> per(cut.count, 0.0);
-        training::StepCut::Walk w(cut, nf);
-        for (const FlowHist* h : p->flows) {
-          if (!h->bins.empty()) w.reset(fineOf(h->bins.front().first));
-          for (const FlowHist::Bin& x : h->bins) {
-            const long k = w.stepOf(fineOf(x.first));
-            if (k >= 0 && cut.counted[k])
-              per[k] += known ? static_cast<double>(x.payload) : static_cast<double>(x.second);
-          }
-        }
-        std::vector<double> busy;
-        size_t counted = 0;
-        for (size_t k = 0; k < cut.count; ++k) {
-          counted += cut.counted[k] ? 1 : 0;
-          if (cut.counted[k] && per[k] > 0) busy.push_back(per[k]);
-        }
-        if (busy.empty() || counted == 0) return 0.0;
-        std::nth_element(busy.begin(), busy.begin() + static_cast<long>(busy.size() / 2), busy.end());
-        const double tenth = 0.1 * busy[busy.size() / 2];
-        return static_cast<double>(std::count_if(busy.begin(), busy.end(), [&](double v) { return v >= tenth; })) /
-               static_cast<double>(counted);
-      };
-      // Which group is the job's step, if not the job's own reading:
-      // - without a reading of its own, the group of the most pairs (the longest among equals);
-      // - a longer one with two pairs or more that sit idle in a fifth of the job's steps or more: the job read a
-      //   part of the step (a sharded job's layers), since a pair that carries the job's data is busy in each of
-      //   its steps; a pair that repeats every second step while busy in each (gloo's ring of three alternates
-      //   what each pair carries) does not make the job's step longer;
-      // - a shorter one that most pairs read: the job read several steps as one (a pipeline's waves);
-      // - a group within 8% of the job's reading, when the job read a change of pace that most pairs do not.
-      std::vector<Reading> agree;
-      const bool pace_kept = r.period.changed && 2 * pairs_changed < readings.size();
-      for (std::vector<Reading>& g : groups) {
-        const double step = g[g.size() / 2].period;
-        bool take = false;
-        if (job_step <= 0) {
-          take = g.size() >= agree.size();
-        } else if (step > 1.08 * job_step) {
-          const auto idle =
-              std::count_if(g.begin(), g.end(), [&](const Reading& x) { return busyShare(x.pair) <= 0.8; });
-          take = idle >= 2 && g.size() > agree.size();
-        } else if (step < job_step / 1.08) {
-          take = 2 * g.size() > readings.size();
-        } else {
-          take = pace_kept;
-        }
-        if (take) agree = g;
-      }
-      if (!agree.empty()) {
-        const double pairs_step = agree[agree.size() / 2].period;
-        // The agreeing pairs read again in the job's bins, within 8% of their step; the median of those.
-        PeriodOptions o;
-        o.min_period_bins = 0.92 * pairs_step;
-        o.max_period_bins = 1.08 * pairs_step;
-        o.min_quality = cfg.min_period_quality;
-        std::vector<double> fine_readings;
-        for (const Reading& x : agree) {
-          pair_fine.assign(nf, 0.0);
-          for (const FlowHist* h : x.pair->flows) {
-            for (const FlowHist::Bin& b : h->bins) pair_fine[fineOf(b.first)] += b.second;
-          }
-          const training::PeriodEstimate pe = findPeriod(pair_fine, o);
-          if (pe.found) fine_readings.push_back(pe.period_bins);
-        }
-        training::PeriodEstimate given;
-        given.found = true;
-        given.quality = agree[agree.size() / 2].quality;
-        given.period_bins = pairs_step;
-        if (!fine_readings.empty()) {
-          std::sort(fine_readings.begin(), fine_readings.end());
-          given.period_bins = fine_readings[fine_readings.size() / 2];
-        }
-        training::StepCut again;
-        PeriodReport pr = readPeriod(fine, fine_ns, cfg, &again, &given);
-        if (pr.period_s) {
-          r.period = pr;
-          cut = std::move(again);
-        }
+    if (const auto given = pairsStep(job_pairs, r.period, cut, fineOf, nf, fine_ns, cfg, &pair_fine)) {
+      training::StepCut again;
+      const PeriodReport pr = readPeriod(fine, fine_ns, cfg, &again, &*given);
+      if (pr.period_s) {
+        r.period = pr;
+        cut = std::move(again);
       }
     }
     std::vector<std::vector<double>> rank_steps(n, std::vector<double>(cut.count, 0.0));
@@ -1241,15 +1248,11 @@ TrainingReport TrainingAnalyzer::Impl::analyze() {
   if (cfg.pair_periods) {
     std::vector<const PairAgg*> order;
     for (const auto& [key, p] : pairs) order.push_back(&p);
-    std::sort(order.begin(), order.end(), [](const PairAgg* x, const PairAgg* y) {
-      return x->bytes != y->bytes ? x->bytes > y->bytes : (x->s < y->s || (x->s == y->s && x->d < y->d));
-    });
+    std::sort(order.begin(), order.end(), heavier<PairAgg>);
     if (order.size() > 32) order.resize(32);
     for (const PairAgg* p : order) {
       fine.assign(nf, 0.0);
-      for (const FlowHist* h : p->flows) {
-        for (const FlowHist::Bin& x : h->bins) fine[fineOf(x.first)] += x.second;
-      }
+      addBins(p->flows, fineOf, 1, &fine);
       training::StepCut cut;
       rep.pairs.push_back(PairPeriod{hostName(p->s), hostName(p->d), p->bytes, readPeriod(fine, fine_ns, cfg, &cut)});
     }

@@ -115,9 +115,9 @@ print(len(ana), "steps in the file,", len(run), "live;", retx, "retransmissions 
 sys.exit(0 if not bad and retx > 0 else 1)
 EOF
 # Current parallelism live equals offline and the jobs' own logs: the testbed's pipeline (4 and 3 stages), hybrid,
-# sharded (4 ranks of 4 layers, 3 of 6) and MoE recordings replayed through net_pcap, which hands the engine each frame with the file's timestamp, so the live
-# analysis sees the recorded steps exactly on any machine. (Through AF_XDP the frames are stamped on arrival:
-# tcpreplay on a loaded 2-core machine reshaped the bursts — the sharded job read 0.2169 s against 0.2219 s and
+# sharded (4 ranks of 4 layers, 3 of 6) and MoE recordings replayed through net_pcap, which hands the engine each
+# frame with the file's timestamp, so the live analysis sees the recorded steps exactly on any machine. (Through
+# AF_XDP the frames are stamped on arrival: tcpreplay on a loaded 2-core machine reshaped the bursts — the sharded job read 0.2169 s against 0.2219 s and
 # `expert-parallel`, and with three CPU hogs no kind survived — so the AF_XDP path is tested with a real hybrid
 # job on the testbed's mirror instead, tests/integration/testbed_test.sh.) Each must name the job's kind, stage
 # order, groups and phases as its metadata says (tests/training/parallelism.py, check_traces.py's rules; the model

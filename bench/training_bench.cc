@@ -98,10 +98,12 @@ void BM_Training_Interval(benchmark::State& state) {
   for (auto _ : state) {
     an.ingest(interval(second++));
     TrainingReport r = an.analyze();
-    analysis_ms = r.analysis_ms;
+    analysis_ms += r.analysis_ms;
     benchmark::DoNotOptimize(r);
   }
-  state.counters["analyze_ms"] = analysis_ms;
+  // The analysis alone (the budget; the wall time also holds making and ingesting the interval), the mean
+  // over the iterations.
+  state.counters["analyze_ms"] = benchmark::Counter(analysis_ms, benchmark::Counter::kAvgIterations);
   state.SetLabel(std::to_string(jobs) + " jobs x 8 ranks, 64 destinations, 60 s window");
 }
 BENCHMARK(BM_Training_Interval)->ArgName("jobs")->Arg(1)->Arg(8)->Unit(benchmark::kMillisecond);

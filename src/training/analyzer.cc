@@ -135,13 +135,20 @@ PeriodOptions nearPeriod(double bins, const TrainingConfig& cfg) {
   return o;
 }
 
-// The period of a series of fine bins (each `fine_ns` wide) and where its steps fall; with `given` (a job's step
-// as its pairs read it), that period over the whole series, and where its steps fall. Without `place_steps`, only
-// the quiet stretches are tried as the place between steps, not places in between (the period alone is wanted).
-PeriodReport readPeriod(const std::vector<double>& fine, double fine_ns, const TrainingConfig& cfg,
-                        training::StepCut* cut, const training::PeriodEstimate* given = nullptr,
-                        bool place_steps = true) {
-  PeriodReport pr;
+// A series' pace: its period (report.period_s, or why none) and the fine bin from which the steps are read at it
+// (past 0 when the pace changed).
+struct Pace {
+  PeriodReport report;
+  double period_bins = 0;
+  size_t region = 0;
+};
+
+// The pace of a series of fine bins (each `fine_ns` wide); with `given` (a job's step as its pairs read it), that
+// period over the whole series.
+Pace readPace(const std::vector<double>& fine, double fine_ns, const TrainingConfig& cfg,
+              const training::PeriodEstimate* given = nullptr) {
+  Pace pace;
+  PeriodReport& pr = pace.report;
   training::PeriodEstimate e = given != nullptr ? *given : estimatePeriod(fine, fine_ns, cfg);
   size_t region = 0;  // first fine bin of the analysed region
   if (e.found && given == nullptr) {
@@ -190,16 +197,28 @@ PeriodReport readPeriod(const std::vector<double>& fine, double fine_ns, const T
   if (!e.found) {
     pr.why = e.why;
     pr.quality = e.quality;
-    return pr;
+    return pace;
   }
   pr.period_s = e.period_bins * fine_ns / 1e9;
   pr.quality = e.quality;
+  pace.period_bins = e.period_bins;
+  pace.region = region;
+  return pace;
+}
+
+// Where the steps of a series at its pace fall (`cut`), and the steps and duty cycle of its report: none (and no
+// period) without a counted step. Without `place_steps`, only the quiet stretches are tried as the place between
+// steps, not places in between (the period alone is wanted).
+void placeSteps(const std::vector<double>& fine, Pace* pace, training::StepCut* cut, bool place_steps = true) {
+  PeriodReport& pr = pace->report;
+  if (!pr.period_s) return;
+  const size_t region = pace->region;
   // Steps are cut where the traffic of a step has ended: first in the quietest stretch of the series folded at
   // the period (a window of a twentieth of it), then again with only the steps of typical volume folded (a
   // start-up broadcast or rendezvous traffic at some other phase left out), at the *start* of that quiet
   // stretch: right after the latest end of any step's traffic, where the job's log ends one step and starts the
   // next (docs/training.md "Steps").
-  const double period = e.period_bins;
+  const double period = pace->period_bins;
   const double start = static_cast<double>(region);
   const size_t slots = std::max<size_t>(1, static_cast<size_t>(std::llround(period)));
   const size_t w = std::max<size_t>(1, slots / 20);
@@ -359,7 +378,15 @@ PeriodReport readPeriod(const std::vector<double>& fine, double fine_ns, const T
     pr.period_s.reset();
     pr.why = "too few steps";
   }
-  return pr;
+}
+
+// The period of a series of fine bins and where its steps fall (readPace, then placeSteps).
+PeriodReport readPeriod(const std::vector<double>& fine, double fine_ns, const TrainingConfig& cfg,
+                        training::StepCut* cut, const training::PeriodEstimate* given = nullptr,
+                        bool place_steps = true) {
+  Pace pace = readPace(fine, fine_ns, cfg, given);
+  placeSteps(fine, &pace, cut, place_steps);
+  return pace.report;
 }
 
 // The phases of a job's steps and the fine bins each covers, per step (typical steps only).
@@ -432,17 +459,71 @@ PhaseCut cutPhases(std::span<const double> fine, double fine_ns, const training:
 // Whether any of the flows carries a payload figure (a capture without them: wire bytes stand in).
 template <typename Flow>
 bool carriesPayload(const std::vector<const Flow*>& flows) {
-  return std::any_of(flows.begin(), flows.end(), [](const Flow* h) {
-    return std::any_of(h->bins.begin(), h->bins.end(), [](const auto& x) { return x.payload > 0; });
-  });
+  return std::any_of(flows.begin(), flows.end(), [](const Flow* h) { return h->payload > 0; });
 }
 
-// The flows' wire bytes added into `series`, bin i of it holding fine bins [i·coarse, (i+1)·coarse).
+// The flows' wire bytes added into `series`, bin i of it holding fine bins [i·coarse − shift, (i+1)·coarse − shift).
 template <typename Flow, typename FineOf>
-void addBins(const std::vector<const Flow*>& flows, const FineOf& fineOf, size_t coarse, std::vector<double>* series) {
+void addBins(const std::vector<const Flow*>& flows, const FineOf& fineOf, size_t coarse, std::vector<double>* series,
+             size_t shift = 0) {
   for (const Flow* h : flows) {
-    for (const auto& x : h->bins) (*series)[fineOf(x.first) / coarse] += x.second;
+    if (coarse == 1) {
+      for (const auto& x : h->bins) (*series)[fineOf(x.first)] += x.second;
+      continue;
+    }
+    // A flow's bins are in time order: a division only where a bin leaves the last one's coarse bin.
+    size_t at = 0, end = 0;  // the coarse bin, and the first fine bin past it
+    for (const auto& x : h->bins) {
+      const size_t i = fineOf(x.first) + shift;
+      if (i >= end || i < end - coarse) {
+        at = i / coarse;
+        end = (at + 1) * coarse;
+      }
+      (*series)[at] += x.second;
+    }
   }
+}
+
+// The flows' wire bytes by fine bin, the non-empty bins alone, ascending: bin at[j] holds value[j] (a pair's series
+// without its empty bins: training::followPeriod's input).
+template <typename Flow, typename FineOf>
+void sparseBins(const std::vector<const Flow*>& flows, const FineOf& fineOf, std::vector<size_t>* at,
+                std::vector<double>* value) {
+  // Bins (i, v) in ascending order, those of one fine bin summed.
+  size_t k = 0;
+  auto add = [&](size_t i, double v) {
+    if (k > 0 && (*at)[k - 1] == i) {
+      (*value)[k - 1] += v;
+    } else {
+      (*at)[k] = i;
+      (*value)[k++] = v;
+    }
+  };
+  size_t most = 0;
+  for (const Flow* h : flows) most += h->bins.size();
+  at->resize(most);
+  value->resize(most);
+  if (flows.size() == 1) {  // a flow's bins are in time order already
+    for (const auto& x : flows[0]->bins) {
+      if (x.second > 0) add(fineOf(x.first), x.second);
+    }
+  } else {
+    // Several flows: each merged into the flows before it (stable: equal bins are summed flow by flow, as addBins
+    // adds them).
+    thread_local std::vector<std::pair<size_t, double>> all;
+    all.clear();
+    for (const Flow* h : flows) {
+      const auto mid = static_cast<long>(all.size());
+      for (const auto& x : h->bins) {
+        if (x.second > 0) all.emplace_back(fineOf(x.first), x.second);
+      }
+      std::inplace_merge(all.begin(), all.begin() + mid, all.end(),
+                         [](const auto& x, const auto& y) { return x.first < y.first; });
+    }
+    for (const auto& [i, v] : all) add(i, v);
+  }
+  at->resize(k);
+  value->resize(k);
 }
 
 // Host pairs heaviest first, then by address (a stable order for equal bytes).
@@ -556,18 +637,20 @@ bool Cidr::contains(const std::array<uint8_t, 16>& a, uint8_t fam) const {
   return true;
 }
 
-// The step as a job's pairs read it, where it is to replace the job's own reading `job` (cut at `cut`); none
-// elsewhere. Every pair of a job repeats once per step, and a pair carries fewer of the step's bursts than the
-// job's sum, so its reading is seldom a part of the step (a sharded job's gathers repeat layer after layer in the
-// sum and on the ring's pairs, while the pairs that only its reduce-scatter uses repeat once per step) or a
-// multiple of it (a pipeline's forward and backward waves look alike in the sum). The heaviest kStepPairs pairs
-// are read, and a group of them that agrees is taken by the rules below; its pairs are read again in the job's
-// bins, within 8%, and their median is the step. Elsewhere the job's reading stands: from the sum of all its
-// traffic it is the finer one (docs/training.md "Step period", 6). `buf` is scratch space.
-template <typename Pair, typename FineOf>
+// The step as a job's pairs read it, where it is to replace the job's own reading `job` (whose steps jobCut()
+// places, asked only where a pair's busy share is needed); none where no two pairs agree. Every pair of a job
+// repeats once per step, and a pair carries fewer of the step's bursts than the job's sum, so its reading is
+// seldom a part of the step (a sharded job's gathers repeat layer after layer in the sum and on the ring's pairs,
+// while the pairs that only its reduce-scatter uses repeat once per step) or a multiple of it (a pipeline's
+// forward and backward waves look alike in the sum), and its steps' places do not move with which bursts a step
+// of the sum holds. The heaviest kStepPairs pairs are read, and a group of them that agrees is taken by the rules
+// below; its middle pairs are read again in the job's bins, and their median is the step (docs/training.md "Step
+// period", 6). `buf` is scratch space.
+template <typename Pair, typename JobCut, typename FineOf>
 std::optional<training::PeriodEstimate> pairsStep(std::vector<const Pair*> pairs, const PeriodReport& job,
-                                                  const training::StepCut& cut, const FineOf& fineOf, size_t nf,
-                                                  double fine_ns, const TrainingConfig& cfg, std::vector<double>* buf) {
+                                                  const JobCut& jobCut, const FineOf& fineOf, size_t nf,
+                                                  int64_t first_fine, double fine_ns, const TrainingConfig& cfg,
+                                                  std::vector<double>* buf) {
   std::sort(pairs.begin(), pairs.end(), heavier<Pair>);
   if (pairs.size() > kStepPairs) pairs.resize(kStepPairs);
   // Each pair in coarser bins: a 32nd of the job's own reading, or a 65,536th of the window if that is more, but
@@ -578,6 +661,10 @@ std::optional<training::PeriodEstimate> pairsStep(std::vector<const Pair*> pairs
   const size_t coarse = static_cast<size_t>(
       std::max(1.0, job_step > 0 ? std::min(job_step / 8, std::max(job_step / 32, window_share)) : window_share));
   const double coarse_ns = fine_ns * static_cast<double>(coarse);
+  // The coarse bins on a grid of the time since the epoch, not of the window's start (`first_fine`: the window's
+  // first fine bin since then): a pair's reading in coarse bins moves with where their edges fall, and live the
+  // window starts elsewhere than a file does (moe-w4's pairs read 2551–2604 from the file's start, 2551–2560 live).
+  const size_t shift = static_cast<size_t>(first_fine % static_cast<int64_t>(coarse));
   struct Reading {
     double period;  // in fine bins
     double quality;
@@ -586,8 +673,8 @@ std::optional<training::PeriodEstimate> pairsStep(std::vector<const Pair*> pairs
   std::vector<Reading> readings;
   size_t pairs_changed = 0;
   for (const Pair* p : pairs) {
-    buf->assign((nf + coarse - 1) / coarse, 0.0);
-    addBins(p->flows, fineOf, coarse, buf);
+    buf->assign((nf + shift + coarse - 1) / coarse, 0.0);
+    addBins(p->flows, fineOf, coarse, buf, shift);
     if (!job.changed) {  // the period alone
       const training::PeriodEstimate pe = estimatePeriod(*buf, coarse_ns, cfg);
       if (pe.found) readings.push_back({pe.period_bins * static_cast<double>(coarse), pe.quality, p});
@@ -603,6 +690,7 @@ std::optional<training::PeriodEstimate> pairsStep(std::vector<const Pair*> pairs
   // payload or more (a pair that only carries the ACKs of the other direction is not; wire bytes where the capture
   // has no payload figures).
   auto busyShare = [&](const Pair* p) {
+    const training::StepCut& cut = jobCut();
     const bool known = carriesPayload(p->flows);
     std::vector<double> per(cut.count, 0.0);
     training::StepCut::Walk w(cut, nf);
@@ -633,9 +721,10 @@ std::optional<training::PeriodEstimate> pairsStep(std::vector<const Pair*> pairs
   //   a pair that repeats every second step while busy in each (gloo's ring of three alternates what each pair
   //   carries) does not make the job's step longer;
   // - a shorter one that most pairs read: the job read several steps as one (a pipeline's waves);
-  // - a group within 8% of the job's reading, when the job read a change of pace that most pairs do not.
+  // - a group within 8% of the job's reading, when the job read a change of pace that most pairs do not;
+  // - with none of these, the group within 8% of the job's reading (below).
   const bool pace_kept = job.changed && 2 * pairs_changed < readings.size();
-  std::vector<Reading> agree;
+  std::vector<Reading> agree, near;
   for (size_t i = 0; i < readings.size();) {
     size_t end = i;
     while (end < readings.size() && readings[end].period <= 1.04 * readings[i].period) ++end;
@@ -653,26 +742,34 @@ std::optional<training::PeriodEstimate> pairsStep(std::vector<const Pair*> pairs
       take = 2 * g.size() > readings.size();
     } else {
       take = pace_kept;
+      if (g.size() > near.size()) near = g;
     }
     if (take) agree = g;
   }
+  // Otherwise the group that agrees with the job's reading (the most pairs; among equals the shortest): where the
+  // job's steps are many bursts spread over the step (a pipeline's microbatches, the phases of a MoE job), the
+  // sum's steps shift with which bursts each holds, while a pair's bursts stay put in its steps.
+  if (agree.empty() && !job.changed) agree = near;
   if (agree.empty()) return std::nullopt;
-  // The agreeing pairs read again in the job's bins, within 8% of their step; the median of those.
+  // The group's three heaviest pairs read again in the job's bins, their steps followed one by one from their
+  // coarse readings (findPeriod's last stage; their autocorrelation in the job's bins would cost as much as the
+  // rest of the job's analysis); the median of those. The heaviest, not those whose coarse readings lie in the
+  // middle: which pairs those are moves with the bins' alignment (live and offline), the heaviest do not.
+  const size_t mid = agree.size() / 2;
   training::PeriodEstimate given;
   given.found = true;
-  given.period_bins = agree[agree.size() / 2].period;
-  given.quality = agree[agree.size() / 2].quality;
+  given.period_bins = agree[mid].period;
+  given.quality = agree[mid].quality;
+  std::sort(agree.begin(), agree.end(), [](const Reading& x, const Reading& y) { return heavier(x.pair, y.pair); });
   std::vector<double> fine_readings;
+  thread_local std::vector<size_t> at;
+  thread_local std::vector<double> value;
   for (const Reading& x : agree) {
-    buf->assign(nf, 0.0);
-    addBins(x.pair->flows, fineOf, 1, buf);
-    const training::PeriodEstimate pe = findPeriod(*buf, nearPeriod(given.period_bins, cfg));
-    if (pe.found) fine_readings.push_back(pe.period_bins);
+    sparseBins(x.pair->flows, fineOf, &at, &value);
+    fine_readings.push_back(training::followPeriod(at, value, x.period));
   }
-  if (!fine_readings.empty()) {
-    std::sort(fine_readings.begin(), fine_readings.end());
-    given.period_bins = fine_readings[fine_readings.size() / 2];
-  }
+  std::sort(fine_readings.begin(), fine_readings.end());
+  given.period_bins = fine_readings[fine_readings.size() / 2];
   return given;
 }
 
@@ -686,7 +783,8 @@ struct TrainingAnalyzer::Impl {
       uint32_t payload;
     };
     std::deque<Bin> bins;
-    uint64_t bytes = 0;  // in the window
+    uint64_t bytes = 0;    // in the window
+    uint64_t payload = 0;  // in the window
     int64_t last_bin = kMin;
   };
   struct DestState {
@@ -722,6 +820,7 @@ struct TrainingAnalyzer::Impl {
       FlowHist& h = it->second;
       while (!h.bins.empty() && h.bins.front().first < cut) {
         h.bytes -= h.bins.front().second;
+        h.payload -= h.bins.front().payload;
         h.bins.pop_front();
         --bins_held;
       }
@@ -766,6 +865,7 @@ void TrainingAnalyzer::ingest(std::shared_ptr<const TrainingDelta> d) {
       if (b < m.cutoff_bin) continue;
       h.bins.push_back({b, bytes, i < fb.payload.size() ? fb.payload[i] : 0});
       h.bytes += bytes;
+      h.payload += h.bins.back().payload;
       ++m.bins_held;
       m.first_bin = std::min(m.first_bin, b);
     }
@@ -991,16 +1091,28 @@ TrainingReport TrainingAnalyzer::Impl::analyze() {
     for (double rate : rates) drains.push_back(rate * fine_ns / 8e9);
     r.backlog_bytes = backlogs(fine, interval_from, drains);
     // Period, steps, bytes per step.
+    // The job's steps are placed once its period is known: at its own reading, or at its pairs' (which only needs
+    // the steps at the job's own reading for the pairs' busy share, and then places them again).
+    Pace pace = readPace(fine, fine_ns, cfg);
     training::StepCut cut;
-    r.period = readPeriod(fine, fine_ns, cfg, &cut);
-    if (const auto given = pairsStep(job_pairs, r.period, cut, fineOf, nf, fine_ns, cfg, &pair_fine)) {
-      training::StepCut again;
-      const PeriodReport pr = readPeriod(fine, fine_ns, cfg, &again, &*given);
-      if (pr.period_s) {
-        r.period = pr;
-        cut = std::move(again);
+    bool placed = false;
+    auto jobCut = [&]() -> const training::StepCut& {
+      if (!placed) placeSteps(fine, &pace, &cut);
+      placed = true;
+      return cut;
+    };
+    if (const auto given = pairsStep(job_pairs, pace.report, jobCut, fineOf, nf, ws / f, fine_ns, cfg, &pair_fine)) {
+      Pace again = readPace(fine, fine_ns, cfg, &*given);
+      training::StepCut again_cut;
+      placeSteps(fine, &again, &again_cut);
+      if (again.report.period_s) {
+        pace = std::move(again);
+        cut = std::move(again_cut);
+        placed = true;
       }
     }
+    jobCut();
+    r.period = pace.report;
     std::vector<std::vector<double>> rank_steps(n, std::vector<double>(cut.count, 0.0));
     std::vector<double> step_payload(cut.count, 0.0);  // transport payload of all ranks, per step
     std::vector<double> steps(cut.count, 0.0);

@@ -146,27 +146,52 @@ Curve buildCurve(std::span<const double> y, double max_lag) {
   return c;
 }
 
+// A series by its non-empty bins alone: bin at[j] - first holds value[j] (at ascending), of `size` bins in all.
+struct Sparse {
+  std::span<const size_t> at;
+  std::span<const double> value;
+  size_t first = 0;
+  size_t size = 0;
+};
+
 // Sharpens a period estimate p0 by following the steps one by one: each step's anchor is the centroid of the
 // bytes within half a period of where the anchors so far predict it, and the period is the slope of the
 // anchors' times against their step numbers — the mean time from step to step, as the job's own log
 // measures it, however much single steps (or the groups inside a step) jitter. p0 itself when fewer than
 // three steps are anchored, or when the steps do not line up with it.
-double followSteps(std::span<const double> y, double p0) {
-  const double n = static_cast<double>(y.size());
+double followSteps(const Sparse& y, double p0) {
+  const double n = static_cast<double>(y.size);
+  const std::span<const size_t> at = y.at;
   // Running sums of the bytes and of the bytes times their bin, so that a window's mass and centroid take
   // two subtractions instead of a walk over a period's bins (each step is looked at about six times). Bins
   // hold whole bytes, so the sums are exact while they stay below 2^53: always for the mass (9 PB); for the
   // moment up to about 2 GB in a series of 4 M bins, beyond which the centroids round in their last bits as
-  // the walk's own sums did.
-  std::vector<double> mass_to(y.size() + 1, 0.0), moment_to(y.size() + 1, 0.0);
-  for (size_t i = 0; i < y.size(); ++i) {
-    mass_to[i + 1] = mass_to[i] + y[i];
-    moment_to[i + 1] = moment_to[i] + y[i] * static_cast<double>(i);
+  // the walk's own sums did. Kept at the non-empty bins only (a pair's series is mostly empty); a sum up to any
+  // bin is the one up to the non-empty bins below it, bit for bit the dense running sum (adding an empty bin's
+  // zero changes nothing).
+  thread_local std::vector<double> mass_to, moment_to;  // [j]: the sums over the first j non-empty bins
+  mass_to.resize(at.size() + 1);
+  moment_to.resize(at.size() + 1);
+  mass_to[0] = moment_to[0] = 0;
+  size_t peak = 0;                      // the heaviest bin (the first of equals), where the walk starts
+  double mass_sum = 0, moment_sum = 0;  // the sums in registers: through the arrays, each addition would wait for
+                                        // the last one's store
+  for (size_t j = 0; j < at.size(); ++j) {
+    mass_sum += y.value[j];
+    moment_sum += y.value[j] * static_cast<double>(at[j] - y.first);
+    mass_to[j + 1] = mass_sum;
+    moment_to[j + 1] = moment_sum;
+    if (y.value[j] > y.value[peak]) peak = j;
   }
+  if (at.empty()) return p0;
+  // How many non-empty bins lie below bin i: the index of the running sums up to i.
+  auto below = [&](size_t i) {
+    return static_cast<size_t>(std::lower_bound(at.begin(), at.end(), i + y.first) - at.begin());
+  };
   auto window = [&](double around) {
     const long lo = std::max(0L, static_cast<long>(std::ceil(around - p0 / 2)));
-    const long hi = std::max(lo, std::min(static_cast<long>(y.size()), static_cast<long>(std::ceil(around + p0 / 2))));
-    return std::pair<size_t, size_t>(lo, hi);
+    const long hi = std::max(lo, std::min(static_cast<long>(y.size), static_cast<long>(std::ceil(around + p0 / 2))));
+    return std::pair<size_t, size_t>(below(static_cast<size_t>(lo)), below(static_cast<size_t>(hi)));
   };
   auto centroid = [&](double around, double* mass) {
     const auto [lo, hi] = window(around);
@@ -179,19 +204,18 @@ double followSteps(std::span<const double> y, double p0) {
   auto ending = [&](double around) {
     const auto [lo, hi] = window(around);
     const double target = 0.9 * (mass_to[hi] - mass_to[lo]);
-    // The first bin i whose sum from lo through i reaches 90%: the running sums never fall.
+    // The first non-empty bin whose sum from the window's start through it reaches 90%: the running sums never
+    // fall.
     const auto from = mass_to.begin() + static_cast<long>(lo);
     const auto it = std::lower_bound(from + 1, from + static_cast<long>(hi - lo) + 1, target,
                                      [&](double sum, double t) { return sum - *from < t; });
-    return it == from + static_cast<long>(hi - lo) + 1 ? around : static_cast<double>(it - mass_to.begin() - 1);
+    return it == from + static_cast<long>(hi - lo) + 1
+               ? around
+               : static_cast<double>(at[static_cast<size_t>(it - mass_to.begin() - 1)] - y.first);
   };
   // Start at the heaviest bin, settled on its step's centroid.
-  size_t peak = 0;
-  for (size_t i = 0; i < y.size(); ++i) {
-    if (y[i] > y[peak]) peak = i;
-  }
   double mass = 0;
-  double start = static_cast<double>(peak);
+  double start = static_cast<double>(at[peak] - y.first);
   for (int it = 0; it < 3; ++it) start = centroid(start, &mass);
   std::vector<std::pair<double, double>> anchors{{0.0, ending(start)}};  // (step number, time)
   std::vector<double> masses{mass};
@@ -390,9 +414,25 @@ PeriodEstimate findPeriod(std::span<const double> x, const PeriodOptions& o) {
     if (k >= 64) break;
   }
   e.found = true;
-  e.period_bins = followSteps(y, den > 0 ? num / den : t);
+  {
+    thread_local std::vector<size_t> at;  // y's non-empty bins
+    thread_local std::vector<double> value;
+    at.clear();
+    value.clear();
+    for (size_t i = 0; i < y.size(); ++i) {
+      if (y[i] == 0) continue;
+      at.push_back(i);
+      value.push_back(y[i]);
+    }
+    e.period_bins = followSteps(Sparse{at, value, 0, y.size()}, den > 0 ? num / den : t);
+  }
   e.quality = std::clamp(first.value, 0.0, 1.0);
   return e;
+}
+
+double followPeriod(std::span<const size_t> at, std::span<const double> value, double p0) {
+  if (at.empty() || p0 <= 0) return p0;
+  return followSteps(Sparse{at, value, at.front(), at.back() - at.front() + 1}, p0);
 }
 
 }  // namespace burstscope::training

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace burstscope::training {
@@ -33,6 +34,11 @@ std::vector<double> autocorrelation(std::span<const double> x, size_t lags);
 // The period of `x` (bins of equal width), or why there is none. Leading and trailing empty bins are
 // ignored. The series must hold at least two periods after its first non-empty bin (three steps' starts).
 PeriodEstimate findPeriod(std::span<const double> x, const PeriodOptions& o);
+
+// The period of a series known to lie near `p0` bins, sharpened by findPeriod's last stage alone (its steps
+// followed one by one) without the autocorrelation; p0 where fewer than three steps are anchored or they do not
+// line up with it. The series by its non-empty bins: bin at[j] holds value[j] (above 0), at ascending and distinct.
+double followPeriod(std::span<const size_t> at, std::span<const double> value, double p0);
 
 // Where the steps of a periodic series fall: step k covers fine bins [origin + k·period, origin + (k+1)·period).
 struct StepCut {

@@ -373,6 +373,38 @@ TEST(TrainingTest, StepRunsAndTheWalkHoldExactlyTheBinsOfEachStep) {
   }
 }
 
+// A pair's step read again in the job's bins (the pairs' step, docs/training.md "Step period" 6): its steps
+// followed one by one from a reading a few percent off give the mean step as the job's log has it (first to last
+// step end), from the non-empty bins alone; a reading the steps do not line up with, or too few steps, stay as
+// they were given.
+TEST(TrainingTest, FollowingAPairsStepsGivesTheMeanStep) {
+  for (uint32_t seed : {1u, 2u, 3u}) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<double> jitter(-0.08, 0.08);
+    std::vector<size_t> at;
+    std::vector<double> value;
+    std::vector<double> ends;
+    double end = 5000;
+    for (int k = 0; k < 40; ++k) {
+      end += 2000 * (1 + jitter(rng));
+      ends.push_back(end);
+      // A burst of 60 bins ending at the step's end, the heaviest in its middle.
+      for (size_t i = static_cast<size_t>(end) - 60; i < static_cast<size_t>(end); ++i) {
+        at.push_back(i);
+        value.push_back(1000.0 + static_cast<double>(i % 7) * 100);
+      }
+    }
+    const double mean = (ends.back() - ends.front()) / static_cast<double>(ends.size() - 1);
+    EXPECT_NEAR(training::followPeriod(at, value, 1.04 * mean), mean, 0.002 * mean) << seed;
+    EXPECT_NEAR(training::followPeriod(at, value, 0.97 * mean), mean, 0.002 * mean) << seed;
+    EXPECT_EQ(training::followPeriod(at, value, 1.3 * mean), 1.3 * mean) << seed;
+    at.resize(120);  // two steps
+    value.resize(120);
+    EXPECT_EQ(training::followPeriod(at, value, 1.04 * mean), 1.04 * mean) << seed;
+  }
+  EXPECT_EQ(training::followPeriod({}, {}, 100.0), 100.0);
+}
+
 TEST(TrainingTest, TooFewStepsHaveNoPeriod) {
   TrainingReport r = analyse(ringJob(3, steps(2, 250'000'000), {{0, 900'000}}));
   ASSERT_EQ(r.jobs.size(), 1u);

@@ -7,6 +7,7 @@
 #include <cctype>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <deque>
 #include <functional>
 #include <limits>
@@ -14,6 +15,8 @@
 #include <numeric>
 #include <optional>
 #include <set>
+#include <tuple>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
@@ -916,6 +919,13 @@ TrainingReport TrainingAnalyzer::Impl::analyze() {
     hosts.insert(p.s);
     hosts.insert(p.d);
   }
+  // Each pair's flows in the order of their keys, not of the hash tables' (absl seeds them per process): a job's
+  // sums that are not whole numbers (where in the step a pair's payload lies) come out the same in every run.
+  for (auto& [key, p] : pairs) {
+    std::sort(p.flows.begin(), p.flows.end(), [](const FlowHist* x, const FlowHist* y) {
+      return std::memcmp(&x->key, &y->key, sizeof(FlowKey)) < 0;  // FlowKey has no padding (packet.h)
+    });
+  }
 
   // Jobs: configured ones, then connected components of the heavy pairs among the other hosts.
   struct JobBuild {
@@ -1042,11 +1052,14 @@ TrainingReport TrainingAnalyzer::Impl::analyze() {
     topo.data_edge_share = cfg.data_edge_share;
     std::vector<const PairAgg*> job_pairs;
     for (const auto& [key, p] : pairs) {
-      auto a = at.find(p.s), b = at.find(p.d);
-      if (a == at.end() || b == at.end()) continue;
-      job_pairs.push_back(&p);
-      if (n <= kMaxTopologyHosts) topo.bytes[a->second][b->second] += p.bytes;
-      for (const FlowHist* h : p.flows) {
+      if (at.contains(p.s) && at.contains(p.d)) job_pairs.push_back(&p);
+    }
+    // In the order of the hosts, not of the hash table (as each pair's flows).
+    std::sort(job_pairs.begin(), job_pairs.end(),
+              [](const PairAgg* x, const PairAgg* y) { return std::tie(x->s, x->d) < std::tie(y->s, y->d); });
+    for (const PairAgg* p : job_pairs) {
+      if (n <= kMaxTopologyHosts) topo.bytes[at[p->s]][at[p->d]] += p->bytes;
+      for (const FlowHist* h : p->flows) {
         jf.push_back(h);
         topo.flow_bytes.push_back(h->bytes);
       }

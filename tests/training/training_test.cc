@@ -643,6 +643,12 @@ TEST(TrainingTest, AShardedJobIsNotPlainDataParallel) {
   ASSERT_EQ(ring.jobs.size(), 1u);
   EXPECT_EQ(ring.jobs[0].phases.count, 3u);
   EXPECT_EQ(ring.jobs[0].topology.kind, "ring") << ring.jobs[0].topology.evidence;
+  // So does one whose buckets are spread over its backward (no silence of half a step), its last bucket holding
+  // most of the gradient: a sharded job's phases are each a small part of the step.
+  TrainingReport spread = analyse(ringJob(4, d, {{0.2, 50'000}, {0.45, 50'000}, {0.7, 400'000}}));
+  ASSERT_EQ(spread.jobs.size(), 1u);
+  EXPECT_EQ(spread.jobs[0].phases.count, 3u);
+  EXPECT_EQ(spread.jobs[0].topology.kind, "ring") << spread.jobs[0].topology.evidence;
 }
 
 TEST(TrainingTest, AllToAllPhasesAreExpertParallelAndPhasesAreWhereTheyWereSent) {

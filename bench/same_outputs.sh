@@ -19,8 +19,11 @@ for f in "${files[@]}"; do
     for b in old new; do
       bin=$old
       [ $b = new ] && bin=$new
-      "$bin" analyze --json "$f" 2>/dev/null | grep -v '"analysis_ms":' >"$tmp/$b-$run.json"
-      "$bin" analyze "$f" >"$tmp/$b-$run.txt" 2>/dev/null
+      if ! "$bin" analyze --json "$f" >"$tmp/raw.json" 2>"$tmp/err" || ! "$bin" analyze "$f" >"$tmp/$b-$run.txt" 2>>"$tmp/err"; then
+        echo "FAILED: $bin analyze $f: $(head -c 300 "$tmp/err")"
+        exit 1
+      fi
+      grep -v '"analysis_ms":' "$tmp/raw.json" >"$tmp/$b-$run.json"
     done
   done
   for x in json txt; do

@@ -641,14 +641,16 @@ bool Cidr::contains(const std::array<uint8_t, 16>& a, uint8_t fam) const {
 }
 
 // The step as a job's pairs read it, where it is to replace the job's own reading `job` (whose steps jobCut()
-// places, asked only where a pair's busy share is needed); none where no two pairs agree. Every pair of a job
+// places, asked only where a pair's busy share is needed); none where no two pairs agree, or where the job read a
+// change of pace and no rule below takes a group. Every pair of a job
 // repeats once per step, and a pair carries fewer of the step's bursts than the job's sum, so its reading is
 // seldom a part of the step (a sharded job's gathers repeat layer after layer in the sum and on the ring's pairs,
 // while the pairs that only its reduce-scatter uses repeat once per step) or a multiple of it (a pipeline's
 // forward and backward waves look alike in the sum), and its steps' places do not move with which bursts a step
 // of the sum holds. The heaviest kStepPairs pairs are read, and a group of them that agrees is taken by the rules
-// below; its middle pairs are read again in the job's bins, and their median is the step (docs/training.md "Step
-// period", 6). `buf` is scratch space.
+// below; each of its pairs is read again in the job's bins, and their median is the step (docs/training.md "Step
+// period", 6). `job` must not be the report jobCut() places the job's steps on (that may drop its period).
+// `buf` is scratch space.
 template <typename Pair, typename JobCut, typename FineOf>
 std::optional<training::PeriodEstimate> pairsStep(std::vector<const Pair*> pairs, const PeriodReport& job,
                                                   const JobCut& jobCut, const FineOf& fineOf, size_t nf,
@@ -754,16 +756,14 @@ std::optional<training::PeriodEstimate> pairsStep(std::vector<const Pair*> pairs
   // sum's steps shift with which bursts each holds, while a pair's bursts stay put in its steps.
   if (agree.empty() && !job.changed) agree = near;
   if (agree.empty()) return std::nullopt;
-  // The group's three heaviest pairs read again in the job's bins, their steps followed one by one from their
-  // coarse readings (findPeriod's last stage; their autocorrelation in the job's bins would cost as much as the
-  // rest of the job's analysis); the median of those. The heaviest, not those whose coarse readings lie in the
-  // middle: which pairs those are moves with the bins' alignment (live and offline), the heaviest do not.
-  const size_t mid = agree.size() / 2;
+  // Each pair of the group read again in the job's bins, its steps followed one by one from its coarse reading
+  // (findPeriod's last stage; their autocorrelation in the job's bins would cost as much as the rest of the job's
+  // analysis); the median of those. All of the group's pairs, not a few of them: which pairs lie in its middle
+  // turns on ties among the coarse readings, and a job's pairs' steps may fall in clusters (bench/README.md "The
+  // pairs' step for every job").
   training::PeriodEstimate given;
   given.found = true;
-  given.period_bins = agree[mid].period;
-  given.quality = agree[mid].quality;
-  std::sort(agree.begin(), agree.end(), [](const Reading& x, const Reading& y) { return heavier(x.pair, y.pair); });
+  given.quality = agree[agree.size() / 2].quality;
   std::vector<double> fine_readings;
   thread_local std::vector<size_t> at;
   thread_local std::vector<double> value;
@@ -1114,7 +1114,8 @@ TrainingReport TrainingAnalyzer::Impl::analyze() {
       placed = true;
       return cut;
     };
-    if (const auto given = pairsStep(job_pairs, pace.report, jobCut, fineOf, nf, ws / f, fine_ns, cfg, &pair_fine)) {
+    const PeriodReport own = pace.report;  // the job's reading as read, before its steps are placed
+    if (const auto given = pairsStep(job_pairs, own, jobCut, fineOf, nf, ws / f, fine_ns, cfg, &pair_fine)) {
       Pace again = readPace(fine, fine_ns, cfg, &*given);
       training::StepCut again_cut;
       placeSteps(fine, &again, &again_cut);

@@ -388,11 +388,12 @@ TopologyResult classifyTopology(const TopologyInput& in) {
   // Sharded data parallel: three or more collective phases per step, all hosts sending in each (gather the
   // weights before each layer's forward and again before its backward, reduce its gradients), spread over the
   // step between the layers' compute — where plain data parallel reduces after the backward, so that the forward
-  // and most of the backward are one silent stretch of the step — and each a small part of the step's bytes: a
-  // layer's gather or its reduction and the next layer's gather, at most a third of the step with two layers or
-  // more (the testbed's sharded jobs: 10–22%), where plain data parallel's last reduction, its largest gradient
-  // bucket, often holds most of it (a 3-rank DDP job whose buckets lie far apart in its long backward,
-  // ../shared/traces/ddp-gloo-w3-mlp4mb-b128: 5 phases 39% silent at most, the last 68% of the bytes).
+  // and most of the backward are one silent stretch of the step — and none holding more than half of the step's
+  // phase bytes: a sharded job's phase is a layer's gather, or its reduction and the next layer's gather, at most a
+  // third of the step with two layers or more (the testbed's sharded jobs: 10–22%), where plain data parallel's
+  // last reduction, its largest gradient bucket, often holds most of it (a 3-rank DDP job whose buckets lie far
+  // apart in its long backward, ../shared/traces/ddp-gloo-w3-mlp4mb-b128: 5 phases 39% silent at most, the last
+  // 68% of the bytes).
   if (phases > 0 && in.period_s > 0) {
     size_t collective = 0;
     double phase_bytes = 0, largest = 0;
@@ -407,7 +408,7 @@ TopologyResult classifyTopology(const TopologyInput& in) {
     double silent = in.period_s - spans.back().second + spans.front().first;  // across the step's boundary
     for (size_t k = 1; k < spans.size(); ++k) silent = std::max(silent, spans[k].first - spans[k - 1].second);
     const double longest = silent / in.period_s;
-    if (n >= 2 && collective >= 3 && longest < 0.5 && largest <= 0.5 * phase_bytes) {
+    if (n >= 2 && collective >= 3 && longest < 0.5 && phase_bytes > 0 && largest <= 0.5 * phase_bytes) {
       t.kind = "sharded";
       t.evidence = absl::StrFormat(
           "%d collective phases per step (of %d) in which all %d hosts send, spread over the step (its longest "

@@ -395,8 +395,10 @@ TEST(TrainingTest, FollowingAPairsStepsGivesTheMeanStep) {
       }
     }
     const double mean = (ends.back() - ends.front()) / static_cast<double>(ends.size() - 1);
-    EXPECT_NEAR(training::followPeriod(at, value, 1.04 * mean), mean, 0.002 * mean) << seed;
-    EXPECT_NEAR(training::followPeriod(at, value, 0.97 * mean), mean, 0.002 * mean) << seed;
+    // Within half a percent (the first and last steps' own jitter, divided by 39 steps, is up to 0.2%), where the
+    // readings given were 4% and 3% off.
+    EXPECT_NEAR(training::followPeriod(at, value, 1.04 * mean), mean, 0.005 * mean) << seed;
+    EXPECT_NEAR(training::followPeriod(at, value, 0.97 * mean), mean, 0.005 * mean) << seed;
     EXPECT_EQ(training::followPeriod(at, value, 1.3 * mean), 1.3 * mean) << seed;
     at.resize(120);  // two steps
     value.resize(120);

@@ -210,9 +210,8 @@ Pace readPace(const std::vector<double>& fine, double fine_ns, const TrainingCon
 }
 
 // Where the steps of a series at its pace fall (`cut`), and the steps and duty cycle of its report: none (and no
-// period) without a counted step. Without `place_steps`, only the quiet stretches are tried as the place between
-// steps, not places in between (the period alone is wanted).
-void placeSteps(const std::vector<double>& fine, Pace* pace, training::StepCut* cut, bool place_steps = true) {
+// period) without a counted step.
+void placeSteps(const std::vector<double>& fine, Pace* pace, training::StepCut* cut) {
   PeriodReport& pr = pace->report;
   if (!pr.period_s) return;
   const size_t region = pace->region;
@@ -354,7 +353,7 @@ void placeSteps(const std::vector<double>& fine, Pace* pace, training::StepCut* 
       // spaced from the chosen stretch on (so that they fall at the same phases of the steps whatever bin the
       // series starts at: live, the window's; offline, the file's).
       double best_grid = -1, grid_at = 0;
-      for (size_t g = 0; g < (place_steps ? kCutGrid : 0); ++g) {
+      for (size_t g = 0; g < kCutGrid; ++g) {
         const double at = start + std::fmod(chosen - start + period * static_cast<double>(g) / kCutGrid, period);
         const double sum = held(at).first;
         if (sum > best_grid) {
@@ -385,10 +384,9 @@ void placeSteps(const std::vector<double>& fine, Pace* pace, training::StepCut* 
 
 // The period of a series of fine bins and where its steps fall (readPace, then placeSteps).
 PeriodReport readPeriod(const std::vector<double>& fine, double fine_ns, const TrainingConfig& cfg,
-                        training::StepCut* cut, const training::PeriodEstimate* given = nullptr,
-                        bool place_steps = true) {
-  Pace pace = readPace(fine, fine_ns, cfg, given);
-  placeSteps(fine, &pace, cut, place_steps);
+                        training::StepCut* cut) {
+  Pace pace = readPace(fine, fine_ns, cfg);
+  placeSteps(fine, &pace, cut);
   return pace.report;
 }
 
@@ -685,8 +683,7 @@ std::optional<training::PeriodEstimate> pairsStep(std::vector<const Pair*> pairs
       if (pe.found) readings.push_back({pe.period_bins * static_cast<double>(coarse), pe.quality, p});
       continue;
     }
-    training::StepCut pair_cut;  // whether the pair changed pace too
-    const PeriodReport pp = readPeriod(*buf, coarse_ns, cfg, &pair_cut, nullptr, false);
+    const PeriodReport pp = readPace(*buf, coarse_ns, cfg).report;  // whether the pair changed pace too
     if (pp.period_s) readings.push_back({*pp.period_s * 1e9 / fine_ns, pp.quality, p});
     pairs_changed += pp.changed ? 1 : 0;
   }

@@ -161,6 +161,7 @@ class EvidenceAggregator final : public Aggregator, public EngineObserver {
   EvidenceAggregator(const EvidenceConfig& c, const EngineConfig& engine, bool intervals);
   ~EvidenceAggregator() override;
   void add(std::span<const PacketRecord> records) override;
+  void addRuns(std::span<const PacketRecord> records, std::span<const uint32_t> run_starts) override;
   void closeInterval(const IntervalContext& c, IntervalReport* out) override;
   void finish() override;
   void result(EngineResult* out) const override;

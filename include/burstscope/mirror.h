@@ -62,6 +62,7 @@ class MirrorAggregator final : public Aggregator {
   MirrorAggregator(const MirrorConfig& c, const EngineConfig& engine);
   ~MirrorAggregator() override;
   void add(std::span<const PacketRecord> records) override;
+  void addRuns(std::span<const PacketRecord> records, std::span<const uint32_t> run_starts) override;
   void closeInterval(const IntervalContext& c, IntervalReport* out) override;
   void finish() override;
   void result(EngineResult* out) const override;

@@ -195,6 +195,12 @@ struct IntervalContext {
   uint64_t skipped = 0;     // empty intervals skipped before this one (after a long silence): baselines restart
 };
 
+// A batch's runs of one flow: records next to each other with the same key (traffic comes in runs, about 5
+// packets a run on the bundled training trace). `starts` gets each run's first record and, last, records.size():
+// run r is [starts[r], starts[r + 1]). The engine finds them once per batch for every aggregator, so that what is
+// kept per flow is looked up once per run, not by a key comparison per packet in each aggregator.
+void findFlowRuns(std::span<const PacketRecord> records, std::vector<uint32_t>* starts);
+
 // One aggregate of the packet stream. The engine calls it on its own thread: add() with records in
 // non-decreasing time, all inside the current report interval; closeInterval() at each interval's end
 // (with report intervals); finish() once after the last add; result() after finish().
@@ -202,6 +208,11 @@ class Aggregator {
  public:
   virtual ~Aggregator() = default;
   virtual void add(std::span<const PacketRecord> records) = 0;
+  // add() with the batch's flow runs (findFlowRuns), which the engine finds once for all its aggregators. An
+  // aggregator that keeps state per flow overrides it; the others take add().
+  virtual void addRuns(std::span<const PacketRecord> records, std::span<const uint32_t> /*run_starts*/) {
+    add(records);
+  }
   virtual void closeInterval(const IntervalContext& c, IntervalReport* out) = 0;
   virtual void finish() = 0;
   virtual void result(EngineResult* out) const = 0;

@@ -399,6 +399,7 @@ struct EvidenceAggregator::Impl {
   std::vector<AnnotatedBurst> bursts;
   uint64_t listed_dropped = 0;
   int64_t first_ns = INT64_MIN, last_ns = 0;
+  std::vector<uint32_t> run_starts;  // scratch for add() without the engine's runs
 
   void charge(const FlowKey& k, Field f, SignalCounts& ev, int s) {
     ev.n[s]++;
@@ -492,7 +493,15 @@ struct EvidenceAggregator::Impl {
     while (!recent.empty() && recent.front().start_ns < keep_from) recent.pop_front();
   }
 
-  void add(const PacketRecord& r) {
+  // What the packets of one run (findFlowRuns: one key) share, found at the first that needs it.
+  struct Run {
+    uint64_t hosts = 0;  // the key's host bits (IP)
+    bool tcp_known = false;
+    TcpConn* conn = nullptr;  // the TCP connection once known; nullptr: untracked (the table is full)
+    int d = 0;                // which direction of it the key goes
+  };
+
+  void add(const PacketRecord& r, Run& run) {
     if (first_ns == INT64_MIN) first_ns = r.ts_ns;
     last_ns = r.ts_ns;
     if (r.ts_ns >= bin_end || r.ts_ns < bin_start) {
@@ -506,7 +515,7 @@ struct EvidenceAggregator::Impl {
     EvidenceCounts& c = dirs[d];
     dir_seen[d] = true;
     if (r.key.family != 0) {
-      bin_hosts |= hostBit(r.key.src) | hostBit(r.key.dst);
+      bin_hosts |= run.hosts;
       ++c.ip_packets;
       const uint8_t ecn = r.ecn();
       if (ecn == 1 || ecn == 2) ++c.ect;
@@ -519,7 +528,7 @@ struct EvidenceAggregator::Impl {
       case L4Kind::kNone:
         break;
       case L4Kind::kTcp:
-        tcpPacket(r, c);
+        tcpPacket(r, c, run);
         break;
       case L4Kind::kRoce:
         rocePacket(r, c);
@@ -539,27 +548,19 @@ struct EvidenceAggregator::Impl {
     }
   }
 
-  void tcpPacket(const PacketRecord& r, EvidenceCounts& c) {
-    if (r.op & kTcpEce) {
-      ++c.tcp_ece;
-      if (EvidenceCounts* p = boundedFind(flows, r.key, flow_cap)) ++p->tcp_ece;
-    }
-    if (r.op & kTcpCwr) ++c.tcp_cwr;
-    if (r.len > 0) ++c.tcp_data_segments;
-    TcpSlot& slot = tcp_slots[symmetricSlot(r.key, kTcpSlots - 1)];
-    int d;
-    if (slot.conn != nullptr && sameKey(slot.key, r.key)) {
-      d = 0;
-    } else if (slot.conn != nullptr && isReverse(slot.key, r.key)) {
-      d = 1;
+  // The connection of `key` and which way the key goes (*d), made if new; nullptr when the table is full. Valid
+  // until the next connection is made (the table may move its entries).
+  TcpConn* findConnection(const FlowKey& key, int* d) {
+    TcpSlot& slot = tcp_slots[symmetricSlot(key, kTcpSlots - 1)];
+    if (slot.conn != nullptr && sameKey(slot.key, key)) {
+      *d = 0;
+    } else if (slot.conn != nullptr && isReverse(slot.key, key)) {
+      *d = 1;
     } else {
-      const FlowKey k = canonical(r.key, &d);
+      const FlowKey k = canonical(key, d);
       auto it = tcp.find(k);
       if (it == tcp.end()) {
-        if (tcp.size() >= flow_cap) {
-          if (r.len > 0) ++c.tcp_untracked_segments;
-          return;
-        }
+        if (tcp.size() >= flow_cap) return nullptr;
         const size_t buckets = tcp.bucket_count();
         it = tcp.emplace(k, TcpConn{}).first;
         if (tcp.bucket_count() != buckets) tcp_slots.fill(TcpSlot{});  // entries moved
@@ -567,10 +568,28 @@ struct EvidenceAggregator::Impl {
       slot.key = k;
       slot.conn = &it->second;
     }
-    TcpConn& conn = *slot.conn;
+    return slot.conn;
+  }
+
+  void tcpPacket(const PacketRecord& r, EvidenceCounts& c, Run& run) {
+    if (r.op & kTcpEce) {
+      ++c.tcp_ece;
+      if (EvidenceCounts* p = boundedFind(flows, r.key, flow_cap)) ++p->tcp_ece;
+    }
+    if (r.op & kTcpCwr) ++c.tcp_cwr;
+    if (r.len > 0) ++c.tcp_data_segments;
+    if (!run.tcp_known) {
+      run.tcp_known = true;
+      run.conn = findConnection(r.key, &run.d);
+    }
+    if (run.conn == nullptr) {
+      if (r.len > 0) ++c.tcp_untracked_segments;
+      return;
+    }
+    TcpConn& conn = *run.conn;
     conn.last_ns = r.ts_ns;
     TcpMirrorFacts mf;
-    const TcpVerdict verdict = analyseTcp(conn, d, r, &mf);
+    const TcpVerdict verdict = analyseTcp(conn, run.d, r, &mf);
     if (mf.lost_segment | mf.ack_lost_segment | (mf.holes_filled != 0) | (mf.bytes_acked_unseen != 0) |
         (mf.holes_untracked != 0)) {
       c.tcp_lost_segments += mf.lost_segment;
@@ -708,7 +727,18 @@ EvidenceAggregator::EvidenceAggregator(const EvidenceConfig& c, const EngineConf
 EvidenceAggregator::~EvidenceAggregator() = default;
 
 void EvidenceAggregator::add(std::span<const PacketRecord> records) {
-  for (const PacketRecord& r : records) impl_->add(r);
+  findFlowRuns(records, &impl_->run_starts);
+  addRuns(records, impl_->run_starts);
+}
+
+void EvidenceAggregator::addRuns(std::span<const PacketRecord> records, std::span<const uint32_t> starts) {
+  Impl& m = *impl_;
+  for (size_t k = 0; k + 1 < starts.size(); ++k) {
+    Impl::Run run;
+    const FlowKey& key = records[starts[k]].key;
+    if (key.family != 0) run.hosts = hostBit(key.src) | hostBit(key.dst);
+    for (uint32_t i = starts[k]; i < starts[k + 1]; ++i) m.add(records[i], run);
+  }
 }
 
 void EvidenceAggregator::onMicroburst(const Microburst& m) { impl_->pending.push_back(m); }

@@ -25,16 +25,6 @@ absl::Status validateMirrorConfig(const MirrorConfig& c) {
 
 namespace {
 
-// A remembered frame: its duplicate key and the transport facts the key was made of, as a second check
-// (TCP: sequence and acknowledgement number; RoCEv2: PSN), and a fingerprint of its flow key.
-struct Seen {
-  int64_t ts_ns = INT64_MIN;
-  uint32_t dup_key = 0;
-  uint32_t seq = 0;
-  uint32_t ack = 0;
-  uint32_t flow = 0;
-};
-
 uint32_t flowFingerprint(const FlowKey& k) {
   uint64_t w[5];
   std::memcpy(w, &k, sizeof(w));
@@ -45,6 +35,22 @@ uint32_t flowFingerprint(const FlowKey& k) {
   h = (h ^ w[4]) * 0xC2B2AE3D27D4EB4Full;
   return static_cast<uint32_t>(h >> 32);
 }
+
+// A bucket of remembered frames, one cache line: each way's time, duplicate key and fingerprint of its flow key.
+// The transport facts the key was made of (TCP: sequence and acknowledgement number; RoCEv2: PSN), the second
+// check, lie in an array beside the buckets, read only when key and flow match (a duplicate, or a collision of
+// both): a look-up reads one line, not the 96 bytes (two or three lines) of ways that held all five.
+constexpr size_t kWays = 4;
+struct alignas(64) Bucket {
+  int64_t ts_ns[kWays] = {INT64_MIN, INT64_MIN, INT64_MIN, INT64_MIN};  // INT64_MIN: empty
+  uint32_t dup_key[kWays] = {};
+  uint32_t flow[kWays] = {};
+};
+static_assert(sizeof(Bucket) == 64);
+struct SeqAck {
+  uint32_t seq = 0;
+  uint32_t ack = 0;
+};
 
 struct LoadScale {
   int64_t w = 0;
@@ -58,14 +64,16 @@ struct LoadScale {
 
 struct MirrorAggregator::Impl {
   // 4096 buckets of 4: at 100 Gb/s of 64-byte frames (150 Mpps) a 50 µs horizon holds 7,500 frames, under half
-  // the table; typical traffic holds a few hundred. 384 KB, touched in full at start.
+  // the table; typical traffic holds a few hundred. 256 KB of buckets and 128 KB beside them, touched in full at
+  // start.
   static constexpr size_t kBuckets = 4096;
-  static constexpr size_t kWays = 4;
   MirrorConfig cfg;
   double capacity_bps;
-  std::vector<Seen> table = std::vector<Seen>(kBuckets * kWays);
+  std::vector<Bucket> table = std::vector<Bucket>(kBuckets);
+  std::vector<SeqAck> facts = std::vector<SeqAck>(kBuckets * kWays);  // way w of bucket b at b * kWays + w
   MirrorReport r;
   std::vector<LoadScale> scales;
+  std::vector<uint32_t> run_starts;  // scratch for add() without the engine's runs
 
   Impl(const MirrorConfig& c, const EngineConfig& e) : cfg(c), capacity_bps(e.link_capacity_bps) {
     r.duplicate_horizon_ns = c.duplicate_horizon_ns;
@@ -106,38 +114,49 @@ struct MirrorAggregator::Impl {
     l.to = n >= 0 ? (n + 1) * l.w : n * l.w + 1;
   }
 
-  static size_t bucketOf(uint32_t dup_key) { return (dup_key >> 2) % kBuckets * kWays; }
+  static size_t bucketOf(uint32_t dup_key) { return (dup_key >> 2) % kBuckets; }
 
-  void duplicate(const PacketRecord& p) {
+  // `flow` is flowFingerprint(p.key), found once per run of the flow's packets.
+  void duplicate(const PacketRecord& p, uint32_t flow) {
     if (p.dup_key == 0) return;
     // A TCP segment without payload may legitimately repeat with the same key (duplicate ACKs differ only
     // in options): not judged.
     if (p.l4Kind() == L4Kind::kTcp && p.len == 0) return;
     ++r.checked;
-    const uint32_t flow = flowFingerprint(p.key);
-    Seen* bucket = &table[bucketOf(p.dup_key)];
-    Seen* victim = bucket;
+    const size_t b = bucketOf(p.dup_key);
+    Bucket& bucket = table[b];
     for (size_t i = 0; i < kWays; ++i) {
-      Seen& s = bucket[i];
-      if (s.dup_key == p.dup_key && s.seq == p.seq && s.ack == p.ack && s.flow == flow &&
-          p.ts_ns - s.ts_ns <= cfg.duplicate_horizon_ns && p.ts_ns >= s.ts_ns) {
+      if (bucket.dup_key[i] == p.dup_key && bucket.flow[i] == flow &&
+          p.ts_ns - bucket.ts_ns[i] <= cfg.duplicate_horizon_ns && p.ts_ns >= bucket.ts_ns[i] &&
+          facts[b * kWays + i].seq == p.seq && facts[b * kWays + i].ack == p.ack) {
         const int d = static_cast<int>(p.direction);
         ++r.duplicates[d];
         r.duplicate_bytes[d] += p.wire_len;
-        s.ts_ns = p.ts_ns;  // a third copy is judged against this one
+        bucket.ts_ns[i] = p.ts_ns;  // a third copy is judged against this one
         return;
       }
-      if (s.ts_ns < victim->ts_ns) victim = &s;
     }
-    if (victim->ts_ns != INT64_MIN && p.ts_ns - victim->ts_ns <= cfg.duplicate_horizon_ns) ++r.displaced;
-    *victim = Seen{.ts_ns = p.ts_ns, .dup_key = p.dup_key, .seq = p.seq, .ack = p.ack, .flow = flow};
+    // The oldest way, the first of equals, without branches (which one it is, is a coin toss per frame).
+    const int64_t* t = bucket.ts_ns;
+    const size_t v01 = t[1] < t[0] ? 1 : 0;
+    const size_t v23 = t[3] < t[2] ? 3 : 2;
+    const size_t victim = t[v23] < t[v01] ? v23 : v01;
+    if (bucket.ts_ns[victim] != INT64_MIN && p.ts_ns - bucket.ts_ns[victim] <= cfg.duplicate_horizon_ns) ++r.displaced;
+    bucket.ts_ns[victim] = p.ts_ns;
+    bucket.dup_key[victim] = p.dup_key;
+    bucket.flow[victim] = flow;
+    facts[b * kWays + victim] = SeqAck{p.seq, p.ack};
   }
 
-  void add(const PacketRecord& p) {
-    duplicate(p);
+  // Each scale's windows over the batch, a scale at a time; a window closes only when an arrival passes its end.
+  void load(std::span<const PacketRecord> records) {
     for (LoadScale& l : scales) {
-      advance(l, p.ts_ns);
-      l.bytes += p.wire_len + kLineOverheadBytes;
+      for (const PacketRecord& p : records) {
+        if (p.ts_ns >= l.to || p.ts_ns < l.from) [[unlikely]] {
+          advance(l, p.ts_ns);
+        }
+        l.bytes += p.wire_len + kLineOverheadBytes;
+      }
     }
   }
 
@@ -153,18 +172,27 @@ MirrorAggregator::MirrorAggregator(const MirrorConfig& c, const EngineConfig& en
 MirrorAggregator::~MirrorAggregator() = default;
 
 void MirrorAggregator::add(std::span<const PacketRecord> records) {
-  // The table (384 KB) is looked up at random: each record's bucket is fetched a few records ahead.
+  findFlowRuns(records, &impl_->run_starts);
+  addRuns(records, impl_->run_starts);
+}
+
+void MirrorAggregator::addRuns(std::span<const PacketRecord> records, std::span<const uint32_t> starts) {
+  Impl& m = *impl_;
+  // The table (256 KB) is looked up at random: each record's bucket is fetched a few records ahead.
   constexpr size_t kAhead = 8;
-  for (size_t i = 0; i < records.size(); ++i) {
-    if (i + kAhead < records.size()) {
-      // A bucket is 96 bytes: it may span three cache lines.
-      const char* b = reinterpret_cast<const char*>(&impl_->table[Impl::bucketOf(records[i + kAhead].dup_key)]);
-      __builtin_prefetch(b);
-      __builtin_prefetch(b + 64);
-      __builtin_prefetch(b + Impl::kWays * sizeof(Seen) - 1);
+  const size_t n = records.size();
+  for (size_t k = 0; k + 1 < starts.size(); ++k) {
+    const uint32_t flow = flowFingerprint(records[starts[k]].key);
+    for (size_t i = starts[k]; i < starts[k + 1]; ++i) {
+      if (i + kAhead < n) {
+        const size_t b = Impl::bucketOf(records[i + kAhead].dup_key);
+        __builtin_prefetch(&m.table[b]);
+        __builtin_prefetch(&m.facts[b * kWays], 1);  // written for every new frame
+      }
+      m.duplicate(records[i], flow);
     }
-    impl_->add(records[i]);
   }
+  m.load(records);
 }
 
 void MirrorAggregator::closeInterval(const IntervalContext& c, IntervalReport* out) {
@@ -181,6 +209,7 @@ void MirrorAggregator::finish() {
     if (l.window != INT64_MIN) {
       impl_->closeWindow(l);
       l.window = INT64_MIN;
+      l.from = l.to = 0;  // any later time takes advance()
     }
   }
 }

@@ -23,28 +23,36 @@ class TrainingAggregator final : public Aggregator {
   }
 
   void add(std::span<const PacketRecord> records) override {
-    for (const PacketRecord& r : records) {
-      if (r.key.family == 0) continue;
-      Flow* f = find(r.key);
+    findFlowRuns(records, &run_starts_);
+    addRuns(records, run_starts_);
+  }
+  // A flow is looked up once per run of its packets (findFlowRuns).
+  void addRuns(std::span<const PacketRecord> records, std::span<const uint32_t> starts) override {
+    for (size_t k = 0; k + 1 < starts.size(); ++k) {
+      const std::span<const PacketRecord> run = records.subspan(starts[k], starts[k + 1] - starts[k]);
+      if (run.front().key.family == 0) continue;
+      Flow* f = find(run.front().key);
       if (f == nullptr) {
-        ++untracked_packets_;
-        untracked_bytes_ += r.wire_len;
+        untracked_packets_ += run.size();
+        for (const PacketRecord& r : run) untracked_bytes_ += r.wire_len;
         continue;
       }
-      const int64_t bin = floorDiv(r.ts_ns, cfg_.bin_ns);
-      if (bin != f->cur_bin) {
-        if (f->cur_bytes > 0) f->push();
-        f->cur_bin = bin;
-        f->cur_bytes = 0;
-        f->cur_payload = 0;
+      for (const PacketRecord& r : run) {
+        const int64_t bin = floorDiv(r.ts_ns, cfg_.bin_ns);
+        if (bin != f->cur_bin) {
+          if (f->cur_bytes > 0) f->push();
+          f->cur_bin = bin;
+          f->cur_bytes = 0;
+          f->cur_payload = 0;
+        }
+        f->cur_bytes += r.wire_len;
+        f->cur_payload += payloadOf(r, f);
+        f->bytes += r.wire_len;
       }
-      f->cur_bytes += r.wire_len;
-      f->cur_payload += payloadOf(r, f);
-      f->bytes += r.wire_len;
-      ++f->packets;
-      f->last_ns = r.ts_ns;
-      first_ns_ = std::min(first_ns_, r.ts_ns);
-      last_ns_ = std::max(last_ns_, r.ts_ns);
+      f->packets += run.size();
+      f->last_ns = run.back().ts_ns;
+      first_ns_ = std::min(first_ns_, run.front().ts_ns);
+      last_ns_ = std::max(last_ns_, run.back().ts_ns);
     }
   }
 
@@ -184,6 +192,7 @@ class TrainingAggregator final : public Aggregator {
   std::vector<uint32_t> free_;
   std::vector<uint32_t> active_;  // flows with traffic since the last hand-over
   Flow* last_ = nullptr;
+  std::vector<uint32_t> run_starts_;  // scratch for add() without the engine's runs
   uint64_t untracked_packets_ = 0, untracked_bytes_ = 0;
   int64_t first_ns_ = std::numeric_limits<int64_t>::max();
   int64_t last_ns_ = std::numeric_limits<int64_t>::min();

@@ -79,6 +79,22 @@ absl::Status validateConfig(const EngineConfig& c) {
   return absl::OkStatus();
 }
 
+void findFlowRuns(std::span<const PacketRecord> records, std::vector<uint32_t>* starts) {
+  const size_t n = records.size();
+  starts->resize(n + 1);
+  uint32_t* out = starts->data();
+  size_t runs = 0;
+  // Without a branch on where runs end (one in five packets, at random): each position is written, and kept
+  // only where the key changes.
+  if (n > 0) out[runs++] = 0;
+  for (size_t i = 1; i < n; ++i) {
+    out[runs] = static_cast<uint32_t>(i);
+    runs += !(records[i].key == records[i - 1].key);
+  }
+  out[runs++] = static_cast<uint32_t>(n);
+  starts->resize(runs);
+}
+
 namespace {
 
 // The port stream and one per direction seen: totals, windows, backlog, microbursts; per interval, the PtM
@@ -173,23 +189,25 @@ class HeavyAggregator final : public Aggregator {
       : cfg_(c), pairs_(cfg_, cfg_.pair_table_capacity), flows_(cfg_, cfg_.flow_table_capacity) {}
 
   void add(std::span<const PacketRecord> records) override {
-    // Runs of one flow inside one base bin are counted at once: the tables' windows are made of base bins,
-    // so a run is the same to them as its packets (traffic comes in runs: about 5 packets per run on the
-    // bundled training trace).
-    const size_t n = records.size();
-    size_t i = 0;
-    while (i < n) {
-      const PacketRecord& r = records[i];
-      if (r.key.family == 0) {
-        ++i;
-        continue;
+    findFlowRuns(records, &run_starts_);
+    addRuns(records, run_starts_);
+  }
+  void addRuns(std::span<const PacketRecord> records, std::span<const uint32_t> starts) override {
+    // A flow's run inside one base bin is counted at once: the tables' windows are made of base bins, so the
+    // run is the same to them as its packets.
+    for (size_t k = 0; k + 1 < starts.size(); ++k) {
+      size_t i = starts[k];
+      const size_t end = starts[k + 1];
+      if (records[i].key.family == 0) continue;
+      while (i < end) {
+        const PacketRecord& r = records[i];
+        if (r.ts_ns >= bin_end_) bin_end_ = (r.ts_ns / cfg_.base_bin_ns + 1) * cfg_.base_bin_ns;
+        uint64_t bytes = r.wire_len;
+        size_t j = i + 1;
+        while (j < end && records[j].ts_ns < bin_end_) bytes += records[j++].wire_len;
+        addRun(r.key, r.ts_ns, records[j - 1].ts_ns, bytes, j - i);
+        i = j;
       }
-      if (r.ts_ns >= bin_end_) bin_end_ = (r.ts_ns / cfg_.base_bin_ns + 1) * cfg_.base_bin_ns;
-      uint64_t bytes = r.wire_len;
-      size_t j = i + 1;
-      while (j < n && records[j].ts_ns < bin_end_ && records[j].key == r.key) bytes += records[j++].wire_len;
-      addRun(r.key, r.ts_ns, records[j - 1].ts_ns, bytes, j - i);
-      i = j;
     }
   }
   void addRun(const FlowKey& key, int64_t first_ts, int64_t last_ts, uint64_t bytes, uint64_t packets) {
@@ -223,7 +241,8 @@ class HeavyAggregator final : public Aggregator {
   const EngineConfig& cfg_;
   HeavyTable pairs_;
   HeavyTable flows_;
-  int64_t bin_end_ = INT64_MIN;  // the end of the base bin of the last run's first packet
+  int64_t bin_end_ = INT64_MIN;       // the end of the base bin of the last run's first packet
+  std::vector<uint32_t> run_starts_;  // scratch for add() without the engine's runs
 };
 
 // Forwards the port stream's detail to every subscriber.
@@ -282,6 +301,8 @@ struct Engine::Impl {
   std::function<void(const IntervalReport&)> sink;
   uint64_t steps = 0;
   std::deque<std::pair<uint64_t, Microburst>> forwarded;
+  std::vector<uint32_t> run_starts;  // scratch: the flow runs of the records being added (findFlowRuns)
+  bool needs_runs = cfg.pairs_and_flows;  // an aggregator takes them (the streams alone do not)
 
   // Report intervals [interval_start, interval_end); interval_end is INT64_MAX without intervals and
   // INT64_MIN before the first record or advance() (the first one then opens the first interval).
@@ -339,7 +360,10 @@ Engine::Engine(const EngineConfig& config) : impl_(std::make_unique<Impl>(config
 }
 Engine::~Engine() = default;
 
-void Engine::addAggregator(std::unique_ptr<Aggregator> a) { impl_->added.push_back(std::move(a)); }
+void Engine::addAggregator(std::unique_ptr<Aggregator> a) {
+  impl_->added.push_back(std::move(a));
+  impl_->needs_runs = true;
+}
 
 void Engine::subscribe(EngineObserver* o) {
   impl_->fanout.list.push_back(o);
@@ -364,7 +388,9 @@ void Engine::add(std::span<const PacketRecord> records) {
       while (j < records.size() && records[j].ts_ns < m.interval_end) ++j;
     }
     const std::span<const PacketRecord> run = records.subspan(i, j - i);
-    m.step([run](auto& a) { a.add(run); });
+    if (m.needs_runs) findFlowRuns(run, &m.run_starts);
+    const std::span<const uint32_t> starts(m.run_starts);
+    m.step([run, starts](auto& a) { a.addRuns(run, starts); });
     i = j;
   }
 }

@@ -8,6 +8,9 @@
 #include <numeric>
 #include <random>
 
+#include "burstscope/evidence.h"
+#include "burstscope/mirror.h"
+#include "burstscope/training.h"
 #include "burstscope/window.h"
 #include "src/window/stream.h"
 
@@ -945,6 +948,161 @@ TEST(EngineAggregatorTest, BatchesGiveTheSameResultAsOneRecordAtATime) {
     EXPECT_EQ(one[i].port.envelope_bytes, many[i].port.envelope_bytes) << i;
     EXPECT_EQ(one[i].port.backlog_bytes, many[i].port.backlog_bytes) << i;
   }
+}
+
+// Runs of one flow (findFlowRuns): every record is in exactly one run, a run holds one key, and a run ends
+// exactly where the key changes.
+TEST(FlowRuns, CutWhereTheKeyChanges) {
+  std::mt19937_64 rng(7);
+  std::vector<PacketRecord> records(300);
+  for (PacketRecord& r : records) {
+    r.key.family = 4;
+    r.key.src[0] = static_cast<uint8_t>(rng() % 3);
+    r.key.dst_port = static_cast<uint16_t>(rng() % 2);  // the last word differs alone
+  }
+  std::vector<uint32_t> starts;
+  for (size_t n : {size_t{0}, size_t{1}, records.size()}) {
+    const std::span<const PacketRecord> batch(records.data(), n);
+    findFlowRuns(batch, &starts);
+    ASSERT_FALSE(starts.empty());
+    EXPECT_EQ(starts.back(), n);
+    if (n == 0) {
+      EXPECT_EQ(starts.size(), 1u);
+      continue;
+    }
+    EXPECT_EQ(starts.front(), 0u);
+    for (size_t k = 0; k + 1 < starts.size(); ++k) {
+      ASSERT_LT(starts[k], starts[k + 1]);
+      for (uint32_t i = starts[k] + 1; i < starts[k + 1]; ++i) EXPECT_TRUE(batch[i].key == batch[i - 1].key);
+      if (k + 2 < starts.size()) {
+        EXPECT_FALSE(batch[starts[k + 1]].key == batch[starts[k + 1] - 1].key);
+      }
+    }
+  }
+}
+
+// What every aggregator keyed by flow counts is the same whether the engine hands it runs of one flow (batches of
+// 256) or every record alone (batches of one: runs of one record): TCP connections in runs both ways with
+// retransmissions, copies of frames for the mirror checks, more flows than the training aggregator keeps.
+TEST(FlowRuns, ChangeNoFigure) {
+  std::mt19937_64 rng(11);
+  std::vector<PacketRecord> records;
+  uint32_t seq[8][2] = {};
+  int64_t t = 1'795'294'232'000'000'000;
+  while (records.size() < 20'000) {
+    const int flow = static_cast<int>(rng() % 8);
+    const int dir = static_cast<int>(rng() % 2);
+    const size_t run = 1 + rng() % 8;
+    for (size_t i = 0; i < run; ++i) {
+      PacketRecord r;
+      r.ts_ns = t;
+      t += static_cast<int64_t>(rng() % 3 == 0 ? 0 : rng() % 20'000);
+      r.key.family = 4;
+      r.key.proto = 6;
+      r.key.src = {10, 0, 0, static_cast<uint8_t>(dir ? 100 : flow)};
+      r.key.dst = {10, 0, 0, static_cast<uint8_t>(dir ? flow : 100)};
+      r.key.src_port = static_cast<uint16_t>(dir ? 5000 : 40000 + flow);
+      r.key.dst_port = static_cast<uint16_t>(dir ? 40000 + flow : 5000);
+      r.direction = dir ? Direction::kEgress : Direction::kIngress;
+      r.l4 = static_cast<uint8_t>(L4Kind::kTcp) | (rng() % 50 == 0 ? 3 << 2 : 0);
+      r.op = kTcpAck;
+      r.len = static_cast<uint16_t>(rng() % 4 == 0 ? 0 : 1448);
+      uint32_t& next = seq[flow][dir];
+      if (rng() % 40 == 0 && next > 3000) next -= 2896;  // a retransmission
+      r.seq = next;
+      r.ack = seq[flow][1 - dir];
+      next += r.len;
+      r.wire_len = 66u + r.len;
+      r.dup_key = static_cast<uint32_t>(rng() | 1);
+      records.push_back(r);
+      if (rng() % 30 == 0) {  // the mirror's copy of it, a little later
+        PacketRecord copy = r;
+        copy.ts_ns = t;
+        records.push_back(copy);
+      }
+    }
+  }
+  struct Figures {
+    EngineResult result;
+    std::vector<IntervalReport> intervals;
+  };
+  auto run = [&](size_t batch) {
+    EngineConfig cfg;
+    cfg.report_interval_ns = 10'000'000;
+    cfg.baseline_ns = 10'000'000'000;
+    cfg.report_top_k = 10;
+    Engine engine(cfg);
+    TrainingConfig tc;
+    tc.max_flows = 12;  // of 16 directed flows: the rest are untracked
+    engine.addAggregator(makeTrainingAggregator(tc, true));
+    auto e = std::make_unique<EvidenceAggregator>(EvidenceConfig{}, cfg, true);
+    engine.subscribe(e.get());
+    engine.addAggregator(std::move(e));
+    engine.addAggregator(std::make_unique<MirrorAggregator>(MirrorConfig{}, cfg));
+    Figures f;
+    engine.setIntervalSink([&f](const IntervalReport& r) { f.intervals.push_back(r); });
+    for (size_t i = 0; i < records.size(); i += batch) {
+      engine.add(std::span<const PacketRecord>(records.data() + i, std::min(batch, records.size() - i)));
+    }
+    engine.finish();
+    f.result = engine.result();
+    return f;
+  };
+  const Figures one = run(1), runs = run(256);
+  ASSERT_EQ(one.intervals.size(), runs.intervals.size());
+  ASSERT_GT(one.intervals.size(), 10u);
+  uint64_t duplicates = 0, retransmissions = 0, untracked = 0;
+  auto same = [](const HeavyResult& a, const HeavyResult& b) {
+    EXPECT_EQ(a.top.size(), b.top.size());
+    for (size_t i = 0; i < std::min(a.top.size(), b.top.size()); ++i) {
+      EXPECT_TRUE(a.top[i].key == b.top[i].key);
+      EXPECT_EQ(a.top[i].bytes, b.top[i].bytes);
+      EXPECT_EQ(a.top[i].packets, b.top[i].packets);
+      EXPECT_EQ(a.top[i].last_ns, b.top[i].last_ns);
+    }
+    EXPECT_EQ(a.other_bytes, b.other_bytes);
+  };
+  for (size_t n = 0; n < one.intervals.size(); ++n) {
+    const IntervalReport& a = one.intervals[n];
+    const IntervalReport& b = runs.intervals[n];
+    same(a.pairs, b.pairs);
+    same(a.flows, b.flows);
+    const MirrorReport &ma = *a.mirror, &mb = *b.mirror;
+    EXPECT_EQ(ma.checked, mb.checked);
+    EXPECT_EQ(ma.duplicates, mb.duplicates);
+    EXPECT_EQ(ma.duplicate_bytes, mb.duplicate_bytes);
+    EXPECT_EQ(ma.displaced, mb.displaced);
+    ASSERT_EQ(ma.load.size(), mb.load.size());
+    for (size_t i = 0; i < ma.load.size(); ++i) {
+      EXPECT_EQ(ma.load[i].windows, mb.load[i].windows);
+      EXPECT_EQ(ma.load[i].peak, mb.load[i].peak);
+    }
+    duplicates = ma.duplicatesTotal();
+    const EvidenceCounts &ea = a.evidence->totals, &eb = b.evidence->totals;
+    EXPECT_EQ(ea.ip_packets, eb.ip_packets);
+    EXPECT_EQ(ea.ce, eb.ce);
+    EXPECT_EQ(ea.tcp_data_segments, eb.tcp_data_segments);
+    EXPECT_EQ(ea.tcp_retransmissions, eb.tcp_retransmissions);
+    EXPECT_EQ(ea.tcp_out_of_order, eb.tcp_out_of_order);
+    EXPECT_EQ(ea.tcp_lost_segments, eb.tcp_lost_segments);
+    EXPECT_EQ(ea.tcp_ack_lost_segments, eb.tcp_ack_lost_segments);
+    retransmissions = ea.tcp_retransmissions;
+    const TrainingDelta &ta = *a.training, &tb = *b.training;
+    EXPECT_EQ(ta.untracked_packets, tb.untracked_packets);
+    EXPECT_EQ(ta.untracked_bytes, tb.untracked_bytes);
+    untracked += ta.untracked_packets;
+    ASSERT_EQ(ta.flows.size(), tb.flows.size());
+    for (size_t i = 0; i < ta.flows.size(); ++i) {
+      EXPECT_TRUE(ta.flows[i].key == tb.flows[i].key);
+      EXPECT_EQ(ta.flows[i].packets, tb.flows[i].packets);
+      EXPECT_EQ(ta.flows[i].bins, tb.flows[i].bins);
+      EXPECT_EQ(ta.flows[i].payload, tb.flows[i].payload);
+    }
+  }
+  // The input reaches each path it is made for.
+  EXPECT_GT(duplicates, 100u);
+  EXPECT_GT(retransmissions, 10u);
+  EXPECT_GT(untracked, 100u);
 }
 
 }  // namespace

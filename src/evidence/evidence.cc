@@ -173,6 +173,33 @@ TcpVerdict analyseTcp(TcpConn& conn, int d, const PacketRecord& r, TcpMirrorFact
   const uint32_t seq = r.seq;
   const uint32_t ack = r.ack;
   const int64_t t = r.ts_ns;
+  // Most segments of a training flow: with ACK, without SYN, FIN or RST, starting where the sequence space seen
+  // ends, no hole tracked either way, the first RTT taken (or no SYN seen). For them the steps below reduce to
+  // these (no lost segment, no keep-alive, never "not advanced": no fast retransmission or out-of-order, no hole
+  // to fill), in the same order; the general steps take the rest.
+  if ((flags & (kTcpSyn | kTcpFin | kTcpRst | kTcpAck)) == kTcpAck && fwd.has_nextseq && seq == fwd.nextseq &&
+      (fwd.holes | rev.holes) == 0 && (conn.syn_ns == 0 || conn.first_rtt_ns != 0)) {
+    if (seglen == 0 && fwd.has_lastack && ack == fwd.lastack) ++fwd.dupacks;
+    if (!fwd.has_lastack || ack != fwd.lastack) fwd.dupacks = 0;
+    if (rev.has_maxseqtobeacked && seqGt(ack, rev.maxseqtobeacked)) {
+      mf->ack_lost_segment = true;
+      rev.maxseqtobeacked = rev.nextseq;
+    }
+    // Spurious: the other side had acknowledged it already.
+    const bool spurious = seglen > 0 && rev.has_lastack && rev.lastack != 0 && seqLe(seq + seglen, rev.lastack);
+    if (seglen > 0) {  // the sequence space grows: seq + seglen is beyond nextseq (seglen < 2^16)
+      fwd.nextseq = seq + seglen;
+      fwd.nextseq_ns = t;
+    }
+    if (!fwd.has_maxseqtobeacked || seq == fwd.maxseqtobeacked) {
+      fwd.maxseqtobeacked = fwd.nextseq;
+      fwd.has_maxseqtobeacked = true;
+    }
+    fwd.lastack = ack;
+    fwd.lastack_ns = t;
+    fwd.has_lastack = true;
+    return spurious ? TcpVerdict::kRetransmission : TcpVerdict::kNone;
+  }
   // The first RTT: from the most recent SYN to the next segment with ACK and without SYN.
   if ((flags & (kTcpSyn | kTcpAck)) == kTcpAck && conn.syn_ns != 0 && conn.first_rtt_ns == 0) {
     conn.first_rtt_ns = std::max<int64_t>(t - conn.syn_ns, 1);

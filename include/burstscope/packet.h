@@ -43,6 +43,14 @@ struct FlowKey {
     return ((word(0) ^ o.word(0)) | (word(1) ^ o.word(1)) | (word(2) ^ o.word(2)) | (word(3) ^ o.word(3)) |
             (word(4) ^ o.word(4))) == 0;
   }
+  // A cheap index for a direct-mapped cache of recent keys (`bits` of them): the words multiplied side by side, not
+  // one after the other. Unseeded and weak: never the hash of a table that traffic can fill.
+  size_t recentSlot(int bits) const {
+    const uint64_t h = (word(0) * 0x9E3779B97F4A7C15ull) ^ (word(1) * 0xC2B2AE3D27D4EB4Full) ^
+                       (word(2) * 0x165667B19E3779F9ull) ^ (word(3) * 0xD6E8FEB86659FD93ull) ^
+                       (word(4) * 0xFF51AFD7ED558CCDull);
+    return static_cast<size_t>((h ^ (h >> 29)) >> (64 - bits));
+  }
   // The key's i-th 64-bit word (0 to 4).
   uint64_t word(int i) const {
     uint64_t w;

@@ -114,6 +114,17 @@ class TrainingAggregator final : public Aggregator {
 
   Flow* find(const FlowKey& key) {
     if (last_ != nullptr && last_->key == key) return last_;
+    Recent& recent = recent_[key.recentSlot(kRecentBits)];
+    const uint32_t r = recent.index;
+    if (r != kNone && flows_[r].key == key) {
+      Flow* f = &flows_[r];
+      if (!f->listed) {
+        f->listed = true;
+        active_.push_back(r);
+      }
+      last_ = f;
+      return f;
+    }
     auto it = index_.find(key);
     uint32_t i;
     if (it != index_.end()) {
@@ -138,6 +149,7 @@ class TrainingAggregator final : public Aggregator {
     }
     // flows_ may reallocate on the next insertion: the cache is only kept while no insertion happens.
     last_ = it != index_.end() ? f : nullptr;
+    recent.index = i;
     return f;
   }
 
@@ -174,6 +186,7 @@ class TrainingAggregator final : public Aggregator {
 
   void evictIdle(int64_t before_ns) {
     last_ = nullptr;
+    std::fill(recent_.begin(), recent_.end(), Recent{});  // freed slots are reused by other keys
     for (auto it = index_.begin(); it != index_.end();) {
       const Flow& f = flows_[it->second];
       if (!f.listed && f.last_ns < before_ns) {
@@ -192,6 +205,15 @@ class TrainingAggregator final : public Aggregator {
   std::vector<uint32_t> free_;
   std::vector<uint32_t> active_;  // flows with traffic since the last hand-over
   Flow* last_ = nullptr;
+  // Recent flows, direct-mapped (FlowKey::recentSlot): a hit costs a key comparison instead of absl's hash and
+  // probe. Indices into flows_ stay valid when it grows; a hit is checked against the slot's own key, and the
+  // cache is emptied when slots are freed.
+  static constexpr uint32_t kNone = UINT32_MAX;
+  struct Recent {
+    uint32_t index = kNone;
+  };
+  static constexpr int kRecentBits = 8;
+  std::vector<Recent> recent_ = std::vector<Recent>(size_t{1} << kRecentBits);
   std::vector<uint32_t> run_starts_;  // scratch for add() without the engine's runs
   uint64_t untracked_packets_ = 0, untracked_bytes_ = 0;
   int64_t first_ns_ = std::numeric_limits<int64_t>::max();

@@ -30,6 +30,12 @@ HeavyTable::HeavyTable(const EngineConfig& cfg, size_t capacity) : cfg_(cfg), ca
 
 HeavyTable::Entry& HeavyTable::lookup(const FlowKey& key, int64_t ts) {
   if (last_entry_ != nullptr && key == last_key_) return *last_entry_;
+  Recent& r = recent_[key.recentSlot(kRecentBits)];
+  if (r.generation == generation_ && r.key == key) {
+    last_key_ = key;
+    last_entry_ = r.entry;
+    return *r.entry;
+  }
   auto it = entries_.find(key);
   if (it == entries_.end()) {
     if (entries_.size() >= capacity_) evictLighterHalf();
@@ -38,6 +44,7 @@ HeavyTable::Entry& HeavyTable::lookup(const FlowKey& key, int64_t ts) {
   }
   last_key_ = key;
   last_entry_ = &it->second;
+  r = Recent{key, &it->second, generation_};
   return it->second;
 }
 

@@ -66,10 +66,19 @@ class HeavyTable {
   const EngineConfig& cfg_;
   size_t capacity_;
   absl::flat_hash_map<FlowKey, Entry, FlowKeyHash> entries_;
-  // The last key looked up: traffic comes in runs of one flow, so most lookups end here. Reset whenever
-  // the map inserts or erases (which may move entries).
+  // The last key looked up: a run of one flow split by base bins looks up its key again. Reset whenever the map
+  // inserts or erases (which may move entries).
   FlowKey last_key_;
   Entry* last_entry_ = nullptr;
+  // Recent keys, direct-mapped (FlowKey::recentSlot): a hit costs a key comparison instead of the seeded hash and
+  // the map's probe. An entry counts while its generation is the table's.
+  struct Recent {
+    FlowKey key;
+    Entry* entry = nullptr;
+    uint64_t generation = 0;
+  };
+  static constexpr int kRecentBits = 8;
+  std::vector<Recent> recent_ = std::vector<Recent>(size_t{1} << kRecentBits);
   std::vector<Slot> slots_;
   uint64_t promote_above_ = 0;  // a cached lower bound of the lightest slot's bytes, times 1.25
   uint64_t total_bytes_ = 0;

@@ -107,20 +107,34 @@ class StreamsAggregator final : public Aggregator {
 
   // A batch a stream at a time: the port's arrivals, then each direction's.
   void add(std::span<const PacketRecord> records) override {
-    port_batch_.clear();
-    for (auto& d : direction_batch_) d.clear();
-    for (const PacketRecord& r : records) {
-      port_batch_.push_back({r.ts_ns, r.wire_len});
-      if (r.direction != Direction::kUnknown)
-        direction_batch_[static_cast<int>(r.direction)].push_back({r.ts_ns, r.wire_len});
-      non_ip_ += r.key.family == 0;
+    // Each arrival is written to the port's array and to its direction's slot, which moves on only for a known
+    // direction: no branch on the direction, no capacity check per arrival.
+    const size_t n = records.size();
+    if (port_batch_.size() < n) {
+      port_batch_.resize(n);
+      for (auto& d : direction_batch_) d.resize(n);
     }
-    port_.addBatch(port_batch_);
-    for (int i = 0; i < kDirectionCount; ++i) {
-      if (direction_batch_[i].empty()) continue;
+    internal::Arrival* port = port_batch_.data();
+    internal::Arrival* dir[kDirectionCount];
+    size_t count[kDirectionCount] = {};
+    for (int i = 0; i < kDirectionCount; ++i) dir[i] = direction_batch_[i].data();
+    uint64_t non_ip = 0;
+    for (size_t k = 0; k < n; ++k) {
+      const PacketRecord& r = records[k];
+      const internal::Arrival a{r.ts_ns, r.wire_len};
+      port[k] = a;
+      const int d = static_cast<int>(r.direction);
+      dir[d][count[d]] = a;
+      count[d] += d != 0;
+      non_ip += r.key.family == 0;
+    }
+    non_ip_ += non_ip;
+    port_.addBatch({port, n});
+    for (int i = 1; i < kDirectionCount; ++i) {
+      if (count[i] == 0) continue;
       auto& d = directions_[i];
       if (!d) d = std::make_unique<Stream>(cfg_, true);
-      d->addBatch(direction_batch_[i]);
+      d->addBatch({dir[i], count[i]});
     }
   }
   void closeInterval(const IntervalContext& c, IntervalReport* out) override {
@@ -301,7 +315,7 @@ struct Engine::Impl {
   std::function<void(const IntervalReport&)> sink;
   uint64_t steps = 0;
   std::deque<std::pair<uint64_t, Microburst>> forwarded;
-  std::vector<uint32_t> run_starts;  // scratch: the flow runs of the records being added (findFlowRuns)
+  std::vector<uint32_t> run_starts;       // scratch: the flow runs of the records being added (findFlowRuns)
   bool needs_runs = cfg.pairs_and_flows;  // an aggregator takes them (the streams alone do not)
 
   // Report intervals [interval_start, interval_end); interval_end is INT64_MAX without intervals and

@@ -36,6 +36,7 @@ HeavyTable::Entry& HeavyTable::lookup(const FlowKey& key, int64_t ts) {
     last_entry_ = r.entry;
     return *r.entry;
   }
+  ++recent_misses_;
   auto it = entries_.find(key);
   if (it == entries_.end()) {
     if (entries_.size() >= capacity_) evictLighterHalf();

@@ -45,6 +45,16 @@ class HeavyTable {
   // key's windows are made of base bins, so a run is the same to them as its packets one by one).
   void account(const FlowKey& key, Entry& e, int64_t first_ts, int64_t last_ts, uint64_t bytes, uint64_t packets);
   void add(const FlowKey& key, int64_t ts, uint32_t len) { account(key, lookup(key, ts), ts, ts, len, 1); }
+  // Fetches what looking `key` up will read, unless it is a recent key (which costs a key comparison): for a
+  // look-up a few runs ahead, since a table of churning flows misses the caches at every new key. False if recent.
+  bool prefetch(const FlowKey& key) const {
+    const Recent& r = recent_[key.recentSlot(kRecentBits)];
+    if (r.generation == generation_ && r.key == key) return false;
+    entries_.prefetch(key);
+    return true;
+  }
+  // Look-ups that found their key neither the last nor a recent one (a new or a churning flow), so far.
+  uint64_t recentMisses() const { return recent_misses_; }
   // Changes whenever entries may have moved or gone (insertion, eviction).
   uint64_t generation() const { return generation_; }
 
@@ -85,6 +95,7 @@ class HeavyTable {
   uint64_t total_packets_ = 0;
   uint64_t evictions_ = 0;
   uint64_t generation_ = 1;
+  uint64_t recent_misses_ = 0;
 };
 
 }  // namespace burstscope::internal

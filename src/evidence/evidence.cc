@@ -163,6 +163,18 @@ void ackHoles(TcpDir& dir, uint32_t ack, TcpMirrorFacts* f) {
   }
 }
 
+// The last steps of every segment's analysis, once nextseq is moved: Wireshark's 'max seq to be acked' moves to
+// nextseq when a segment starts exactly at it, and the segment's acknowledgement is the direction's last.
+void afterSegment(TcpDir& fwd, uint32_t seq, uint32_t ack, int64_t t) {
+  if (!fwd.has_maxseqtobeacked || seq == fwd.maxseqtobeacked) {
+    fwd.maxseqtobeacked = fwd.nextseq;
+    fwd.has_maxseqtobeacked = true;
+  }
+  fwd.lastack = ack;
+  fwd.lastack_ns = t;
+  fwd.has_lastack = true;
+}
+
 // Wireshark's tcp_analyze_sequence_number (4.0), the parts that decide retransmission and out-of-order, in
 // its order (docs/evidence.md says what is left out), and the lost-segment checks (docs/mirror.md).
 TcpVerdict analyseTcp(TcpConn& conn, int d, const PacketRecord& r, TcpMirrorFacts* mf) {
@@ -191,13 +203,7 @@ TcpVerdict analyseTcp(TcpConn& conn, int d, const PacketRecord& r, TcpMirrorFact
       fwd.nextseq = seq + seglen;
       fwd.nextseq_ns = t;
     }
-    if (!fwd.has_maxseqtobeacked || seq == fwd.maxseqtobeacked) {
-      fwd.maxseqtobeacked = fwd.nextseq;
-      fwd.has_maxseqtobeacked = true;
-    }
-    fwd.lastack = ack;
-    fwd.lastack_ns = t;
-    fwd.has_lastack = true;
+    afterSegment(fwd, seq, ack, t);
     return spurious ? TcpVerdict::kRetransmission : TcpVerdict::kNone;
   }
   // The first RTT: from the most recent SYN to the next segment with ACK and without SYN.
@@ -254,14 +260,7 @@ TcpVerdict analyseTcp(TcpConn& conn, int d, const PacketRecord& r, TcpMirrorFact
     fwd.nextseq_ns = t;
     fwd.has_nextseq = true;
   }
-  // Wireshark's 'max seq to be acked': moves to nextseq when a segment starts exactly at it.
-  if (!fwd.has_maxseqtobeacked || seq == fwd.maxseqtobeacked) {
-    fwd.maxseqtobeacked = fwd.nextseq;
-    fwd.has_maxseqtobeacked = true;
-  }
-  fwd.lastack = ack;
-  fwd.lastack_ns = t;
-  fwd.has_lastack = true;
+  afterSegment(fwd, seq, ack, t);
   return v;
 }
 

@@ -709,8 +709,13 @@ struct EvidenceAggregator::Impl {
   void forgetIdle(int64_t now) {
     tcp_slots.fill(TcpSlot{});
     last_qp = nullptr;
-    if (tcp.size() > flow_cap / 2)
-      absl::erase_if(tcp, [&](const auto& kv) { return kv.second.last_ns < now - kIdleForgetNs; });
+    if (tcp.size() > flow_cap / 2 &&
+        absl::erase_if(tcp, [&](const auto& kv) { return kv.second.last_ns < now - kIdleForgetNs; }) > 0) {
+      // Erased entries leave tombstones, and absl may later make room by rehashing in place (entries move with
+      // the bucket count unchanged), which tcp_slots' pointers could not tell. A rehash now clears them: from here
+      // entries move only when the table grows, which findConnection sees.
+      tcp.rehash(0);
+    }
     if (qps.size() > flow_cap / 2)
       absl::erase_if(qps, [&](const auto& kv) { return kv.second.last_ns < now - kIdleForgetNs; });
   }

@@ -76,6 +76,54 @@ TEST(TcpEvidence, InOrderTransferHasNoRetransmissions) {
   EXPECT_EQ(r.e().totals.tcp_out_of_order, 0u);
 }
 
+// Connections forgotten while idle leave holes (tombstones) in the connection table, after which absl may make
+// room for new ones by moving entries within the table; the recent-connection cache must not keep pointing where
+// an entry was. 100 live connections send in order while 100 new ones come, after 200 idle ones were forgotten:
+// every segment must be judged against its own connection (no retransmission, out-of-order or lost segment).
+TEST(TcpEvidence, ForgettingIdleConnectionsKeepsTheLiveOnesApart) {
+  EngineConfig cfg;
+  cfg.flow_table_capacity = 256;  // the connection table's bound: idle ones are forgotten above half of it
+  cfg.report_interval_ns = 1'000'000'000;
+  cfg.baseline_ns = 60'000'000'000;
+  auto seg = [](int64_t t, uint16_t port, bool forward, uint32_t seq, uint16_t len, uint32_t ack) {
+    PacketRecord r = segment(t, forward, seq, len, ack);
+    (forward ? r.key.src_port : r.key.dst_port) = port;
+    return r;
+  };
+  std::vector<PacketRecord> v;
+  for (uint16_t i = 0; i < 200; ++i) v.push_back(seg(kT0 + i * kUs, static_cast<uint16_t>(10000 + i), true, 1, 100, 1));
+  // 62 s later: the idle ones were forgotten at an interval's close; 100 live connections send in order, round
+  // after round, while 100 new ones come (one per round).
+  const int64_t t1 = kT0 + 62'000 * kMs;
+  std::vector<uint32_t> next(100, 1000);
+  int64_t t = t1;
+  for (uint16_t round = 0; round < 100; ++round) {
+    for (uint16_t j = 0; j < 100; ++j) {
+      v.push_back(seg(t, static_cast<uint16_t>(30000 + j), true, next[j], 1000, 1));
+      next[j] += 1000;
+      v.push_back(seg(t + kUs, static_cast<uint16_t>(30000 + j), false, 1, 0, next[j]));
+      t += 2 * kUs;
+    }
+    v.push_back(seg(t, static_cast<uint16_t>(20000 + round), true, 1, 100, 1));
+    t += 2 * kUs;
+  }
+  Engine engine(cfg);
+  auto agg = std::make_unique<EvidenceAggregator>(EvidenceConfig{}, cfg, true);
+  engine.subscribe(agg.get());
+  engine.addAggregator(std::move(agg));
+  std::shared_ptr<const EvidenceReport> last;
+  engine.setIntervalSink([&](const IntervalReport& r) { last = r.evidence; });
+  engine.add(v);
+  engine.finish();
+  ASSERT_TRUE(last);
+  EXPECT_EQ(last->totals.tcp_data_segments, 200u + 100 * 100 + 100);
+  EXPECT_EQ(last->totals.tcp_untracked_segments, 0u);
+  EXPECT_EQ(last->totals.tcp_retransmissions, 0u);
+  EXPECT_EQ(last->totals.tcp_out_of_order, 0u);
+  EXPECT_EQ(last->totals.tcp_lost_segments, 0u);
+  EXPECT_EQ(last->totals.tcp_ack_lost_segments, 0u);
+}
+
 TEST(TcpEvidence, ASegmentSentAgainLaterIsARetransmissionAndAHoleFilledSoonIsOutOfOrder) {
   std::vector<PacketRecord> v;
   // 1000..2448 and 3896.. arrive; 2448 (the hole) arrives 100 us later: out of order (3 ms threshold).

@@ -292,27 +292,15 @@ struct KeyHash {
   }
 };
 
-// The key's i-th 64-bit word, loaded straight from the key: copying keys into word arrays on the stack first
-// made the loads wait on the copies' stores (perf: the spills were a third of the connection look-up).
-uint64_t word(const FlowKey& k, int i) {
-  uint64_t w;
-  std::memcpy(&w, reinterpret_cast<const unsigned char*>(&k) + 8 * i, sizeof(w));
-  return w;
-}
 static_assert(sizeof(FlowKey) == 40 && offsetof(FlowKey, src_port) == 32 && offsetof(FlowKey, dst_port) == 34);
-
-bool sameKey(const FlowKey& a, const FlowKey& b) {
-  return ((word(a, 0) ^ word(b, 0)) | (word(a, 1) ^ word(b, 1)) | (word(a, 2) ^ word(b, 2)) |
-          (word(a, 3) ^ word(b, 3)) | (word(a, 4) ^ word(b, 4))) == 0;
-}
 
 // `b` is `a` seen from the other end: addresses and ports swapped, the rest equal.
 bool isReverse(const FlowKey& a, const FlowKey& b) {
-  const uint64_t a4 = word(a, 4);
+  const uint64_t a4 = a.word(4);
   const uint64_t ports = a4 & 0xFFFFFFFFull;
   const uint64_t swapped = (a4 & ~0xFFFFFFFFull) | (ports >> 16) | ((ports & 0xFFFF) << 16);
-  return ((word(a, 0) ^ word(b, 2)) | (word(a, 1) ^ word(b, 3)) | (word(a, 2) ^ word(b, 0)) |
-          (word(a, 3) ^ word(b, 1)) | (swapped ^ word(b, 4))) == 0;
+  return ((a.word(0) ^ b.word(2)) | (a.word(1) ^ b.word(3)) | (a.word(2) ^ b.word(0)) | (a.word(3) ^ b.word(1)) |
+          (swapped ^ b.word(4))) == 0;
 }
 
 // The same slot for both directions of a connection.
@@ -581,21 +569,26 @@ struct EvidenceAggregator::Impl {
   // connections that churn miss the caches at every new key.
   void prefetchConnection(const PacketRecord& r) const {
     if (r.l4Kind() != L4Kind::kTcp) return;
-    const TcpSlot& slot = tcp_slots[symmetricSlot(r.key, kTcpSlots - 1)];
-    if (slot.conn != nullptr && (sameKey(slot.key, r.key) || isReverse(slot.key, r.key))) return;
     int d;
+    if (slotHolds(tcp_slots[symmetricSlot(r.key, kTcpSlots - 1)], r.key, &d)) return;
     tcp.prefetch(canonical(r.key, &d));
+  }
+  // Whether `slot` holds the connection of `key`, and which way the key goes (*d).
+  static bool slotHolds(const TcpSlot& slot, const FlowKey& key, int* d) {
+    if (slot.conn == nullptr) return false;
+    if (slot.key == key) {
+      *d = 0;
+      return true;
+    }
+    *d = 1;
+    return isReverse(slot.key, key);
   }
 
   // The connection of `key` and which way the key goes (*d), made if new; nullptr when the table is full. Valid
   // until the next connection is made (the table may move its entries).
   TcpConn* findConnection(const FlowKey& key, int* d) {
     TcpSlot& slot = tcp_slots[symmetricSlot(key, kTcpSlots - 1)];
-    if (slot.conn != nullptr && sameKey(slot.key, key)) {
-      *d = 0;
-    } else if (slot.conn != nullptr && isReverse(slot.key, key)) {
-      *d = 1;
-    } else {
+    if (!slotHolds(slot, key, d)) {
       ++slot_misses;
       const FlowKey k = canonical(key, d);
       auto it = tcp.find(k);

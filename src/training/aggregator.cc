@@ -112,44 +112,35 @@ class TrainingAggregator final : public Aggregator {
     return ahead <= (int32_t{1} << 30) ? static_cast<uint32_t>(ahead) : r.len;
   }
 
+  // The flow of `key`, made if new (nullptr when max_flows are kept), and listed for the next hand-over. A recent
+  // flow (direct-mapped by FlowKey::recentSlot) costs a key comparison instead of absl's hash and probe.
   Flow* find(const FlowKey& key) {
-    if (last_ != nullptr && last_->key == key) return last_;
     Recent& recent = recent_[key.recentSlot(kRecentBits)];
-    const uint32_t r = recent.index;
-    if (r != kNone && flows_[r].key == key) {
-      Flow* f = &flows_[r];
-      if (!f->listed) {
-        f->listed = true;
-        active_.push_back(r);
-      }
-      last_ = f;
-      return f;
-    }
-    auto it = index_.find(key);
-    uint32_t i;
-    if (it != index_.end()) {
-      i = it->second;
-    } else {
-      if (index_.size() >= cfg_.max_flows) return nullptr;
-      if (!free_.empty()) {
-        i = free_.back();
-        free_.pop_back();
-        flows_[i] = Flow{};
+    uint32_t i = recent.index;
+    if (i == kNone || !(flows_[i].key == key)) {
+      auto it = index_.find(key);
+      if (it != index_.end()) {
+        i = it->second;
       } else {
-        i = static_cast<uint32_t>(flows_.size());
-        flows_.emplace_back();
+        if (index_.size() >= cfg_.max_flows) return nullptr;
+        if (!free_.empty()) {
+          i = free_.back();
+          free_.pop_back();
+          flows_[i] = Flow{};
+        } else {
+          i = static_cast<uint32_t>(flows_.size());
+          flows_.emplace_back();
+        }
+        flows_[i].key = key;
+        index_.emplace(key, i);
       }
-      flows_[i].key = key;
-      index_.emplace(key, i);
+      recent.index = i;
     }
     Flow* f = &flows_[i];
     if (!f->listed) {
       f->listed = true;
       active_.push_back(i);
     }
-    // flows_ may reallocate on the next insertion: the cache is only kept while no insertion happens.
-    last_ = it != index_.end() ? f : nullptr;
-    recent.index = i;
     return f;
   }
 
@@ -180,12 +171,10 @@ class TrainingAggregator final : public Aggregator {
       d->flows.push_back(std::move(fb));
     }
     active_.clear();
-    last_ = nullptr;  // it is no longer listed
     return d;
   }
 
   void evictIdle(int64_t before_ns) {
-    last_ = nullptr;
     std::fill(recent_.begin(), recent_.end(), Recent{});  // freed slots are reused by other keys
     for (auto it = index_.begin(); it != index_.end();) {
       const Flow& f = flows_[it->second];
@@ -204,10 +193,8 @@ class TrainingAggregator final : public Aggregator {
   std::vector<Flow> flows_;
   std::vector<uint32_t> free_;
   std::vector<uint32_t> active_;  // flows with traffic since the last hand-over
-  Flow* last_ = nullptr;
-  // Recent flows, direct-mapped (FlowKey::recentSlot): a hit costs a key comparison instead of absl's hash and
-  // probe. Indices into flows_ stay valid when it grows; a hit is checked against the slot's own key, and the
-  // cache is emptied when slots are freed.
+  // Recent flows by FlowKey::recentSlot: indices into flows_, which stay valid when it grows; a hit is checked
+  // against the slot's own key, and the cache is emptied when slots are freed.
   static constexpr uint32_t kNone = UINT32_MAX;
   struct Recent {
     uint32_t index = kNone;

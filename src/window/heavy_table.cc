@@ -29,13 +29,8 @@ HeavyTable::HeavyTable(const EngineConfig& cfg, size_t capacity) : cfg_(cfg), ca
 }
 
 HeavyTable::Entry& HeavyTable::lookup(const FlowKey& key, int64_t ts) {
-  if (last_entry_ != nullptr && key == last_key_) return *last_entry_;
   Recent& r = recent_[key.recentSlot(kRecentBits)];
-  if (r.generation == generation_ && r.key == key) {
-    last_key_ = key;
-    last_entry_ = r.entry;
-    return *r.entry;
-  }
+  if (r.generation == generation_ && r.key == key) return *r.entry;
   ++recent_misses_;
   auto it = entries_.find(key);
   if (it == entries_.end()) {
@@ -43,8 +38,6 @@ HeavyTable::Entry& HeavyTable::lookup(const FlowKey& key, int64_t ts) {
     it = entries_.emplace(key, Entry{.first_ns = ts}).first;
     ++generation_;
   }
-  last_key_ = key;
-  last_entry_ = &it->second;
   r = Recent{key, &it->second, generation_};
   return it->second;
 }
@@ -106,7 +99,6 @@ void HeavyTable::evictLighterHalf() {
   const uint64_t cut = *mid;
   size_t before = entries_.size();
   absl::erase_if(entries_, [cut](const auto& kv) { return kv.second.slot < 0 && kv.second.bytes <= cut; });
-  last_entry_ = nullptr;
   ++generation_;
   evictions_ += before - entries_.size();
 }

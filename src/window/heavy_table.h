@@ -53,7 +53,7 @@ class HeavyTable {
     entries_.prefetch(key);
     return true;
   }
-  // Look-ups that found their key neither the last nor a recent one (a new or a churning flow), so far.
+  // Look-ups that did not find their key among the recent ones (a new or a churning flow), so far.
   uint64_t recentMisses() const { return recent_misses_; }
   // Changes whenever entries may have moved or gone (insertion, eviction).
   uint64_t generation() const { return generation_; }
@@ -76,10 +76,6 @@ class HeavyTable {
   const EngineConfig& cfg_;
   size_t capacity_;
   absl::flat_hash_map<FlowKey, Entry, FlowKeyHash> entries_;
-  // The last key looked up: a run of one flow split by base bins looks up its key again. Reset whenever the map
-  // inserts or erases (which may move entries).
-  FlowKey last_key_;
-  Entry* last_entry_ = nullptr;
   // Recent keys, direct-mapped (FlowKey::recentSlot): a hit costs a key comparison instead of the seeded hash and
   // the map's probe. An entry counts while its generation is the table's.
   struct Recent {

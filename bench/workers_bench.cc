@@ -1,5 +1,8 @@
 #include <benchmark/benchmark.h>
 
+#include <cstring>
+#include <random>
+
 #include "bench/bench_common.h"
 #include "burstscope/decode.h"
 #include "burstscope/evidence.h"
@@ -30,8 +33,34 @@ std::vector<PacketRecord> liveRecords() {
   return bench::bundledRecords(dc);
 }
 
-void BM_Part(benchmark::State& state) {
-  static const std::vector<PacketRecord> records = liveRecords();
+// The same records with their flows churning, as bench/flow_churn.py makes a capture for flow_churn.sh: every IPv4
+// TCP packet moved to one of 1 M random 5-tuples, picked at random per packet (seeded), its direction unknown (the
+// addresses are not local). 2^19 packets (about 13 passes of the trace), so that a flow comes back only long after
+// the tables have let it go.
+std::vector<PacketRecord> churnRecords() {
+  const std::vector<PacketRecord> live = liveRecords();
+  constexpr size_t kFlows = 1'000'000, kPackets = size_t{1} << 19;
+  std::mt19937_64 rng(41);
+  std::vector<uint64_t> flows(kFlows * 2);
+  for (uint64_t& w : flows) w = rng();
+  std::vector<PacketRecord> out(kPackets);
+  const int64_t span = live.back().ts_ns - live.front().ts_ns + 1'000'000;
+  for (size_t i = 0; i < kPackets; ++i) {
+    PacketRecord& r = out[i] = live[i % live.size()];
+    r.ts_ns += span * static_cast<int64_t>(i / live.size());
+    if (r.key.family != 4 || r.l4Kind() != L4Kind::kTcp) continue;
+    const size_t f = rng() % kFlows;
+    std::memcpy(r.key.src.data(), &flows[2 * f], 4);
+    std::memcpy(r.key.dst.data(), reinterpret_cast<const char*>(&flows[2 * f]) + 4, 4);
+    r.key.src_port = static_cast<uint16_t>(flows[2 * f + 1]);
+    r.key.dst_port = static_cast<uint16_t>(flows[2 * f + 1] >> 16);
+    r.direction = Direction::kUnknown;
+  }
+  return out;
+}
+
+// One part of a port's analysis over `records`, passes after the first moved on in time and sequence space.
+void runPart(benchmark::State& state, const std::vector<PacketRecord>& records) {
   const int part = static_cast<int>(state.range(0));
   EngineConfig cfg;
   cfg.report_interval_ns = 1'000'000'000;
@@ -74,7 +103,19 @@ void BM_Part(benchmark::State& state) {
       "one engine: everything",     "none: the copy and dispatch"};
   state.SetLabel(kNames[part]);
 }
+void BM_Part(benchmark::State& state) {
+  static const std::vector<PacketRecord> records = liveRecords();
+  runPart(state, records);
+}
 BENCHMARK(BM_Part)->ArgName("part")->DenseRange(0, 5);
+
+// The parts that key by flow, with the flows churning (issue 41's flow-churn figure, on one worker): set against
+// BM_Part's same part, what a capture of a scan or of many short connections costs per packet.
+void BM_Churn(benchmark::State& state) {
+  static const std::vector<PacketRecord> records = churnRecords();
+  runPart(state, records);
+}
+BENCHMARK(BM_Churn)->ArgName("part")->DenseRange(1, 5);
 
 }  // namespace
 }  // namespace burstscope

@@ -11,6 +11,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "src/window/large_pages.h"
 
 namespace burstscope {
 namespace {
@@ -321,8 +322,14 @@ uint64_t hostBit(const std::array<uint8_t, 16>& a) {
   return uint64_t{1} << (((w0 ^ (w1 * 0xC2B2AE3D27D4EB4Full)) * 0x9E3779B97F4A7C15ull) >> 58);
 }
 
-template <typename V, typename H>
-V* boundedFind(absl::flat_hash_map<FlowKey, V, H>& m, const FlowKey& k, size_t cap) {
+// A table keyed by flow or host pair; those that can grow to megabytes (connections, evidence per key) on large
+// pages where the kernel has them (src/window/large_pages.h).
+template <typename V>
+using KeyMap = absl::flat_hash_map<FlowKey, V, KeyHash, std::equal_to<FlowKey>,
+                                   internal::LargePageAllocator<std::pair<const FlowKey, V>>>;
+
+template <typename V>
+V* boundedFind(KeyMap<V>& m, const FlowKey& k, size_t cap) {
   auto it = m.find(k);
   if (it != m.end()) return &it->second;
   if (m.size() >= cap) return nullptr;
@@ -373,13 +380,13 @@ struct EvidenceAggregator::Impl {
   std::array<EvidenceCounts, kDirectionCount> dirs{};
   std::array<bool, kDirectionCount> dir_seen{};
   EvidenceCounts at_last_close;
-  absl::flat_hash_map<FlowKey, EvidenceCounts, KeyHash> pairs, flows;  // events only
+  KeyMap<EvidenceCounts> pairs, flows;  // events only
   // Grows as connections come (reserving the capacity up front cost its memory at once, and transparent huge
   // pages made the resident size creep); the slot cache below holds pointers into it and is cleared whenever
   // it grows.
-  absl::flat_hash_map<FlowKey, TcpConn, KeyHash> tcp;
-  absl::flat_hash_map<FlowKey, QpState, KeyHash> qps;
-  absl::flat_hash_map<FlowKey, uint64_t, KeyHash> cnp_targets;
+  KeyMap<TcpConn> tcp;
+  KeyMap<QpState> qps;
+  KeyMap<uint64_t> cnp_targets;
   // Recent connections, direct-mapped by a hash both directions share: a hit costs a key comparison.
   struct TcpSlot {
     FlowKey key;  // as direction 0 sees it
@@ -591,12 +598,13 @@ struct EvidenceAggregator::Impl {
     if (!slotHolds(slot, key, d)) {
       ++slot_misses;
       const FlowKey k = canonical(key, d);
-      auto it = tcp.find(k);
-      if (it == tcp.end()) {
-        if (tcp.size() >= flow_cap) return nullptr;
+      KeyMap<TcpConn>::iterator it;
+      if (tcp.size() < flow_cap) {  // a new connection goes in with the probe that looks for it
         const size_t buckets = tcp.bucket_count();
-        it = tcp.emplace(k, TcpConn{}).first;
+        it = tcp.try_emplace(k).first;
         if (tcp.bucket_count() != buckets) tcp_slots.fill(TcpSlot{});  // entries moved
+      } else if (it = tcp.find(k); it == tcp.end()) {
+        return nullptr;
       }
       slot.key = k;
       slot.conn = &it->second;
@@ -728,7 +736,7 @@ struct EvidenceAggregator::Impl {
     for (int d = 0; d < kDirectionCount; ++d) {
       if (dir_seen[d]) r->directions.emplace_back(static_cast<Direction>(d), dirs[d]);
     }
-    auto keyed = [](const absl::flat_hash_map<FlowKey, EvidenceCounts, KeyHash>& m, const HeavyResult& h) {
+    auto keyed = [](const KeyMap<EvidenceCounts>& m, const HeavyResult& h) {
       std::vector<KeyedEvidence> v;
       for (const HeavyHitter& x : h.top) {
         auto it = m.find(x.key);
@@ -743,14 +751,24 @@ struct EvidenceAggregator::Impl {
       return a.cnp != b.cnp ? a.cnp > b.cnp : std::memcmp(&a.key, &b.key, sizeof(FlowKey)) < 0;
     });
     if (r->cnp_targets.size() > 10) r->cnp_targets.resize(10);
-    for (const auto& [k, c] : pairs) {
-      if (c.events() > 0) r->event_pairs.push_back({k, c});
+    // The pairs with events, most first (among equals by key), at most kEventPairs: ranked by their sums and
+    // pointers, only the listed ones sorted and copied (at every interval's close, and the table may hold
+    // thousands where connections churn).
+    constexpr size_t kEventPairs = 4096;
+    std::vector<std::pair<uint64_t, const std::pair<const FlowKey, EvidenceCounts>*>> ranked;
+    for (const auto& kv : pairs) {
+      if (const uint64_t n = kv.second.events(); n > 0) ranked.emplace_back(n, &kv);
     }
-    std::sort(r->event_pairs.begin(), r->event_pairs.end(), [](const KeyedEvidence& a, const KeyedEvidence& b) {
-      return a.counts.events() != b.counts.events() ? a.counts.events() > b.counts.events()
-                                                    : std::memcmp(&a.key, &b.key, sizeof(FlowKey)) < 0;
-    });
-    if (r->event_pairs.size() > 4096) r->event_pairs.resize(4096);
+    const auto before = [](const auto& a, const auto& b) {
+      return a.first != b.first ? a.first > b.first
+                                : std::memcmp(&a.second->first, &b.second->first, sizeof(FlowKey)) < 0;
+    };
+    const auto listed_end = ranked.begin() + static_cast<ptrdiff_t>(std::min(ranked.size(), kEventPairs));
+    std::nth_element(ranked.begin(), listed_end, ranked.end(), before);
+    std::sort(ranked.begin(), listed_end, before);
+    r->event_pairs.reserve(static_cast<size_t>(listed_end - ranked.begin()));
+    for (auto it = ranked.begin(); it != listed_end; ++it)
+      r->event_pairs.push_back({it->second->first, it->second->second});
     r->pause = pause;
     r->microbursts = microbursts;
     r->congesting = congesting;

@@ -32,12 +32,16 @@ HeavyTable::Entry& HeavyTable::lookup(const FlowKey& key, int64_t ts) {
   Recent& r = recent_[key.recentSlot(kRecentBits)];
   if (r.generation == generation_ && r.key == key) return *r.entry;
   ++recent_misses_;
-  auto it = entries_.find(key);
-  if (it == entries_.end()) {
-    if (entries_.size() >= capacity_) evictLighterHalf();
-    it = entries_.emplace(key, Entry{.first_ns = ts}).first;
-    ++generation_;
+  // Below the capacity a new key goes in with the probe that looks for it (one hash, one probe: where flows
+  // churn, most look-ups are of new keys); at the capacity a new key first evicts.
+  auto [it, made] = entries_.size() < capacity_ ? entries_.try_emplace(key, Entry{.first_ns = ts})
+                                                : std::pair{entries_.find(key), false};
+  if (!made && it == entries_.end()) {
+    evictLighterHalf();
+    it = entries_.try_emplace(key, Entry{.first_ns = ts}).first;
+    made = true;
   }
+  if (made) ++generation_;
   r = Recent{key, &it->second, generation_};
   return it->second;
 }
@@ -88,17 +92,23 @@ void HeavyTable::promote(const FlowKey& key, Entry& e, int64_t first_ts, int64_t
 }
 
 void HeavyTable::evictLighterHalf() {
-  std::vector<uint64_t> sizes;
-  sizes.reserve(entries_.size());
-  for (const auto& [k, e] : entries_) {
-    if (e.slot < 0) sizes.push_back(e.bytes);
+  // One pass over the table lists the untracked entries; the cut is their median, and every untracked entry at
+  // or below it goes. The erasures go by the list (in the table's order, as a pass over it would), not by a
+  // second pass over the table: where flows churn the table is megabytes, and each pass streams all of it.
+  victims_.clear();
+  for (auto it = entries_.begin(); it != entries_.end(); ++it) {
+    if (it->second.slot < 0) victims_.push_back({it->second.bytes, it});
   }
-  if (sizes.empty()) return;
-  auto mid = sizes.begin() + static_cast<ptrdiff_t>(sizes.size() / 2);
-  std::nth_element(sizes.begin(), mid, sizes.end());
+  if (victims_.empty()) return;
+  sizes_.resize(victims_.size());
+  for (size_t i = 0; i < victims_.size(); ++i) sizes_[i] = victims_[i].bytes;
+  auto mid = sizes_.begin() + static_cast<ptrdiff_t>(sizes_.size() / 2);
+  std::nth_element(sizes_.begin(), mid, sizes_.end());
   const uint64_t cut = *mid;
   size_t before = entries_.size();
-  absl::erase_if(entries_, [cut](const auto& kv) { return kv.second.slot < 0 && kv.second.bytes <= cut; });
+  for (const Victim& v : victims_) {
+    if (v.bytes <= cut) entries_.erase(v.it);
+  }
   ++generation_;
   evictions_ += before - entries_.size();
 }

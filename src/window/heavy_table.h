@@ -12,6 +12,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "burstscope/packet.h"
 #include "burstscope/window.h"
+#include "src/window/large_pages.h"
 #include "src/window/stream.h"
 
 namespace burstscope::internal {
@@ -63,6 +64,8 @@ class HeavyTable {
   HeavyResult result(size_t top_k, bool with_windows = true) const;
 
  private:
+  using Map = absl::flat_hash_map<FlowKey, Entry, FlowKeyHash, std::equal_to<FlowKey>,
+                                  LargePageAllocator<std::pair<const FlowKey, Entry>>>;
   struct Slot {
     FlowKey key;
     uint64_t bytes = 0;  // the owner's byte count, mirrored for the promotion check
@@ -75,7 +78,7 @@ class HeavyTable {
 
   const EngineConfig& cfg_;
   size_t capacity_;
-  absl::flat_hash_map<FlowKey, Entry, FlowKeyHash> entries_;
+  Map entries_;
   // Recent keys, direct-mapped (FlowKey::recentSlot): a hit costs a key comparison instead of the seeded hash and
   // the map's probe. An entry counts while its generation is the table's.
   struct Recent {
@@ -86,7 +89,13 @@ class HeavyTable {
   static constexpr int kRecentBits = 8;
   std::vector<Recent> recent_ = std::vector<Recent>(size_t{1} << kRecentBits);
   std::vector<Slot> slots_;
-  uint64_t promote_above_ = 0;  // a cached lower bound of the lightest slot's bytes, times 1.25
+  struct Victim {  // an untracked entry, for the eviction
+    uint64_t bytes;
+    Map::iterator it;
+  };
+  std::vector<Victim> victims_;  // scratch for evictLighterHalf: the untracked entries in the table's order
+  std::vector<uint64_t> sizes_;  // scratch: their bytes, for the median
+  uint64_t promote_above_ = 0;   // a cached lower bound of the lightest slot's bytes, times 1.25
   uint64_t total_bytes_ = 0;
   uint64_t total_packets_ = 0;
   uint64_t evictions_ = 0;

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -135,6 +136,38 @@ TEST(TcpEvidence, ASegmentSentAgainLaterIsARetransmissionAndAHoleFilledSoonIsOut
   Outcome r = runEngine(v);
   EXPECT_EQ(r.e().totals.tcp_out_of_order, 1u);
   EXPECT_EQ(r.e().totals.tcp_retransmissions, 1u);
+}
+
+// The report lists the host pairs with events, most first and among equals by key, at most 4096 of them: 5000
+// pairs, each resending its one segment 1 to 5 times (each resend a retransmission), against the list sorted here.
+TEST(TcpEvidence, EventPairsListTheMostFirstUpToTheirBound) {
+  constexpr int kPairs = 5000, kListed = 4096;
+  auto pairSegment = [](int64_t t, int p) {
+    PacketRecord r = segment(t, true, 1000, 100, 1);
+    r.key.src = {10, 1, static_cast<uint8_t>(p >> 8), static_cast<uint8_t>(p)};
+    return r;
+  };
+  auto resends = [](int p) { return 1 + (p * 7919) % 5; };
+  std::vector<PacketRecord> v;
+  for (int p = 0; p < kPairs; ++p) v.push_back(pairSegment(kT0 + p * kUs, p));
+  for (int round = 0; round < 5; ++round) {
+    for (int p = 0; p < kPairs; ++p) {
+      if (resends(p) > round) v.push_back(pairSegment(kT0 + (round + 1) * 10 * kMs + p * kUs, p));
+    }
+  }
+  std::vector<std::pair<uint64_t, FlowKey>> expected;
+  for (int p = 0; p < kPairs; ++p) expected.emplace_back(resends(p), pairSegment(0, p).key.pairKey());
+  std::sort(expected.begin(), expected.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first > b.first : std::memcmp(&a.second, &b.second, sizeof(FlowKey)) < 0;
+  });
+  Outcome r = runEngine(v);
+  ASSERT_EQ(r.e().totals.tcp_retransmissions, static_cast<uint64_t>(v.size() - kPairs));
+  ASSERT_EQ(r.e().event_pairs.size(), static_cast<size_t>(kListed));
+  for (int i = 0; i < kListed; ++i) {
+    const KeyedEvidence& got = r.e().event_pairs[i];
+    ASSERT_EQ(got.key, expected[i].second) << "at " << i;
+    ASSERT_EQ(got.counts.tcp_retransmissions, expected[i].first) << "at " << i;
+  }
 }
 
 TEST(TcpEvidence, ThreeDuplicateAcksMakeTheNextSegmentAtTheirNumberAFastRetransmission) {

@@ -12,6 +12,7 @@
 #include "burstscope/mirror.h"
 #include "burstscope/training.h"
 #include "burstscope/window.h"
+#include "src/window/large_pages.h"
 #include "src/window/stream.h"
 
 namespace burstscope {
@@ -494,6 +495,26 @@ TEST(EngineTest, HeavyFlowsStayOnTopThroughFlowTableEvictions) {
     EXPECT_EQ(h.windows->bytes, h.bytes);
   }
   EXPECT_EQ(r.flows.other_bytes, total - top);
+}
+
+// The tables of flows' allocator: a large block on a huge-page boundary (what lets the kernel back it with huge
+// pages), writable end to end and given back; a small one from operator new.
+TEST(LargePageAllocator, LargeBlocksStartOnAHugePageAndSmallOnesAreOrdinary) {
+  using A = internal::LargePageAllocator<uint64_t>;
+  A a;
+  for (size_t bytes : {A::kFrom, A::kFrom + 8, 3 * A::kFrom + 4096}) {
+    const size_t n = bytes / sizeof(uint64_t);
+    uint64_t* p = a.allocate(n);
+    ASSERT_NE(p, nullptr);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % A::kHugePage, 0u) << bytes;
+    std::fill(p, p + n, 7);
+    EXPECT_EQ(std::accumulate(p, p + n, uint64_t{0}), 7 * n);
+    a.deallocate(p, n);
+  }
+  uint64_t* small = a.allocate(16);
+  std::fill(small, small + 16, 1);
+  EXPECT_EQ(std::accumulate(small, small + 16, uint64_t{0}), 16u);
+  a.deallocate(small, 16);
 }
 
 TEST(EngineTest, DirectionsGetTheirOwnStreams) {

@@ -1,5 +1,7 @@
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <random>
 
@@ -56,6 +58,49 @@ std::vector<PacketRecord> churnRecords() {
     r.key.dst_port = static_cast<uint16_t>(flows[2 * f + 1] >> 16);
     r.direction = Direction::kUnknown;
   }
+  return out;
+}
+
+// The trace at a port's packet rate, two ways. BM_Part replays the trace at its own rate (about 70 k packets/s),
+// where every base bin, window step and interval close is shared by a few packets only; at a line rate's packets
+// per second they are shared by thousands. `one_job`: the same job on a faster network, its times compressed
+// (its flows and their runs as they are). Else many jobs: as many copies of the trace as the rate takes, each
+// its own hosts (the copy's number in the second and third bytes of every IPv4 address), duplicate keys and
+// phase (copy c is the trace rotated by c/copies of its span), merged by time, so that packets of different jobs
+// interleave one by one (the worst case for the flow runs). Of those, the first 2^20 packets' time (70 ms at
+// 15 M packets/s): the copies whose rotation wraps within it (a few in ten) jump back in sequence there once.
+std::vector<PacketRecord> atRate(double rate, bool one_job) {
+  const std::vector<PacketRecord> live = liveRecords();
+  const int64_t t0 = live.front().ts_ns;
+  const int64_t span = live.back().ts_ns - t0 + 1'000'000;
+  const double own = static_cast<double>(live.size()) * 1e9 / static_cast<double>(span);
+  std::vector<PacketRecord> out;
+  if (one_job) {
+    out = live;
+    const double k = own / rate;
+    for (PacketRecord& r : out) r.ts_ns = t0 + std::llround(static_cast<double>(r.ts_ns - t0) * k);
+    return out;
+  }
+  const int copies = std::max(1, static_cast<int>(std::lround(rate / own)));
+  const auto window = static_cast<int64_t>(static_cast<double>(size_t{1} << 20) / rate * 1e9);
+  for (int c = 0; c < copies; ++c) {
+    const int64_t phase = span * c / copies;
+    for (PacketRecord r : live) {
+      const int64_t at = (r.ts_ns - t0 + phase) % span;
+      if (at >= window) continue;
+      r.ts_ns = t0 + at;
+      if (r.key.family == 4) {
+        for (auto* a : {&r.key.src, &r.key.dst}) {
+          (*a)[1] = static_cast<uint8_t>(c >> 8);
+          (*a)[2] = static_cast<uint8_t>(c);
+        }
+      }
+      r.dup_key ^= static_cast<uint32_t>(c) * 0x9E3779B9u;
+      out.push_back(r);
+    }
+  }
+  std::stable_sort(out.begin(), out.end(),
+                   [](const PacketRecord& a, const PacketRecord& b) { return a.ts_ns < b.ts_ns; });
   return out;
 }
 
@@ -116,6 +161,16 @@ void BM_Churn(benchmark::State& state) {
   runPart(state, records);
 }
 BENCHMARK(BM_Churn)->ArgName("part")->DenseRange(1, 5);
+
+// Every part at the packet rates of the cost model's ports: 15 M packets/s (100 Gbit/s of the training mix with
+// its ACKs) and 32.5 M (400 Gbit/s of 1500-byte frames, here in the trace's own sizes); jobs:1 one job faster,
+// jobs:0 many jobs interleaved (atRate).
+void BM_AtRate(benchmark::State& state) {
+  static const std::vector<PacketRecord> sets[2][2] = {{atRate(15e6, false), atRate(32.5e6, false)},
+                                                       {atRate(15e6, true), atRate(32.5e6, true)}};
+  runPart(state, sets[state.range(2)][state.range(1) == 15 ? 0 : 1]);
+}
+BENCHMARK(BM_AtRate)->ArgNames({"part", "mpps", "jobs"})->ArgsProduct({{0, 1, 2, 3, 4, 5}, {15, 32}, {1, 0}});
 
 }  // namespace
 }  // namespace burstscope

@@ -5,6 +5,7 @@
 #include "burstscope/evidence.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstddef>
 #include <cstring>
 #include <deque>
@@ -95,6 +96,7 @@ struct QpState {
 };
 
 // A connection's key independent of direction, and which direction this packet goes.
+static_assert(std::endian::native == std::endian::little, "canonical compares byte-swapped little-endian words");
 FlowKey canonical(const FlowKey& k, int* d) {
   // The addresses compared as memcmp compares them (byte by byte: big-endian words), without the call; a
   // connection with many others beside it misses the recent-connection cache at most segments and comes here.

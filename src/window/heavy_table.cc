@@ -94,20 +94,22 @@ void HeavyTable::promote(const FlowKey& key, Entry& e, int64_t first_ts, int64_t
 void HeavyTable::evictLighterHalf() {
   // One pass over the table lists the untracked entries; the cut is their median, and every untracked entry at
   // or below it goes. The erasures go by the list (in the table's order, as a pass over it would), not by a
-  // second pass over the table: where flows churn the table is megabytes, and each pass streams all of it.
-  victims_.clear();
+  // second pass over the table: where flows churn the table is megabytes, and each pass streams all of it. The
+  // lists are the eviction's own (megabytes too at the table's bound: not kept between evictions).
+  std::vector<std::pair<uint64_t, Map::iterator>> untracked;
+  untracked.reserve(entries_.size());
   for (auto it = entries_.begin(); it != entries_.end(); ++it) {
-    if (it->second.slot < 0) victims_.push_back({it->second.bytes, it});
+    if (it->second.slot < 0) untracked.emplace_back(it->second.bytes, it);
   }
-  if (victims_.empty()) return;
-  sizes_.resize(victims_.size());
-  for (size_t i = 0; i < victims_.size(); ++i) sizes_[i] = victims_[i].bytes;
-  auto mid = sizes_.begin() + static_cast<ptrdiff_t>(sizes_.size() / 2);
-  std::nth_element(sizes_.begin(), mid, sizes_.end());
+  if (untracked.empty()) return;
+  std::vector<uint64_t> sizes(untracked.size());
+  for (size_t i = 0; i < untracked.size(); ++i) sizes[i] = untracked[i].first;
+  auto mid = sizes.begin() + static_cast<ptrdiff_t>(sizes.size() / 2);
+  std::nth_element(sizes.begin(), mid, sizes.end());
   const uint64_t cut = *mid;
   size_t before = entries_.size();
-  for (const Victim& v : victims_) {
-    if (v.bytes <= cut) entries_.erase(v.it);
+  for (const auto& [bytes, it] : untracked) {
+    if (bytes <= cut) entries_.erase(it);
   }
   ++generation_;
   evictions_ += before - entries_.size();

@@ -89,13 +89,7 @@ class HeavyTable {
   static constexpr int kRecentBits = 8;
   std::vector<Recent> recent_ = std::vector<Recent>(size_t{1} << kRecentBits);
   std::vector<Slot> slots_;
-  struct Victim {  // an untracked entry, for the eviction
-    uint64_t bytes;
-    Map::iterator it;
-  };
-  std::vector<Victim> victims_;  // scratch for evictLighterHalf: the untracked entries in the table's order
-  std::vector<uint64_t> sizes_;  // scratch: their bytes, for the median
-  uint64_t promote_above_ = 0;   // a cached lower bound of the lightest slot's bytes, times 1.25
+  uint64_t promote_above_ = 0;  // a cached lower bound of the lightest slot's bytes, times 1.25
   uint64_t total_bytes_ = 0;
   uint64_t total_packets_ = 0;
   uint64_t evictions_ = 0;

@@ -3,8 +3,9 @@
 // kernel is asked to back it with transparent huge pages (madvise MADV_HUGEPAGE: Debian's kernel gives them in
 // its default "madvise" mode only to who asks). Where flows churn, each look-up of a new key misses the caches
 // at a random place in the table, and with 4 KiB pages it misses the TLB as well (bench/README.md: the churn
-// parts of workers_bench). A hash table this large has every page touched once it is a quarter full, so the
-// huge pages cost no resident memory a table of small pages would not. Smaller blocks go to operator new.
+// parts of workers_bench). A hash table this large has every small page touched once it is a quarter full, so
+// the huge pages cost little resident memory beyond it: at most the unused part of a table's last huge page (under
+// 2 MiB a table; the 1 M-flow churn run's peak 117 -> 120 MB). Smaller blocks go to operator new.
 // Header-only, public to the modules that key tables by flow (src/meson.build).
 #pragma once
 

@@ -2,11 +2,15 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <deque>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <random>
+#include <string>
 
 #include "burstscope/evidence.h"
 #include "burstscope/mirror.h"
@@ -497,23 +501,61 @@ TEST(EngineTest, HeavyFlowsStayOnTopThroughFlowTableEvictions) {
   EXPECT_EQ(r.flows.other_bytes, total - top);
 }
 
-// The tables of flows' allocator: a large block on a huge-page boundary (what lets the kernel back it with huge
-// pages), writable end to end and given back; a small one from operator new.
-TEST(LargePageAllocator, LargeBlocksStartOnAHugePageAndSmallOnesAreOrdinary) {
+// The mapping of this process (/proc/self/smaps) that holds `p`: its bounds and its VmFlags line.
+struct Mapping {
+  uintptr_t start = 0, end = 0;
+  std::string flags;
+};
+std::optional<Mapping> mappingOf(const void* p) {
+  std::ifstream f("/proc/self/smaps");
+  const auto at = reinterpret_cast<uintptr_t>(p);
+  std::string line;
+  Mapping m;
+  bool holds = false;
+  while (std::getline(f, line)) {
+    unsigned long start = 0, end = 0;  // NOLINT(google-runtime-int): sscanf's %lx
+    if (std::sscanf(line.c_str(), "%lx-%lx ", &start, &end) == 2) {
+      holds = at >= start && at < end;
+      m = {start, end, ""};
+    } else if (holds && line.rfind("VmFlags:", 0) == 0) {
+      m.flags = line + " ";
+      return m;
+    }
+  }
+  return std::nullopt;
+}
+
+// The tables of flows' allocator: a large block starts on a huge-page boundary and the kernel has the advice for
+// all of it ("hg" in the mapping's flags: MADV_HUGEPAGE), it is writable end to end, and it is unmapped when given
+// back; a small block comes from the heap, without the advice.
+TEST(LargePageAllocator, LargeBlocksAreAdvisedHugePagesAndSmallOnesAreOrdinary) {
+  if (!std::ifstream("/proc/self/smaps")) GTEST_SKIP() << "no /proc/self/smaps";
+  if (!std::ifstream("/sys/kernel/mm/transparent_hugepage/enabled")) GTEST_SKIP() << "a kernel without huge pages";
   using A = internal::LargePageAllocator<uint64_t>;
   A a;
   for (size_t bytes : {A::kFrom, A::kFrom + 8, 3 * A::kFrom + 4096}) {
     const size_t n = bytes / sizeof(uint64_t);
     uint64_t* p = a.allocate(n);
     ASSERT_NE(p, nullptr);
-    EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % A::kHugePage, 0u) << bytes;
+    const auto at = reinterpret_cast<uintptr_t>(p);
+    EXPECT_EQ(at % A::kHugePage, 0u) << bytes;
+    std::optional<Mapping> m = mappingOf(p);
+    ASSERT_TRUE(m) << bytes;
+    EXPECT_NE(m->flags.find(" hg "), std::string::npos) << m->flags;
+    EXPECT_LE(m->start, at);
+    EXPECT_GE(m->end, at + n * sizeof(uint64_t));
     std::fill(p, p + n, 7);
     EXPECT_EQ(std::accumulate(p, p + n, uint64_t{0}), 7 * n);
     a.deallocate(p, n);
+    m = mappingOf(p);
+    EXPECT_TRUE(!m || m->flags.find(" hg ") == std::string::npos) << "still mapped with the advice: " << bytes;
   }
   uint64_t* small = a.allocate(16);
   std::fill(small, small + 16, 1);
   EXPECT_EQ(std::accumulate(small, small + 16, uint64_t{0}), 16u);
+  std::optional<Mapping> m = mappingOf(small);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->flags.find(" hg "), std::string::npos) << m->flags;
   a.deallocate(small, 16);
 }
 

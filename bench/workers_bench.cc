@@ -35,6 +35,13 @@ std::vector<PacketRecord> liveRecords() {
   return bench::bundledRecords(dc);
 }
 
+// A pass of `records`' time: from the first to the last, then one mean gap between packets, so that passes
+// follow each other at the records' own rate (a fixed gap would lower the rate of short, compressed passes).
+int64_t passLength(const std::vector<PacketRecord>& records) {
+  const int64_t length = records.back().ts_ns - records.front().ts_ns;
+  return length + std::max<int64_t>(1, length / static_cast<int64_t>(records.size()));
+}
+
 // The same records with their flows churning, as bench/flow_churn.py makes a capture for flow_churn.sh: every IPv4
 // TCP packet moved to one of 1 M random 5-tuples, picked at random per packet (seeded), its direction unknown (the
 // addresses are not local). 2^19 packets (about 13 passes of the trace): most are their flow's first (about 408 k
@@ -46,7 +53,7 @@ std::vector<PacketRecord> churnRecords() {
   std::vector<uint64_t> flows(kFlows * 2);
   for (uint64_t& w : flows) w = rng();
   std::vector<PacketRecord> out(kPackets);
-  const int64_t span = live.back().ts_ns - live.front().ts_ns + 1'000'000;
+  const int64_t span = passLength(live);
   for (size_t i = 0; i < kPackets; ++i) {
     PacketRecord& r = out[i] = live[i % live.size()];
     r.ts_ns += span * static_cast<int64_t>(i / live.size());
@@ -73,7 +80,7 @@ std::vector<PacketRecord> churnRecords() {
 std::vector<PacketRecord> atRate(double rate, bool one_job) {
   const std::vector<PacketRecord> live = liveRecords();
   const int64_t t0 = live.front().ts_ns;
-  const int64_t span = live.back().ts_ns - t0 + 1'000'000;
+  const int64_t span = passLength(live);
   const double own = static_cast<double>(live.size()) * 1e9 / static_cast<double>(span);
   std::vector<PacketRecord> out;
   if (one_job) {
@@ -123,10 +130,7 @@ void runPart(benchmark::State& state, const std::vector<PacketRecord>& records) 
   }
   if (part == 3 || all) engine.addAggregator(std::make_unique<MirrorAggregator>(MirrorConfig{}, cfg));
   std::vector<PacketRecord> batch(256);
-  // Each pass follows the last one mean gap between packets later (a fixed gap would lower the rate of
-  // BM_AtRate's short, compressed passes).
-  const int64_t length = records.back().ts_ns - records.front().ts_ns;
-  const int64_t span = length + std::max<int64_t>(1, length / static_cast<int64_t>(records.size()));
+  const int64_t span = passLength(records);
   int64_t shift = 0;
   uint32_t seq_shift = 0;
   size_t i = 0;

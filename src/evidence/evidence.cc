@@ -95,8 +95,9 @@ struct QpState {
   bool has = false;
 };
 
-// A connection's key independent of direction, and which direction this packet goes.
 static_assert(std::endian::native == std::endian::little, "canonical compares byte-swapped little-endian words");
+
+// A connection's key independent of direction, and which direction this packet goes.
 FlowKey canonical(const FlowKey& k, int* d) {
   // The addresses compared as memcmp compares them (byte by byte: big-endian words), without the call; a
   // connection with many others beside it misses the recent-connection cache at most segments and comes here.
@@ -331,8 +332,7 @@ uint64_t hostBit(const std::array<uint8_t, 16>& a) {
 // A table keyed by flow or host pair; those that can grow to megabytes (connections, evidence per key) on large
 // pages where the kernel has them (src/window/large_pages.h).
 template <typename V>
-using KeyMap = absl::flat_hash_map<FlowKey, V, KeyHash, std::equal_to<FlowKey>,
-                                   internal::LargePageAllocator<std::pair<const FlowKey, V>>>;
+using KeyMap = internal::FlowMap<V, KeyHash>;
 
 template <typename V>
 V* boundedFind(KeyMap<V>& m, const FlowKey& k, size_t cap) {
@@ -387,9 +387,8 @@ struct EvidenceAggregator::Impl {
   std::array<bool, kDirectionCount> dir_seen{};
   EvidenceCounts at_last_close;
   KeyMap<EvidenceCounts> pairs, flows;  // events only
-  // Grows as connections come (reserving the capacity up front cost its memory at once, and transparent huge
-  // pages made the resident size creep); the slot cache below holds pointers into it and is cleared whenever
-  // it grows.
+  // Grows as connections come (reserving the capacity up front cost its memory at once: with huge pages all of
+  // it); the slot cache below holds pointers into it and is cleared whenever it grows.
   KeyMap<TcpConn> tcp;
   KeyMap<QpState> qps;
   KeyMap<uint64_t> cnp_targets;

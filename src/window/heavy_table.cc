@@ -36,7 +36,7 @@ HeavyTable::Entry& HeavyTable::lookup(const FlowKey& key, int64_t ts) {
   // churn, most look-ups are of new keys); at the capacity a new key first evicts.
   auto [it, made] = entries_.size() < capacity_ ? entries_.try_emplace(key, Entry{.first_ns = ts})
                                                 : std::pair{entries_.find(key), false};
-  if (!made && it == entries_.end()) {
+  if (it == entries_.end()) {
     evictLighterHalf();
     it = entries_.try_emplace(key, Entry{.first_ns = ts}).first;
     made = true;

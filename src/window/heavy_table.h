@@ -9,7 +9,6 @@
 #include <memory>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
 #include "burstscope/packet.h"
 #include "burstscope/window.h"
 #include "src/window/large_pages.h"
@@ -64,8 +63,7 @@ class HeavyTable {
   HeavyResult result(size_t top_k, bool with_windows = true) const;
 
  private:
-  using Map = absl::flat_hash_map<FlowKey, Entry, FlowKeyHash, std::equal_to<FlowKey>,
-                                  LargePageAllocator<std::pair<const FlowKey, Entry>>>;
+  using Map = FlowMap<Entry, FlowKeyHash>;
   struct Slot {
     FlowKey key;
     uint64_t bytes = 0;  // the owner's byte count, mirrored for the promotion check

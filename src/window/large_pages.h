@@ -6,14 +6,20 @@
 // parts of workers_bench). A hash table this large has every small page touched once it is a quarter full, so
 // the huge pages cost little resident memory beyond it: at most the unused part of a table's last huge page (under
 // 2 MiB a table; the 1 M-flow churn run's peak 117 -> 120 MB). Smaller blocks go to operator new.
-// Header-only, public to the modules that key tables by flow (src/meson.build).
+// FlowMap is the map those tables are: keyed by flow (or host pair), on this allocator. Header-only, public to the
+// modules that key tables by flow (src/meson.build).
 #pragma once
 
 #include <sys/mman.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <new>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "burstscope/packet.h"
 
 namespace burstscope::internal {
 
@@ -58,5 +64,9 @@ struct LargePageAllocator {
  private:
   static size_t roundUp(size_t bytes) { return (bytes + kHugePage - 1) & ~(kHugePage - 1); }
 };
+
+template <typename V, typename Hash>
+using FlowMap =
+    absl::flat_hash_map<FlowKey, V, Hash, std::equal_to<FlowKey>, LargePageAllocator<std::pair<const FlowKey, V>>>;
 
 }  // namespace burstscope::internal

@@ -68,7 +68,7 @@ class SpscRing {
   // `capacity` is rounded up to a power of two. The slots are allocated, not constructed: each is written
   // before it is published (enqueue copies into it; a reserved slot is filled by its producer), and a port's
   // ring of 64 Ki records is 4.7 MB that constructing would write, and fault in, before the first packet
-  // (bench/README.md "Start-up").
+  // (bench/README.md "Start-up, and what else was measured").
   explicit SpscRing(size_t capacity)
       : mask_(std::bit_ceil(std::max<size_t>(capacity, 2)) - 1),
         slots_(std::allocator<T>().allocate(mask_ + 1), Release{mask_ + 1}) {}

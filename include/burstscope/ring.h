@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <ctime>
 #include <memory>
 #include <new>
@@ -66,9 +67,10 @@ class SpscRing {
 
  public:
   // `capacity` is rounded up to a power of two. The slots are allocated, not constructed: each is written
-  // before it is published (enqueue copies into it; a reserved slot is filled by its producer), and a port's
-  // ring of 64 Ki records is 4.7 MB that constructing would write, and fault in, before the first packet
-  // (bench/README.md "Start-up, and what else was measured").
+  // before it is published (enqueue copies into it; a reserved slot is written whole by its producer), and a
+  // queue's ring (64 Ki records by default) is 4.7 MB that constructing would write, and fault in, before the
+  // first packet (bench/README.md "Start-up, and what else was measured"). A file's ring is then faulted in as
+  // its first lap fills it; a live queue's is touched once at start (prefault), where a fault costs its RX thread.
   explicit SpscRing(size_t capacity)
       : mask_(std::bit_ceil(std::max<size_t>(capacity, 2)) - 1),
         slots_(std::allocator<T>().allocate(mask_ + 1), Release{mask_ + 1}) {}
@@ -76,6 +78,9 @@ class SpscRing {
   SpscRing& operator=(const SpscRing&) = delete;
 
   size_t capacity() const { return mask_ + 1; }
+  // Before the producer starts: writes every slot's bytes once (zeros), so that the ring's pages are faulted
+  // in now and not during the producer's first lap.
+  void prefault() { std::memset(static_cast<void*>(slots_.get()), 0, capacity() * sizeof(T)); }
   // Any thread: how many items the ring holds, as a snapshot (exact when neither side is moving).
   size_t size() const {
     const uint64_t tail = cons_.tail.load(std::memory_order_acquire);  // first: the head only grows past it
@@ -93,7 +98,8 @@ class SpscRing {
 
   // Producer side, in place (no staging copy): reserve() says how many slots are free from the producer's next
   // one on (reading the consumer's index again only when fewer than `want` look free), reserved(i) is the i-th
-  // of them to write, and publish(n) hands the first n over. The consumer sees none of them before publish.
+  // of them to write, and publish(n) hands the first n over, each of them written whole (a slot holds no value
+  // of its own: unconstructed, or a record of an earlier lap). The consumer sees none of them before publish.
   size_t reserve(size_t want) {
     const uint64_t head = prod_.head.load(std::memory_order_relaxed);
     size_t free_slots = capacity() - (head - prod_.cached_tail);

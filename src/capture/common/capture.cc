@@ -40,7 +40,14 @@ absl::Status CaptureSource::setFrameTap(size_t /*port*/, size_t /*queue*/, Frame
 }
 
 QueueProducer::QueueProducer(const DecoderConfig& decoder, size_t ring_capacity, bool lossless)
-    : decoder_(decoder), ring_(ring_capacity), lossless_(lossless), bins_(lossless ? 2 : kBinChannel) {}
+    : decoder_(decoder), ring_(ring_capacity), lossless_(lossless), bins_(lossless ? 2 : kBinChannel) {
+  // A live queue's RX thread must not take the rings' page faults in its first burst (about 1,300 for 64 Ki
+  // records); a file's reading thread takes them as it fills the ring, and a short file never touches all of it.
+  if (!lossless_) {
+    ring_.prefault();
+    bins_.prefault();
+  }
+}
 
 void QueueProducer::pushBin() {
   if (bin_.packets == 0) return;

@@ -50,6 +50,38 @@ EvidenceCounts minus(const EvidenceCounts& a, const EvidenceCounts& b) {
   return d;
 }
 
+// A host pair's or flow's events: the fields of EvidenceCounts that charge() and tcpPacket() count per key, not
+// all 25 (most are totals that no key has). Where connections churn, the per-key maps fill to their bounds: a slot
+// of 112 bytes instead of 240 halves their memory and the cache lines a look-up touches.
+struct KeyEvents {
+  uint64_t ce = 0;
+  uint64_t tcp_ece = 0;
+  uint64_t tcp_retransmissions = 0;
+  uint64_t tcp_out_of_order = 0;
+  uint64_t cnp = 0;
+  uint64_t nak_psn_sequence_error = 0;
+  uint64_t nak_rnr = 0;
+  uint64_t nak_other = 0;
+  uint64_t roce_resent = 0;
+  uint64_t events() const {  // EvidenceCounts::events() of counts(): a key has no pause frames
+    return ce + cnp + nak_psn_sequence_error + nak_rnr + nak_other + roce_resent + tcp_retransmissions;
+  }
+  EvidenceCounts counts() const {
+    EvidenceCounts c;
+    c.ce = ce;
+    c.tcp_ece = tcp_ece;
+    c.tcp_retransmissions = tcp_retransmissions;
+    c.tcp_out_of_order = tcp_out_of_order;
+    c.cnp = cnp;
+    c.nak_psn_sequence_error = nak_psn_sequence_error;
+    c.nak_rnr = nak_rnr;
+    c.nak_other = nak_other;
+    c.roce_resent = roce_resent;
+    return c;
+  }
+};
+using KeyField = uint64_t KeyEvents::*;
+
 // TCP sequence arithmetic (RFC 1982 on 32 bits), as Wireshark's LT_SEQ and friends.
 bool seqLt(uint32_t a, uint32_t b) { return static_cast<int32_t>(a - b) < 0; }
 bool seqLe(uint32_t a, uint32_t b) { return static_cast<int32_t>(a - b) <= 0; }
@@ -110,12 +142,11 @@ FlowKey canonical(const FlowKey& k, int* d) {
     return k;
   }
   *d = 1;
-  FlowKey r = k;
-  r.src = k.dst;
-  r.dst = k.src;
-  r.src_port = k.dst_port;
-  r.dst_port = k.src_port;
-  return r;
+  // Swapped as whole words (as FlowKey::pairKey, for the same reason: the hash reads the key back as words).
+  const uint64_t w4 = k.word(4);
+  const uint64_t ports = w4 & 0xFFFFFFFFull;
+  return FlowKey::fromWords(
+      {k.word(2), k.word(3), k.word(0), k.word(1), (w4 & ~0xFFFFFFFFull) | (ports >> 16) | ((ports & 0xFFFF) << 16)});
 }
 
 enum class TcpVerdict { kNone, kRetransmission, kOutOfOrder };
@@ -386,7 +417,7 @@ struct EvidenceAggregator::Impl {
   std::array<EvidenceCounts, kDirectionCount> dirs{};
   std::array<bool, kDirectionCount> dir_seen{};
   EvidenceCounts at_last_close;
-  KeyMap<EvidenceCounts> pairs, flows;  // events only
+  KeyMap<KeyEvents> pairs, flows;
   // Grows as connections come (reserving the capacity up front cost its memory at once: with huge pages all of
   // it); the slot cache below holds pointers into it and is cleared whenever it grows.
   KeyMap<TcpConn> tcp;
@@ -430,11 +461,11 @@ struct EvidenceAggregator::Impl {
   uint64_t misses_before = 0;        // slot_misses before the last batch
   size_t runs_before = 0;            // the last batch's runs
 
-  void charge(const FlowKey& k, Field f, SignalCounts& ev, int s) {
+  void charge(const FlowKey& k, KeyField f, SignalCounts& ev, int s) {
     ev.n[s]++;
     bin_event_hosts |= hostBit(k.src) | hostBit(k.dst);
-    if (EvidenceCounts* p = boundedFind(pairs, k.pairKey(), pair_cap)) ++(p->*f);
-    if (EvidenceCounts* p = boundedFind(flows, k, flow_cap)) ++(p->*f);
+    if (KeyEvents* p = boundedFind(pairs, k.pairKey(), pair_cap)) ++(p->*f);
+    if (KeyEvents* p = boundedFind(flows, k, flow_cap)) ++(p->*f);
     {  // each bin's events per host pair, for the training jobs' steps (events are rare: no packet-path cost)
       const FlowKey pair = k.pairKey();
       auto it = std::find_if(bin_pairs.begin(), bin_pairs.end(), [&](const auto& x) { return x.first == pair; });
@@ -550,7 +581,7 @@ struct EvidenceAggregator::Impl {
       if (ecn == 1 || ecn == 2) ++c.ect;
       if (ecn == 3) {
         ++c.ce;
-        charge(r.key, &EvidenceCounts::ce, bin, kSignalCe);
+        charge(r.key, &KeyEvents::ce, bin, kSignalCe);
       }
     }
     switch (r.l4Kind()) {
@@ -620,7 +651,7 @@ struct EvidenceAggregator::Impl {
   void tcpPacket(const PacketRecord& r, EvidenceCounts& c, Run& run) {
     if (r.op & kTcpEce) {
       ++c.tcp_ece;
-      if (EvidenceCounts* p = boundedFind(flows, r.key, flow_cap)) ++p->tcp_ece;
+      if (KeyEvents* p = boundedFind(flows, r.key, flow_cap)) ++p->tcp_ece;
     }
     if (r.op & kTcpCwr) ++c.tcp_cwr;
     if (r.len > 0) ++c.tcp_data_segments;
@@ -650,11 +681,11 @@ struct EvidenceAggregator::Impl {
         break;
       case TcpVerdict::kRetransmission:
         ++c.tcp_retransmissions;
-        charge(r.key, &EvidenceCounts::tcp_retransmissions, bin, kSignalTcpRetransmission);
+        charge(r.key, &KeyEvents::tcp_retransmissions, bin, kSignalTcpRetransmission);
         break;
       case TcpVerdict::kOutOfOrder:
         ++c.tcp_out_of_order;
-        if (EvidenceCounts* p = boundedFind(flows, r.key, flow_cap)) ++p->tcp_out_of_order;
+        if (KeyEvents* p = boundedFind(flows, r.key, flow_cap)) ++p->tcp_out_of_order;
         break;
     }
   }
@@ -664,7 +695,7 @@ struct EvidenceAggregator::Impl {
     const uint8_t op = r.op;
     if (op == 0x81) {
       ++c.cnp;
-      charge(r.key, &EvidenceCounts::cnp, bin, kSignalCnp);
+      charge(r.key, &KeyEvents::cnp, bin, kSignalCnp);
       FlowKey target;
       target.dst = r.key.dst;
       target.family = r.key.family;
@@ -678,11 +709,10 @@ struct EvidenceAggregator::Impl {
       const uint8_t s = r.syndrome();
       const int type = (s >> 5) & 3;
       if (type == 3) {
-        charge(r.key, (s & 0x1F) == 0 ? &EvidenceCounts::nak_psn_sequence_error : &EvidenceCounts::nak_other, bin,
-               kSignalNak);
+        charge(r.key, (s & 0x1F) == 0 ? &KeyEvents::nak_psn_sequence_error : &KeyEvents::nak_other, bin, kSignalNak);
         ++((s & 0x1F) == 0 ? c.nak_psn_sequence_error : c.nak_other);
       } else if (type == 1) {
-        charge(r.key, &EvidenceCounts::nak_rnr, bin, kSignalNak);
+        charge(r.key, &KeyEvents::nak_rnr, bin, kSignalNak);
         ++c.nak_rnr;
       }
     }
@@ -702,7 +732,7 @@ struct EvidenceAggregator::Impl {
     const uint32_t psn = r.psn();
     if (q.has && ((q.highest - psn) & 0xFFFFFF) < 0x800000) {
       ++c.roce_resent;
-      charge(r.key, &EvidenceCounts::roce_resent, bin, kSignalRoceResent);
+      charge(r.key, &KeyEvents::roce_resent, bin, kSignalRoceResent);
       return;
     }
     q.highest = psn;
@@ -741,11 +771,11 @@ struct EvidenceAggregator::Impl {
     for (int d = 0; d < kDirectionCount; ++d) {
       if (dir_seen[d]) r->directions.emplace_back(static_cast<Direction>(d), dirs[d]);
     }
-    auto keyed = [](const KeyMap<EvidenceCounts>& m, const HeavyResult& h) {
+    auto keyed = [](const KeyMap<KeyEvents>& m, const HeavyResult& h) {
       std::vector<KeyedEvidence> v;
       for (const HeavyHitter& x : h.top) {
         auto it = m.find(x.key);
-        v.push_back({x.key, it == m.end() ? kZero : it->second});
+        v.push_back({x.key, it == m.end() ? kZero : it->second.counts()});
       }
       return v;
     };
@@ -760,7 +790,7 @@ struct EvidenceAggregator::Impl {
     // pointers, only the listed ones sorted and copied (at every interval's close, and the table may hold
     // thousands where connections churn).
     constexpr size_t kEventPairs = 4096;
-    std::vector<std::pair<uint64_t, const std::pair<const FlowKey, EvidenceCounts>*>> ranked;
+    std::vector<std::pair<uint64_t, const std::pair<const FlowKey, KeyEvents>*>> ranked;
     for (const auto& kv : pairs) {
       if (const uint64_t n = kv.second.events(); n > 0) ranked.emplace_back(n, &kv);
     }
@@ -773,7 +803,7 @@ struct EvidenceAggregator::Impl {
     std::sort(ranked.begin(), listed_end, before);
     r->event_pairs.reserve(static_cast<size_t>(listed_end - ranked.begin()));
     for (auto it = ranked.begin(); it != listed_end; ++it)
-      r->event_pairs.push_back({it->second->first, it->second->second});
+      r->event_pairs.push_back({it->second->first, it->second->second.counts()});
     r->pause = pause;
     r->microbursts = microbursts;
     r->congesting = congesting;

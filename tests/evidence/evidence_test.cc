@@ -138,6 +138,48 @@ TEST(TcpEvidence, ASegmentSentAgainLaterIsARetransmissionAndAHoleFilledSoonIsOut
   EXPECT_EQ(r.e().totals.tcp_retransmissions, 1u);
 }
 
+// What a host pair and a flow are charged with (the per-key maps count 9 of EvidenceCounts' fields): the one
+// connection's events are all its flow's and its pair's, but for ECE and out-of-order segments, which are counted
+// per flow only; everything else per key stays zero.
+TEST(TcpEvidence, AFlowAndItsPairCarryTheirConnectionsEvents) {
+  std::vector<PacketRecord> v;
+  auto ce = [](PacketRecord r) {
+    r.l4 |= 3 << 2;  // ECN CE
+    return r;
+  };
+  v.push_back(ce(segment(kT0, true, 1000, 1448, 1)));
+  v.push_back(segment(kT0 + 10 * kUs, true, 3896, 1448, 1));
+  v.push_back(ce(segment(kT0 + 110 * kUs, true, 2448, 1448, 1)));                 // out of order, CE
+  v.push_back(segment(kT0 + 200 * kUs, true, 5344, 1448, 1, kTcpAck | kTcpEce));  // ECE
+  v.push_back(segment(kT0 + 10 * kMs, true, 1000, 1448, 1));                      // retransmission
+  Outcome r = runEngine(v);
+  const EvidenceCounts& t = r.e().totals;
+  ASSERT_EQ(t.ce, 2u);
+  ASSERT_EQ(t.tcp_ece, 1u);
+  ASSERT_EQ(t.tcp_out_of_order, 1u);
+  ASSERT_EQ(t.tcp_retransmissions, 1u);
+  ASSERT_EQ(r.e().flows.size(), 1u);
+  ASSERT_EQ(r.e().pairs.size(), 1u);
+  EvidenceCounts flow = t, pair = t;  // the totals but for the fields no key is charged with
+  for (EvidenceCounts* c : {&flow, &pair}) {
+    c->ip_packets = c->ect = c->tcp_cwr = c->tcp_data_segments = c->tcp_untracked_segments = 0;
+    c->tcp_lost_segments = c->tcp_ack_lost_segments = c->tcp_holes_filled = c->tcp_holes_acked_unseen = 0;
+    c->tcp_bytes_acked_unseen = c->tcp_holes_untracked = c->roce_packets = c->roce_messages = 0;
+    c->roce_message_bytes = c->pause_frames = 0;
+  }
+  pair.tcp_ece = pair.tcp_out_of_order = 0;
+  const EvidenceCounts& f = r.e().flows[0].counts;
+  const EvidenceCounts& p = r.e().pairs[0].counts;
+  EXPECT_EQ(r.e().flows[0].key, tcpKey(true));
+  EXPECT_EQ(r.e().pairs[0].key, tcpKey(true).pairKey());
+  EXPECT_EQ(std::memcmp(&f, &flow, sizeof(f)), 0)
+      << "ce " << f.ce << " ece " << f.tcp_ece << " ooo " << f.tcp_out_of_order << " retx " << f.tcp_retransmissions;
+  EXPECT_EQ(std::memcmp(&p, &pair, sizeof(p)), 0)
+      << "ce " << p.ce << " ece " << p.tcp_ece << " ooo " << p.tcp_out_of_order << " retx " << p.tcp_retransmissions;
+  ASSERT_EQ(r.e().event_pairs.size(), 1u);
+  EXPECT_EQ(r.e().event_pairs[0].counts.events(), t.ce + t.tcp_retransmissions);
+}
+
 // The report lists the host pairs with events, most first and among equals by key, at most 4096 of them: 5000
 // pairs, each resending its one segment 1 to 5 times (each resend a retransmission), against the list sorted here.
 TEST(TcpEvidence, EventPairsListTheMostFirstUpToTheirBound) {

@@ -10,7 +10,7 @@ shift 2
 root=$(cd "$(dirname "$0")/.." && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-files=("$root"/data/*.pcap "$root"/data/*.pcapng "$root"/data/testbed/*.pcap "$@")
+files=("$root"/data/*.pcap "$root"/data/*.pcapng "$root"/data/testbed/*.pcap "$root"/data/roce/*.pcap "$@")
 differ=0 count=0
 for f in "${files[@]}"; do
   [ -e "$f" ] || continue

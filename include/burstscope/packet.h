@@ -3,6 +3,7 @@
 #pragma once
 
 #include <array>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -66,7 +67,8 @@ struct FlowKey {
     return k;
   }
 
-  // The directed host pair (addresses only) of this flow. Made of whole words: a key built field by field
+  // The directed host pair (addresses only) of this flow (the family byte masked in the little-endian fifth word).
+  // Made of whole words: a key built field by field
   // (16-byte addresses, a 1-byte family) is read back by the hash and the comparison as 8-byte words, and a
   // load that spans several smaller stores waits for them to retire instead of taking their bytes forwarded.
   FlowKey pairKey() const {
@@ -80,6 +82,7 @@ struct FlowKey {
   }
 };
 static_assert(sizeof(FlowKey) == 40, "FlowKey must have no padding");
+static_assert(std::endian::native == std::endian::little, "FlowKey's word-wise operations read little-endian words");
 
 std::string addressToString(const FlowKey& k, bool source);
 std::string flowToString(const FlowKey& k);  // "10.0.0.1:4000 > 10.0.0.2:5000 tcp", "... qp 0x0000c1 rocev2"

@@ -50,9 +50,9 @@ EvidenceCounts minus(const EvidenceCounts& a, const EvidenceCounts& b) {
   return d;
 }
 
-// A host pair's or flow's events: the fields of EvidenceCounts that charge() and tcpPacket() count per key, not
-// all 25 (most are totals that no key has). Where connections churn, the per-key maps fill to their bounds: a slot
-// of 112 bytes instead of 240 halves their memory and the cache lines a look-up touches.
+// A host pair's or flow's events: the fields of EvidenceCounts that charge() and tcpPacket() count per key, not all
+// 24 (most are totals that no key has). Where connections churn, the per-key maps fill toward their bounds: a slot
+// of 112 bytes instead of 232 halves their memory and the cache lines a look-up touches.
 struct KeyEvents {
   uint64_t ce = 0;
   uint64_t tcp_ece = 0;
@@ -63,9 +63,7 @@ struct KeyEvents {
   uint64_t nak_rnr = 0;
   uint64_t nak_other = 0;
   uint64_t roce_resent = 0;
-  uint64_t events() const {  // EvidenceCounts::events() of counts(): a key has no pause frames
-    return ce + cnp + nak_psn_sequence_error + nak_rnr + nak_other + roce_resent + tcp_retransmissions;
-  }
+  uint64_t events() const { return counts().events(); }  // the report's figure, by definition
   EvidenceCounts counts() const {
     EvidenceCounts c;
     c.ce = ce;

@@ -138,9 +138,35 @@ TEST(TcpEvidence, ASegmentSentAgainLaterIsARetransmissionAndAHoleFilledSoonIsOut
   EXPECT_EQ(r.e().totals.tcp_retransmissions, 1u);
 }
 
-// What a host pair and a flow are charged with (the per-key maps count 9 of EvidenceCounts' fields): the one
-// connection's events are all its flow's and its pair's, but for ECE and out-of-order segments, which are counted
-// per flow only; everything else per key stays zero.
+// What a host pair or a flow is charged with, given the totals: the per-key maps count 9 of EvidenceCounts' fields
+// (evidence.cc KeyEvents), and a pair not ECE and out-of-order segments.
+EvidenceCounts perKey(EvidenceCounts c, bool pair) {
+  c.ip_packets = c.ect = c.tcp_cwr = c.tcp_data_segments = c.tcp_untracked_segments = 0;
+  c.tcp_lost_segments = c.tcp_ack_lost_segments = c.tcp_holes_filled = c.tcp_holes_acked_unseen = 0;
+  c.tcp_bytes_acked_unseen = c.tcp_holes_untracked = c.roce_packets = c.roce_messages = 0;
+  c.roce_message_bytes = c.pause_frames = 0;
+  if (pair) c.tcp_ece = c.tcp_out_of_order = 0;
+  return c;
+}
+EvidenceCounts sum(const std::vector<KeyedEvidence>& keyed) {
+  EvidenceCounts c;
+  for (const KeyedEvidence& k : keyed) c.merge(k.counts);
+  return c;
+}
+// Every listed key's counts summed equal `want`, field by field (each field's total distinct, so that a field
+// dropped or counted as another shows).
+void expectKeysCarry(const std::vector<KeyedEvidence>& keyed, const EvidenceCounts& want, const char* what) {
+  const EvidenceCounts got = sum(keyed);
+  EXPECT_EQ(std::memcmp(&got, &want, sizeof(got)), 0)
+      << what << ": ce " << got.ce << "/" << want.ce << " ece " << got.tcp_ece << "/" << want.tcp_ece << " ooo "
+      << got.tcp_out_of_order << "/" << want.tcp_out_of_order << " retx " << got.tcp_retransmissions << "/"
+      << want.tcp_retransmissions << " cnp " << got.cnp << "/" << want.cnp << " nak " << got.nak_psn_sequence_error
+      << "," << got.nak_rnr << "," << got.nak_other << "/" << want.nak_psn_sequence_error << "," << want.nak_rnr << ","
+      << want.nak_other << " resent " << got.roce_resent << "/" << want.roce_resent;
+}
+
+// The one connection's events are all its flow's and its pair's, but for ECE and out-of-order segments, which are
+// counted per flow only; everything else per key stays zero. Each count differs from the others.
 TEST(TcpEvidence, AFlowAndItsPairCarryTheirConnectionsEvents) {
   std::vector<PacketRecord> v;
   auto ce = [](PacketRecord r) {
@@ -148,34 +174,26 @@ TEST(TcpEvidence, AFlowAndItsPairCarryTheirConnectionsEvents) {
     return r;
   };
   v.push_back(ce(segment(kT0, true, 1000, 1448, 1)));
-  v.push_back(segment(kT0 + 10 * kUs, true, 3896, 1448, 1));
-  v.push_back(ce(segment(kT0 + 110 * kUs, true, 2448, 1448, 1)));                 // out of order, CE
+  v.push_back(ce(segment(kT0 + 10 * kUs, true, 3896, 1448, 1)));
+  v.push_back(ce(segment(kT0 + 110 * kUs, true, 2448, 1448, 1)));                 // out of order
   v.push_back(segment(kT0 + 200 * kUs, true, 5344, 1448, 1, kTcpAck | kTcpEce));  // ECE
-  v.push_back(segment(kT0 + 10 * kMs, true, 1000, 1448, 1));                      // retransmission
+  v.push_back(segment(kT0 + 300 * kUs, true, 6792, 1448, 1, kTcpAck | kTcpEce));  // ECE
+  for (uint32_t i = 0; i < 4; ++i) {                                              // four retransmissions
+    v.push_back(segment(kT0 + (10 + i) * kMs, true, 1000 + 1448 * i, 1448, 1));
+  }
   Outcome r = runEngine(v);
   const EvidenceCounts& t = r.e().totals;
-  ASSERT_EQ(t.ce, 2u);
-  ASSERT_EQ(t.tcp_ece, 1u);
+  ASSERT_EQ(t.ce, 3u);
+  ASSERT_EQ(t.tcp_ece, 2u);
   ASSERT_EQ(t.tcp_out_of_order, 1u);
-  ASSERT_EQ(t.tcp_retransmissions, 1u);
+  ASSERT_EQ(t.tcp_retransmissions, 4u);
   ASSERT_EQ(r.e().flows.size(), 1u);
   ASSERT_EQ(r.e().pairs.size(), 1u);
-  EvidenceCounts flow = t, pair = t;  // the totals but for the fields no key is charged with
-  for (EvidenceCounts* c : {&flow, &pair}) {
-    c->ip_packets = c->ect = c->tcp_cwr = c->tcp_data_segments = c->tcp_untracked_segments = 0;
-    c->tcp_lost_segments = c->tcp_ack_lost_segments = c->tcp_holes_filled = c->tcp_holes_acked_unseen = 0;
-    c->tcp_bytes_acked_unseen = c->tcp_holes_untracked = c->roce_packets = c->roce_messages = 0;
-    c->roce_message_bytes = c->pause_frames = 0;
-  }
-  pair.tcp_ece = pair.tcp_out_of_order = 0;
-  const EvidenceCounts& f = r.e().flows[0].counts;
-  const EvidenceCounts& p = r.e().pairs[0].counts;
   EXPECT_EQ(r.e().flows[0].key, tcpKey(true));
   EXPECT_EQ(r.e().pairs[0].key, tcpKey(true).pairKey());
-  EXPECT_EQ(std::memcmp(&f, &flow, sizeof(f)), 0)
-      << "ce " << f.ce << " ece " << f.tcp_ece << " ooo " << f.tcp_out_of_order << " retx " << f.tcp_retransmissions;
-  EXPECT_EQ(std::memcmp(&p, &pair, sizeof(p)), 0)
-      << "ce " << p.ce << " ece " << p.tcp_ece << " ooo " << p.tcp_out_of_order << " retx " << p.tcp_retransmissions;
+  expectKeysCarry(r.e().flows, perKey(t, false), "flow");
+  expectKeysCarry(r.e().pairs, perKey(t, true), "pair");
+  // The pairs with events are ranked by the same figure the report gives.
   ASSERT_EQ(r.e().event_pairs.size(), 1u);
   EXPECT_EQ(r.e().event_pairs[0].counts.events(), t.ce + t.tcp_retransmissions);
 }
@@ -311,6 +329,33 @@ TEST(RoceEvidence, GoBackNNaksCnpsAndMessages) {
   EXPECT_EQ(r.e().cnp_targets[0].key.qp(), 0x0000a7u);
   EXPECT_EQ(addressToString(r.e().cnp_targets[0].key, false), "10.0.0.1");
   EXPECT_EQ(r.e().cnp_targets[0].cnp, 1u);
+}
+
+// A queue pair's and a host pair's RoCE events, each of a different count: resent 2, sequence-error NAKs 1, RNR
+// NAKs 3, other NAKs 4, CNPs 5. Summed over the listed queue pairs and host pairs, they are the totals.
+TEST(RoceEvidence, QueuePairsAndHostPairsCarryTheirEvents) {
+  std::vector<PacketRecord> v;
+  int64_t t = kT0;
+  const uint8_t ops[] = {0x06, 0x07, 0x07, 0x08};
+  for (int i = 0; i < 4; ++i) v.push_back(roce(t += kUs, ops[i], 0x0000c1, 10 + i, 1024));
+  v.push_back(roce(t += kUs, 0x11, 0x0000a7, 10, 0, 0x60, 2, 1));  // sequence error: PSNs 10 and 11 again
+  v.push_back(roce(t += kUs, 0x07, 0x0000c1, 10, 1024));
+  v.push_back(roce(t += kUs, 0x08, 0x0000c1, 11, 1024));
+  uint32_t psn = 20;
+  for (int i = 0; i < 3; ++i) v.push_back(roce(t += kUs, 0x11, 0x0000a7, psn++, 0, 0x20 | 3, 2, 1));  // RNR
+  for (int i = 0; i < 4; ++i) v.push_back(roce(t += kUs, 0x11, 0x0000a7, psn++, 0, 0x60 | 2, 2, 1));  // other
+  for (int i = 0; i < 5; ++i) v.push_back(roce(t += kUs, 0x81, 0x0000a7, 0, 0, 0, 2, 1));             // CNP
+  Outcome r = runEngine(v);
+  const EvidenceCounts& c = r.e().totals;
+  ASSERT_EQ(c.roce_resent, 2u);
+  ASSERT_EQ(c.nak_psn_sequence_error, 1u);
+  ASSERT_EQ(c.nak_rnr, 3u);
+  ASSERT_EQ(c.nak_other, 4u);
+  ASSERT_EQ(c.cnp, 5u);
+  ASSERT_FALSE(r.e().flows.empty());
+  ASSERT_FALSE(r.e().pairs.empty());
+  expectKeysCarry(r.e().flows, perKey(c, false), "queue pairs");
+  expectKeysCarry(r.e().pairs, perKey(c, true), "host pairs");
 }
 
 PacketRecord pfc(int64_t t, uint8_t enable, std::initializer_list<uint16_t> quanta) {

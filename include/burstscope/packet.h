@@ -67,10 +67,10 @@ struct FlowKey {
     return k;
   }
 
-  // The directed host pair (addresses only) of this flow (the family byte masked in the little-endian fifth word).
-  // Made of whole words: a key built field by field
-  // (16-byte addresses, a 1-byte family) is read back by the hash and the comparison as 8-byte words, and a
-  // load that spans several smaller stores waits for them to retire instead of taking their bytes forwarded.
+  // The directed host pair (addresses only) of this flow: the addresses' words and the family byte of the fifth
+  // (little-endian). Made of whole words: a key built field by field (16-byte addresses, a 1-byte family) is read
+  // back by the hash and the comparison as 8-byte words, and a load that spans several smaller stores waits for
+  // them to retire instead of taking their bytes forwarded.
   FlowKey pairKey() const {
     constexpr uint64_t kFamily = uint64_t{0xFF} << (8 * (offsetof(FlowKey, family) - 32));
     return fromWords({word(0), word(1), word(2), word(3), word(4) & kFamily});

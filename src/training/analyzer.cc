@@ -1270,25 +1270,47 @@ TrainingReport TrainingAnalyzer::Impl::analyze() {
   // Co-bursts and fan-in toward each destination, over every delta's bins since the last analysis (in order:
   // the backlog carries from one to the next).
   if (!pending.empty()) {
+    // A flow's job as the co-bursts name it: the job of both its hosts, else its sender's, else none ("other").
+    // Read once per flow, not per bin.
+    auto jobOfFlow = [&](const Host& s, const Host& d) -> int {
+      auto a = job_of.find(s), b = job_of.find(d);
+      if (a != job_of.end() && b != job_of.end() && a->second == b->second) return a->second;
+      return a != job_of.end() ? a->second : -1;
+    };
+    const std::string other = "other";
+    auto jobName = [&](int j) -> const std::string& { return j < 0 ? other : jobs[j].name; };
+    // One arrival: a flow's bytes in one bin. `src` is the sender's rank among the destination's senders in
+    // address order, so that sorting by (bin, src) compares two integers, not two addresses.
     struct Arrival {
       int64_t bin;
-      Host src;
+      uint32_t src;
+      int32_t job;
       uint64_t bytes;
     };
-    auto jobName = [&](const Host& s, const Host& d) -> std::string {
-      auto a = job_of.find(s), b = job_of.find(d);
-      if (a != job_of.end() && b != job_of.end() && a->second == b->second) return jobs[a->second].name;
-      if (a != job_of.end()) return jobs[a->second].name;
-      return "other";
+    struct Toward {
+      Host dst, src;
+      const TrainingFlowBins* flow;
     };
     std::map<Host, DestinationReport> reports;
+    std::vector<Toward> toward;
+    std::vector<Arrival> v;
+    std::vector<int32_t> named;             // the jobs of one bin's co-bursting senders
+    std::vector<const std::string*> names;  // their names, each once, in order
     for (const auto& delta : pending) {
-      absl::flat_hash_map<Host, std::vector<Arrival>> toward;
-      for (const TrainingFlowBins& fb : delta->flows) {
-        std::vector<Arrival>& v = toward[dstOf(fb.key)];
-        for (const auto& [b, bytes] : fb.bins) v.push_back({b, srcOf(fb.key), bytes});
-      }
-      for (auto& [dst, v] : toward) {
+      // The delta's flows grouped by destination, each destination's by sender.
+      toward.clear();
+      for (const TrainingFlowBins& fb : delta->flows) toward.push_back({dstOf(fb.key), srcOf(fb.key), &fb});
+      std::sort(toward.begin(), toward.end(),
+                [](const Toward& x, const Toward& y) { return x.dst == y.dst ? x.src < y.src : x.dst < y.dst; });
+      for (size_t g = 0; g < toward.size();) {
+        const Host dst = toward[g].dst;
+        v.clear();
+        uint32_t rank = 0;
+        for (; g < toward.size() && toward[g].dst == dst; ++g) {
+          if (g > 0 && toward[g - 1].dst == dst && !(toward[g - 1].src == toward[g].src)) ++rank;
+          const int32_t job = jobOfFlow(toward[g].src, dst);
+          for (const auto& [b, bytes] : toward[g].flow->bins) v.push_back({b, rank, job, bytes});
+        }
         std::sort(v.begin(), v.end(),
                   [](const Arrival& x, const Arrival& y) { return x.bin != y.bin ? x.bin < y.bin : x.src < y.src; });
         DestState& st = dests[dst];
@@ -1301,16 +1323,17 @@ TrainingReport TrainingAnalyzer::Impl::analyze() {
         for (size_t i = 0; i < v.size();) {
           const int64_t b = v[i].bin;
           uint64_t bytes = 0, sources = 0;
-          std::set<std::string> names;
+          named.clear();
           while (i < v.size() && v[i].bin == b) {
             // One source's flows toward the destination in this bin, summed.
-            const Host src = v[i].src;
+            const uint32_t src = v[i].src;
+            const int32_t job = v[i].job;
             uint64_t from = 0;
             while (i < v.size() && v[i].bin == b && v[i].src == src) from += v[i++].bytes;
             bytes += from;
             if (static_cast<double>(from) >= threshold) {
               ++sources;
-              names.insert(jobName(src, dst));
+              named.push_back(job);
             }
           }
           if (st.last_bin != kMin && b > st.last_bin + 1) {
@@ -1331,10 +1354,17 @@ TrainingReport TrainingAnalyzer::Impl::analyze() {
           d.max_sources = std::max(d.max_sources, sources);
           if (sources >= 1) ++st.hist[std::min(sources, kHistBuckets) - 1];
           if (sources >= 2) {
+            // The jobs' names as a set of them would hold them: each once, in order.
+            names.clear();
+            for (int32_t j : named) names.push_back(&jobName(j));
+            std::sort(names.begin(), names.end(), [](const std::string* x, const std::string* y) { return *x < *y; });
+            names.erase(std::unique(names.begin(), names.end(),
+                                    [](const std::string* x, const std::string* y) { return *x == *y; }),
+                        names.end());
             ++st.cobursts;
             if (names.size() >= 2) ++st.cross;
-            for (const std::string& nm : names) {
-              if (st.jobs.size() < kMaxCoburstJobs) st.jobs.insert(nm);
+            for (const std::string* nm : names) {
+              if (st.jobs.size() < kMaxCoburstJobs) st.jobs.insert(*nm);
             }
           }
         }

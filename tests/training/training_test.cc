@@ -9,6 +9,7 @@
 #include <map>
 #include <numeric>
 #include <random>
+#include <set>
 
 #include "burstscope/training.h"
 #include "burstscope/window.h"
@@ -781,6 +782,62 @@ TEST(TrainingTest, CoburstsAndFanInBacklogEqualABruteForce) {
     if (x.host == "10.0.0.9") live_max = std::max(live_max, x.max_backlog_bytes);
   }
   check(live, live_max, "live");
+}
+
+// Which jobs co-burst toward a destination, against a brute force: two configured jobs (10.0.0.1-2 "alpha",
+// 10.0.0.3-4 "beta") and a host of none (10.0.0.5, "other") send toward 10.0.0.9, of no job, and 10.0.0.1 toward
+// 10.0.0.2 of its own job; no job is inferred beyond the two (max_jobs), so 10.0.0.5 and 10.0.0.9 stay of none. A bin's
+// co-bursting senders are named by their job (a flow between two hosts of one job by that job, else by its sender's,
+// else "other"); a bin with two or more names counts as cross-job.
+TEST(TrainingTest, CoburstsNameTheJobsOfTheirSenders) {
+  std::mt19937 rng(11);
+  std::vector<PacketRecord> v;
+  std::uniform_int_distribution<int64_t> when(0, 40'000'000);
+  std::uniform_int_distribution<uint64_t> size(3'000, 40'000);
+  for (int i = 0; i < 300; ++i) burst(&v, kT0 + when(rng), 1 + static_cast<int>(rng() % 5), 9, size(rng), 8);
+  for (int i = 0; i < 60; ++i) burst(&v, kT0 + when(rng), 1, 2, size(rng), 8);
+  TrainingConfig cfg;
+  cfg.jobs = {{"beta", {*parseCidr("10.0.0.3/32"), *parseCidr("10.0.0.4/32")}},
+              {"alpha", {*parseCidr("10.0.0.1/32"), *parseCidr("10.0.0.2/32")}}};
+  cfg.max_jobs = 2;
+  const double threshold = cfg.coburst_share * 10e9 * 1e-4 / 8;
+  auto jobOf = [](int src) -> std::string { return src <= 2 ? "alpha" : src <= 4 ? "beta" : "other"; };
+  // destination -> bin -> source -> bytes
+  std::map<int, std::map<int64_t, std::map<int, uint64_t>>> bins;
+  for (const PacketRecord& p : v) bins[p.key.dst[3]][p.ts_ns / 100'000][p.key.src[3]] += p.wire_len;
+  struct Truth {
+    uint64_t cobursts = 0, cross = 0;
+    std::set<std::string> jobs;
+  };
+  std::map<int, Truth> truth;
+  for (const auto& [dst, by_bin] : bins) {
+    for (const auto& [b, by_src] : by_bin) {
+      std::set<std::string> names;
+      uint64_t k = 0;
+      for (const auto& [src, bytes] : by_src) {
+        if (static_cast<double>(bytes) < threshold) continue;
+        ++k;
+        names.insert(jobOf(src));
+      }
+      if (k < 2) continue;
+      Truth& t = truth[dst];
+      ++t.cobursts;
+      t.cross += names.size() >= 2;
+      t.jobs.insert(names.begin(), names.end());
+    }
+  }
+  ASSERT_GT(truth[9].cross, 5u);  // the cases are exercised: cross-job co-bursts, and all three names
+  ASSERT_EQ(truth[9].jobs, (std::set<std::string>{"alpha", "beta", "other"}));
+  ASSERT_LT(truth[9].cross, truth[9].cobursts);
+  const TrainingReport r = analyse(v, cfg);
+  for (const auto& [dst, t] : truth) {
+    auto d = std::find_if(r.destinations.begin(), r.destinations.end(),
+                          [&](const DestinationReport& x) { return x.host == ip(dst); });
+    ASSERT_NE(d, r.destinations.end()) << dst;
+    EXPECT_EQ(d->cobursts, t.cobursts) << dst;
+    EXPECT_EQ(d->cross_job_cobursts, t.cross) << dst;
+    EXPECT_EQ(d->jobs, std::vector<std::string>(t.jobs.begin(), t.jobs.end())) << dst;
+  }
 }
 
 // Each analysis carries the job's own 100 µs bins of the intervals it covers (the live view's per-job picture):

@@ -77,6 +77,7 @@ struct TrainingConfig {
   size_t max_destinations = 4096;       // destinations whose backlog state is kept
   int64_t forget_ns = 600'000'000'000;  // a silent job is still reported (idle) for this long
   bool pair_periods = false;            // also a period per heavy host pair (analyze --json)
+  bool interval_bins = true;            // each job's 100 µs bins of the analysed intervals (the live view's)
 };
 
 // Names the first bad field.

@@ -118,7 +118,8 @@ absl::Status MetricFlags::apply(EngineConfig& ec, DecoderConfig& dc, int64_t* re
 }
 
 absl::Status analysisConfig(const AnalyzeOptions& o, PipelineConfig* pc, DecoderConfig* dc, FileReadOptions* read) {
-  pc->training.pair_periods = true;  // offline: a period per heavy host pair too
+  pc->training.pair_periods = true;    // offline: a period per heavy host pair too
+  pc->training.interval_bins = false;  // the live view's per-job picture: no file analysis shows it
   pc->training.enabled = !o.no_training;
   BS_RETURN_IF_ERROR(
       o.metrics.apply(pc->engine, *dc, &pc->reorder_horizon_ns, &pc->workers_per_port, /*only_given=*/false));

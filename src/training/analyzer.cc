@@ -1069,8 +1069,8 @@ TrainingReport TrainingAnalyzer::Impl::analyze() {
     }
     r.idle_s = last_bin == kMin ? window_s : std::max(0.0, static_cast<double>(now_ns - (last_bin + 1) * bin) / 1e9);
     // The interval (offline: the file), and its 100 µs bins when it is interval-sized.
-    const bool keep_bins =
-        !pending.empty() && pending.back()->end_ns - pending.front()->start_ns <= kMaxIntervalBinsSpan;
+    const bool keep_bins = cfg.interval_bins && !pending.empty() &&
+                           pending.back()->end_ns - pending.front()->start_ns <= kMaxIntervalBinsSpan;
     absl::flat_hash_map<int64_t, uint64_t> job_bins;
     for (const auto& delta : pending) {
       for (const TrainingFlowBins& fb : delta->flows) {

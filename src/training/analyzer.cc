@@ -1294,6 +1294,7 @@ TrainingReport TrainingAnalyzer::Impl::analyze() {
     std::map<Host, DestinationReport> reports;
     std::vector<Toward> toward;
     std::vector<Arrival> v;
+    std::vector<size_t> runs;               // where each flow's arrivals begin in v, and v's end
     std::vector<int32_t> named;             // the jobs of one bin's co-bursting senders
     std::vector<const std::string*> names;  // their names, each once, in order
     for (const auto& delta : pending) {
@@ -1305,14 +1306,38 @@ TrainingReport TrainingAnalyzer::Impl::analyze() {
       for (size_t g = 0; g < toward.size();) {
         const Host dst = toward[g].dst;
         v.clear();
+        runs.clear();
         uint32_t rank = 0;
+        bool ascending = true;
         for (; g < toward.size() && toward[g].dst == dst; ++g) {
           if (g > 0 && toward[g - 1].dst == dst && !(toward[g - 1].src == toward[g].src)) ++rank;
           const int32_t job = jobOfFlow(toward[g].src, dst);
-          for (const auto& [b, bytes] : toward[g].flow->bins) v.push_back({b, rank, job, bytes});
+          const auto& bins = toward[g].flow->bins;
+          ascending = ascending && std::is_sorted(bins.begin(), bins.end());
+          runs.push_back(v.size());
+          for (const auto& [b, bytes] : bins) v.push_back({b, rank, job, bytes});
         }
-        std::sort(v.begin(), v.end(),
-                  [](const Arrival& x, const Arrival& y) { return x.bin != y.bin ? x.bin < y.bin : x.src < y.src; });
+        runs.push_back(v.size());
+        // In order of bin, then sender. A flow's bins ascend (TrainingFlowBins) and the flows come in order of
+        // sender, so the arrivals are one sorted run per flow: merged pairwise, n·log(flows) moves instead of a
+        // sort's n·log(n) (a file's analysis takes all of its bins at once).
+        auto before = [](const Arrival& x, const Arrival& y) { return x.bin != y.bin ? x.bin < y.bin : x.src < y.src; };
+        if (!ascending) {  // not as TrainingFlowBins promises: sorted whole
+          std::sort(v.begin(), v.end(), before);
+          runs = {0, v.size()};
+        }
+        while (runs.size() > 2) {
+          size_t w = 0, r = 0;
+          for (; r + 2 < runs.size(); r += 2) {
+            std::inplace_merge(v.begin() + static_cast<ptrdiff_t>(runs[r]),
+                               v.begin() + static_cast<ptrdiff_t>(runs[r + 1]),
+                               v.begin() + static_cast<ptrdiff_t>(runs[r + 2]), before);
+            runs[w++] = runs[r];
+          }
+          if (r + 1 < runs.size()) runs[w++] = runs[r];  // an odd run, merged in the next round
+          runs[w++] = runs.back();
+          runs.resize(w);
+        }
         DestState& st = dests[dst];
         DestinationReport& d = reports[dst];
         d.host = hostName(dst);

@@ -840,6 +840,45 @@ TEST(TrainingTest, CoburstsNameTheJobsOfTheirSenders) {
   }
 }
 
+// The co-burst pass merges each flow's bins as ascending runs; a delta whose bins do not ascend (which the
+// aggregator does not make) gets the same figures, sorted whole.
+TEST(TrainingTest, CoburstsOfBinsOutOfOrderEqualThoseInOrder) {
+  std::mt19937 rng(5);
+  auto delta = [&](bool shuffled) {
+    auto d = std::make_shared<TrainingDelta>();
+    d->start_ns = kT0;
+    d->end_ns = kT0 + 1'000'000'000;
+    for (int src = 1; src <= 4; ++src) {
+      for (uint16_t port : {5000, 5001}) {
+        TrainingFlowBins f;
+        f.key = flow(src, 9, port);
+        for (int64_t b = 0; b < 10'000; b += 1 + (src + port) % 3) f.bins.emplace_back(kT0 / 100'000 + b, 20'000);
+        if (shuffled) std::shuffle(f.bins.begin(), f.bins.end(), rng);
+        f.packets = f.bins.size();
+        f.bytes = f.bins.size() * 20'000;
+        d->flows.push_back(std::move(f));
+      }
+    }
+    return d;
+  };
+  EngineConfig ec;
+  TrainingConfig cfg;
+  cfg.receiver_buffer_bytes = 50'000;
+  std::vector<DestinationReport> got[2];
+  for (bool shuffled : {false, true}) {
+    TrainingAnalyzer a(cfg, ec.link_capacity_bps, ec.scales_ns, ec.rates_bps);
+    a.ingest(delta(shuffled));
+    got[shuffled] = a.analyze().destinations;
+  }
+  ASSERT_EQ(got[0].size(), 1u);
+  ASSERT_GT(got[0][0].cobursts, 1000u);
+  ASSERT_EQ(got[1].size(), 1u);
+  EXPECT_EQ(got[1][0].cobursts, got[0][0].cobursts);
+  EXPECT_EQ(got[1][0].sources_hist, got[0][0].sources_hist);
+  EXPECT_EQ(got[1][0].max_backlog_bytes, got[0][0].max_backlog_bytes);
+  EXPECT_EQ(got[1][0].over_buffer_bins, got[0][0].over_buffer_bins);
+}
+
 // Each analysis carries the job's own 100 µs bins of the intervals it covers (the live view's per-job picture):
 // equal to a brute-force binning of the job's packets in those intervals.
 TEST(TrainingTest, IntervalBinsOfAJobEqualABruteForce) {

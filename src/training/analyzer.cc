@@ -527,6 +527,31 @@ void sparseBins(const std::vector<const Flow*>& flows, const FineOf& fineOf, std
   value->resize(k);
 }
 
+// Sorts `v`, made of runs that begin at runs[0], runs[1], ... (runs.back() == v.size()), each ascending as a
+// flow's bins do (TrainingFlowBins), by merging the runs pairwise: n·log(runs) moves instead of a sort's n·log(n)
+// (a file's analysis takes all of its bins at once). Runs that do not ascend are sorted whole. `runs` is spent.
+template <typename T, typename Less>
+void mergeRuns(std::vector<T>* v, std::vector<size_t>* runs, Less less) {
+  for (size_t r = 0; r + 1 < runs->size(); ++r) {
+    if (!std::is_sorted(v->begin() + static_cast<ptrdiff_t>((*runs)[r]),
+                        v->begin() + static_cast<ptrdiff_t>((*runs)[r + 1]), less)) {
+      std::sort(v->begin(), v->end(), less);
+      return;
+    }
+  }
+  auto at = [&](size_t i) { return v->begin() + static_cast<ptrdiff_t>(i); };
+  while (runs->size() > 2) {
+    size_t w = 0, r = 0;
+    for (; r + 2 < runs->size(); r += 2) {
+      std::inplace_merge(at((*runs)[r]), at((*runs)[r + 1]), at((*runs)[r + 2]), less);
+      (*runs)[w++] = (*runs)[r];
+    }
+    if (r + 1 < runs->size()) (*runs)[w++] = (*runs)[r];  // an odd run, merged in the next round
+    (*runs)[w++] = runs->back();
+    runs->resize(w);
+  }
+}
+
 // Host pairs heaviest first, then by address (a stable order for equal bytes).
 template <typename Pair>
 bool heavier(const Pair* x, const Pair* y) {
@@ -1033,6 +1058,7 @@ TrainingReport TrainingAnalyzer::Impl::analyze() {
   // Each job's fine bins, in one buffer for all: a window's worth (up to kMaxFineBins) allocated afresh for every
   // job costs its pages' first touch each time.
   std::vector<double> fine, pair_fine;
+  std::vector<size_t> bin_runs;  // where each flow's bins begin in a job's interval bins
   for (const JobBuild& j : jobs) {
     JobReport r;
     r.name = j.name;
@@ -1071,7 +1097,8 @@ TrainingReport TrainingAnalyzer::Impl::analyze() {
     // The interval (offline: the file), and its 100 µs bins when it is interval-sized.
     const bool keep_bins = cfg.interval_bins && !pending.empty() &&
                            pending.back()->end_ns - pending.front()->start_ns <= kMaxIntervalBinsSpan;
-    absl::flat_hash_map<int64_t, uint64_t> job_bins;
+    std::vector<std::pair<int64_t, uint64_t>>& job_bins = r.interval_bins;
+    bin_runs.clear();
     for (const auto& delta : pending) {
       for (const TrainingFlowBins& fb : delta->flows) {
         auto a = at.find(srcOf(fb.key)), b = at.find(dstOf(fb.key));
@@ -1079,12 +1106,24 @@ TrainingReport TrainingAnalyzer::Impl::analyze() {
         r.bytes += fb.bytes;
         r.packets += fb.packets;
         if (keep_bins) {
-          for (const auto& [index, bytes] : fb.bins) job_bins[index] += bytes;
+          bin_runs.push_back(job_bins.size());
+          job_bins.insert(job_bins.end(), fb.bins.begin(), fb.bins.end());
         }
       }
     }
-    r.interval_bins.assign(job_bins.begin(), job_bins.end());
-    std::sort(r.interval_bins.begin(), r.interval_bins.end());
+    if (!job_bins.empty()) {  // in order of bin, each bin's bytes summed over the job's flows
+      bin_runs.push_back(job_bins.size());
+      mergeRuns(&job_bins, &bin_runs, [](const auto& x, const auto& y) { return x.first < y.first; });
+      size_t w = 0;
+      for (size_t i = 1; i < job_bins.size(); ++i) {
+        if (job_bins[i].first == job_bins[w].first) {
+          job_bins[w].second += job_bins[i].second;
+        } else {
+          job_bins[++w] = job_bins[i];
+        }
+      }
+      job_bins.resize(w + 1);
+    }
     r.rate_bps = interval_s > 0 ? static_cast<double>(r.bytes) * 8 / interval_s : 0;
     r.baseline_bps = window_s > 0 ? static_cast<double>(j.bytes) * 8 / window_s : 0;
     std::vector<size_t> widths;  // each scale in fine bins; 0: a window longer than 419 s is held in coarser
@@ -1308,36 +1347,16 @@ TrainingReport TrainingAnalyzer::Impl::analyze() {
         v.clear();
         runs.clear();
         uint32_t rank = 0;
-        bool ascending = true;
         for (; g < toward.size() && toward[g].dst == dst; ++g) {
           if (g > 0 && toward[g - 1].dst == dst && !(toward[g - 1].src == toward[g].src)) ++rank;
           const int32_t job = jobOfFlow(toward[g].src, dst);
-          const auto& bins = toward[g].flow->bins;
-          ascending = ascending && std::is_sorted(bins.begin(), bins.end());
           runs.push_back(v.size());
-          for (const auto& [b, bytes] : bins) v.push_back({b, rank, job, bytes});
+          for (const auto& [b, bytes] : toward[g].flow->bins) v.push_back({b, rank, job, bytes});
         }
         runs.push_back(v.size());
-        // In order of bin, then sender. A flow's bins ascend (TrainingFlowBins) and the flows come in order of
-        // sender, so the arrivals are one sorted run per flow: merged pairwise, n·log(flows) moves instead of a
-        // sort's n·log(n) (a file's analysis takes all of its bins at once).
-        auto before = [](const Arrival& x, const Arrival& y) { return x.bin != y.bin ? x.bin < y.bin : x.src < y.src; };
-        if (!ascending) {  // not as TrainingFlowBins promises: sorted whole
-          std::sort(v.begin(), v.end(), before);
-          runs = {0, v.size()};
-        }
-        while (runs.size() > 2) {
-          size_t w = 0, r = 0;
-          for (; r + 2 < runs.size(); r += 2) {
-            std::inplace_merge(v.begin() + static_cast<ptrdiff_t>(runs[r]),
-                               v.begin() + static_cast<ptrdiff_t>(runs[r + 1]),
-                               v.begin() + static_cast<ptrdiff_t>(runs[r + 2]), before);
-            runs[w++] = runs[r];
-          }
-          if (r + 1 < runs.size()) runs[w++] = runs[r];  // an odd run, merged in the next round
-          runs[w++] = runs.back();
-          runs.resize(w);
-        }
+        // In order of bin, then sender: the flows come in order of sender, each a run of ascending bins.
+        mergeRuns(&v, &runs,
+                  [](const Arrival& x, const Arrival& y) { return x.bin != y.bin ? x.bin < y.bin : x.src < y.src; });
         DestState& st = dests[dst];
         DestinationReport& d = reports[dst];
         d.host = hostName(dst);

@@ -218,7 +218,8 @@ struct JobReport {
   // last, those in which it sent (the latest kMaxListedSteps).
   std::vector<StepSpan> steps;
   // The job's own non-empty 100 µs bins of the analysed interval(s), (bin index = ts / bin, bytes) ascending:
-  // the live view's per-job picture. Only when they cover at most kMaxIntervalBinsSpan (a longer file: empty).
+  // the live view's per-job picture. Only with TrainingConfig::interval_bins (live runs; a file's analysis leaves
+  // them out) and when they cover at most kMaxIntervalBinsSpan (else empty).
   std::vector<std::pair<int64_t, uint64_t>> interval_bins;
 };
 inline constexpr int64_t kMaxIntervalBinsSpan = 60'000'000'000;

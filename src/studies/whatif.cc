@@ -154,6 +154,7 @@ absl::StatusOr<Trace> loadTrace(const std::string& path, const WhatifConfig& c) 
   pc.engine.rates_bps = {c.rate_bps};
   pc.reorder_horizon_ns = c.reorder_horizon_ns;
   pc.evidence.enabled = false;
+  pc.training.interval_bins = false;  // the live view's per-job picture
   auto series = std::make_shared<Series>();
   auto len = std::make_shared<std::vector<uint32_t>>();
   int64_t first = 0;

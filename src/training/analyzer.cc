@@ -529,9 +529,14 @@ void sparseBins(const std::vector<const Flow*>& flows, const FineOf& fineOf, std
 
 // Sorts `v`, made of runs that begin at runs[0], runs[1], ... (runs.back() == v.size()), each ascending as a
 // flow's bins do (TrainingFlowBins), by merging the runs pairwise: n·log(runs) moves instead of a sort's n·log(n)
-// (a file's analysis takes all of its bins at once). Runs that do not ascend are sorted whole. `runs` is spent.
+// (a file's analysis takes all of its bins at once). Runs that do not ascend, or of fewer than two elements on
+// average, are sorted whole (the same order up to elements equal to `less`). `runs` is spent.
 template <typename T, typename Less>
 void mergeRuns(std::vector<T>* v, std::vector<size_t>* runs, Less less) {
+  if (2 * runs->size() > v->size() + 2) {  // runs of a bin or two on average: a sort is the cheaper
+    std::sort(v->begin(), v->end(), less);
+    return;
+  }
   for (size_t r = 0; r + 1 < runs->size(); ++r) {
     if (!std::is_sorted(v->begin() + static_cast<ptrdiff_t>((*runs)[r]),
                         v->begin() + static_cast<ptrdiff_t>((*runs)[r + 1]), less)) {
@@ -1094,7 +1099,7 @@ TrainingReport TrainingAnalyzer::Impl::analyze() {
       last_bin = std::max(last_bin, h->last_bin);
     }
     r.idle_s = last_bin == kMin ? window_s : std::max(0.0, static_cast<double>(now_ns - (last_bin + 1) * bin) / 1e9);
-    // The interval (offline: the file), and its 100 µs bins when it is interval-sized.
+    // The interval (offline: the file), and its 100 µs bins when asked for (live) and it is interval-sized.
     const bool keep_bins = cfg.interval_bins && !pending.empty() &&
                            pending.back()->end_ns - pending.front()->start_ns <= kMaxIntervalBinsSpan;
     std::vector<std::pair<int64_t, uint64_t>>& job_bins = r.interval_bins;
@@ -1309,11 +1314,9 @@ TrainingReport TrainingAnalyzer::Impl::analyze() {
   // Co-bursts and fan-in toward each destination, over every delta's bins since the last analysis (in order:
   // the backlog carries from one to the next).
   if (!pending.empty()) {
-    // A flow's job as the co-bursts name it: the job of both its hosts, else its sender's, else none ("other").
-    // Read once per flow, not per bin.
-    auto jobOfFlow = [&](const Host& s, const Host& d) -> int {
-      auto a = job_of.find(s), b = job_of.find(d);
-      if (a != job_of.end() && b != job_of.end() && a->second == b->second) return a->second;
+    // A flow's job as the co-bursts name it: its sender's, or none ("other"). Read once per flow, not per bin.
+    auto jobOfFlow = [&](const Host& s) -> int {
+      auto a = job_of.find(s);
       return a != job_of.end() ? a->second : -1;
     };
     const std::string other = "other";
@@ -1349,7 +1352,7 @@ TrainingReport TrainingAnalyzer::Impl::analyze() {
         uint32_t rank = 0;
         for (; g < toward.size() && toward[g].dst == dst; ++g) {
           if (g > 0 && toward[g - 1].dst == dst && !(toward[g - 1].src == toward[g].src)) ++rank;
-          const int32_t job = jobOfFlow(toward[g].src, dst);
+          const int32_t job = jobOfFlow(toward[g].src);
           runs.push_back(v.size());
           for (const auto& [b, bytes] : toward[g].flow->bins) v.push_back({b, rank, job, bytes});
         }

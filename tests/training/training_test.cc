@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <functional>
 #include <iostream>
@@ -37,14 +38,15 @@ std::string ip(int h) { return "10.0.0." + std::to_string(h); }
 // A burst of `bytes` from src to dst starting at t, 1514-byte TCP frames (1448 bytes of payload, the flow's
 // sequence numbers running on from its last burst) at `gbps`, and an ACK (66 B, no payload) back per two.
 constexpr uint32_t kPayload = 1448;
-void burst(std::vector<PacketRecord>* v, int64_t t, int src, int dst, uint64_t bytes, double gbps = 4) {
+void burst(std::vector<PacketRecord>* v, int64_t t, int src, int dst, uint64_t bytes, double gbps = 4,
+           uint16_t port = 5000) {
   static std::map<std::pair<int, int>, uint32_t> next_seq;
   const int64_t gap = static_cast<int64_t>(1514 * 8 / gbps);
   for (uint64_t sent = 0, i = 0; sent < bytes; sent += 1514, ++i) {
     PacketRecord r;
     r.ts_ns = t + static_cast<int64_t>(i) * gap;
     r.wire_len = 1514;
-    r.key = flow(src, dst);
+    r.key = flow(src, dst, port);
     r.l4 = static_cast<uint8_t>(L4Kind::kTcp);
     r.op = kTcpAck;
     r.len = kPayload;
@@ -59,7 +61,7 @@ void burst(std::vector<PacketRecord>* v, int64_t t, int src, int dst, uint64_t b
       a.wire_len = 66;
       a.key = flow(dst, src, static_cast<uint16_t>(40000 + src));
       std::swap(a.key.src_port, a.key.dst_port);
-      a.key.src_port = 5000;
+      a.key.src_port = port;
       a.key.dst_port = static_cast<uint16_t>(40000 + src);
       v->push_back(a);
     }
@@ -785,17 +787,22 @@ TEST(TrainingTest, CoburstsAndFanInBacklogEqualABruteForce) {
 }
 
 // Which jobs co-burst toward a destination, against a brute force: two configured jobs (10.0.0.1-2 "alpha",
-// 10.0.0.3-4 "beta") and a host of none (10.0.0.5, "other") send toward 10.0.0.9, of no job, and 10.0.0.1 toward
-// 10.0.0.2 of its own job; no job is inferred beyond the two (max_jobs), so 10.0.0.5 and 10.0.0.9 stay of none. A bin's
-// co-bursting senders are named by their job (a flow between two hosts of one job by that job, else by its sender's,
-// else "other"); a bin with two or more names counts as cross-job.
+// 10.0.0.3-4 "beta") and a host of none (10.0.0.5) send toward 10.0.0.9, of no job, and 10.0.0.1, .4 and .5
+// toward 10.0.0.3 of "beta"; no job is inferred beyond the two (max_jobs), so .5 and .9 stay of none. A bin's
+// co-bursting senders are named by their job, "other" for none; a bin with two or more names counts as cross-job.
+// 10.0.0.1 sends on two connections toward each destination: a sender bursts when its flows together pass the
+// threshold.
 TEST(TrainingTest, CoburstsNameTheJobsOfTheirSenders) {
   std::mt19937 rng(11);
   std::vector<PacketRecord> v;
   std::uniform_int_distribution<int64_t> when(0, 40'000'000);
   std::uniform_int_distribution<uint64_t> size(3'000, 40'000);
-  for (int i = 0; i < 300; ++i) burst(&v, kT0 + when(rng), 1 + static_cast<int>(rng() % 5), 9, size(rng), 8);
-  for (int i = 0; i < 60; ++i) burst(&v, kT0 + when(rng), 1, 2, size(rng), 8);
+  auto send = [&](int src, int dst) {
+    const auto port = static_cast<uint16_t>(src == 1 ? 5000 + rng() % 2 : 5000);
+    burst(&v, kT0 + when(rng), src, dst, size(rng), 8, port);
+  };
+  for (int i = 0; i < 300; ++i) send(1 + static_cast<int>(rng() % 5), 9);
+  for (int i = 0; i < 240; ++i) send(std::array{1, 4, 5}[rng() % 3], 3);
   TrainingConfig cfg;
   cfg.jobs = {{"beta", {*parseCidr("10.0.0.3/32"), *parseCidr("10.0.0.4/32")}},
               {"alpha", {*parseCidr("10.0.0.1/32"), *parseCidr("10.0.0.2/32")}}};
@@ -826,8 +833,10 @@ TEST(TrainingTest, CoburstsNameTheJobsOfTheirSenders) {
       t.jobs.insert(names.begin(), names.end());
     }
   }
-  ASSERT_GT(truth[9].cross, 5u);  // the cases are exercised: cross-job co-bursts, and all three names
-  ASSERT_EQ(truth[9].jobs, (std::set<std::string>{"alpha", "beta", "other"}));
+  for (int dst : {3, 9}) {  // the cases are exercised: cross-job co-bursts, and all three names
+    ASSERT_GT(truth[dst].cross, 5u) << dst;
+    ASSERT_EQ(truth[dst].jobs, (std::set<std::string>{"alpha", "beta", "other"})) << dst;
+  }
   ASSERT_LT(truth[9].cross, truth[9].cobursts);
   const TrainingReport r = analyse(v, cfg);
   for (const auto& [dst, t] : truth) {
@@ -841,7 +850,7 @@ TEST(TrainingTest, CoburstsNameTheJobsOfTheirSenders) {
 }
 
 // The co-burst pass merges each flow's bins as ascending runs; a delta whose bins do not ascend (which the
-// aggregator does not make) gets the same figures, sorted whole.
+// aggregator does not make; TrainingDelta is public) gets the same figures, sorted whole.
 TEST(TrainingTest, CoburstsOfBinsOutOfOrderEqualThoseInOrder) {
   std::mt19937 rng(5);
   auto delta = [&](bool shuffled) {
@@ -864,6 +873,7 @@ TEST(TrainingTest, CoburstsOfBinsOutOfOrderEqualThoseInOrder) {
   EngineConfig ec;
   TrainingConfig cfg;
   cfg.receiver_buffer_bytes = 50'000;
+  cfg.max_jobs = 0;  // the co-burst pass alone: a job's own analysis (its steps, its pairs) needs ascending bins
   std::vector<DestinationReport> got[2];
   for (bool shuffled : {false, true}) {
     TrainingAnalyzer a(cfg, ec.link_capacity_bps, ec.scales_ns, ec.rates_bps);
@@ -872,6 +882,9 @@ TEST(TrainingTest, CoburstsOfBinsOutOfOrderEqualThoseInOrder) {
   }
   ASSERT_EQ(got[0].size(), 1u);
   ASSERT_GT(got[0][0].cobursts, 1000u);
+  // Four senders of two connections each: a bin holds four bursting senders at most, not eight flows.
+  EXPECT_EQ(got[0][0].max_sources, 4u);
+  EXPECT_EQ(std::accumulate(got[0][0].sources_hist.begin() + 4, got[0][0].sources_hist.end(), uint64_t{0}), 0u);
   ASSERT_EQ(got[1].size(), 1u);
   EXPECT_EQ(got[1][0].cobursts, got[0][0].cobursts);
   EXPECT_EQ(got[1][0].sources_hist, got[0][0].sources_hist);

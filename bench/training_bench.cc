@@ -94,8 +94,9 @@ void BM_Training_Interval(benchmark::State& state) {
   };
   int64_t second = 0;
   for (; second < 60; ++second) an.ingest(interval(second));
-  // A first analysis outside the timing: it plans the FFTs of the window's lengths (kept for the process), which
-  // a running monitor does once. Timed with it, the figure moved with how many iterations the library chose.
+  // A first analysis outside the timing: it takes the 60 filling intervals' pending deltas at once (their
+  // co-bursts and interval bins) and the process's first allocations, which a running monitor is long past. Timed,
+  // it fell in the first iteration, and the figure moved with how many iterations the library chose.
   benchmark::DoNotOptimize(an.analyze());
   double analysis_ms = 0;
   for (auto _ : state) {

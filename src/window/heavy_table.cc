@@ -121,11 +121,14 @@ void HeavyTable::finish() {
 
 HeavyResult HeavyTable::result(size_t top_k, bool with_windows) const {
   // The top_k heaviest by one pass over the table with a bounded heap (no copy of the table): it runs on
-  // the worker at every report interval's close. Heaviest first; among equals, the earliest first.
+  // the worker at every report interval's close. Heaviest first; among equals, the earliest first, then by key:
+  // the table's order is its hash's, seeded per process, and keys equal in bytes and first packet (single-packet
+  // flows in one microsecond of a capture) came out in a different order from run to run.
   using Item = std::pair<const FlowKey*, const Entry*>;
   auto heavier = [](const Item& a, const Item& b) {
     if (a.second->bytes != b.second->bytes) return a.second->bytes > b.second->bytes;
-    return a.second->first_ns < b.second->first_ns;
+    if (a.second->first_ns != b.second->first_ns) return a.second->first_ns < b.second->first_ns;
+    return std::memcmp(a.first, b.first, sizeof(FlowKey)) < 0;  // FlowKey has no padding (packet.h)
   };
   std::vector<Item> all;  // a heap whose top is the lightest kept
   all.reserve(std::min(top_k, entries_.size()) + 1);

@@ -501,6 +501,25 @@ TEST(EngineTest, HeavyFlowsStayOnTopThroughFlowTableEvictions) {
   EXPECT_EQ(r.flows.other_bytes, total - top);
 }
 
+// Flows equal in bytes and in their first packet's time are listed by key, not in the table's order (its hash is
+// seeded per process, so that order changed from run to run): 12 single-packet flows in one microsecond, the top
+// 10 of them and all of them.
+TEST(EngineTest, FlowsEqualInBytesAndFirstPacketAreListedByKey) {
+  for (size_t top_k : {size_t{10}, size_t{20}}) {
+    EngineConfig c = smallConfig();
+    c.top_k = top_k;
+    c.tracked_streams = 20;
+    Engine e(c);
+    for (uint8_t f : {7, 3, 11, 1, 12, 5, 9, 2, 10, 4, 8, 6}) e.add(record({1'000'000'000'000, 66}, f));
+    e.finish();
+    const EngineResult r = e.result();
+    ASSERT_EQ(r.flows.top.size(), std::min<size_t>(top_k, 12)) << top_k;
+    for (size_t i = 0; i < r.flows.top.size(); ++i) EXPECT_EQ(r.flows.top[i].key.src[3], i + 1) << top_k;
+    ASSERT_EQ(r.pairs.top.size(), std::min<size_t>(top_k, 12)) << top_k;
+    for (size_t i = 0; i < r.pairs.top.size(); ++i) EXPECT_EQ(r.pairs.top[i].key.src[3], i + 1) << top_k;
+  }
+}
+
 // The mapping of this process (/proc/self/smaps) that holds `p`: its bounds and its VmFlags line.
 struct Mapping {
   uintptr_t start = 0, end = 0;

@@ -459,11 +459,39 @@ struct EvidenceAggregator::Impl {
   uint64_t misses_before = 0;        // slot_misses before the last batch
   size_t runs_before = 0;            // the last batch's runs
 
-  void charge(const FlowKey& k, KeyField f, SignalCounts& ev, int s) {
+  // What the packets of one run (findFlowRuns: one key) share, found at the first that needs it.
+  struct Run {
+    uint64_t hosts = 0;  // the key's host bits (IP)
+    bool tcp_known = false;
+    TcpConn* conn = nullptr;  // the TCP connection once known; nullptr: untracked (the table is full)
+    int d = 0;                // which direction of it the key goes
+    // The key's and its host pair's events, found at the run's first event (nullptr: not kept, the map is full).
+    // Valid for the whole run: the only keys put into those maps during it are these two, and nothing is taken
+    // out of them. A retransmission storm (every segment an event) looks each up once a run, not once a packet.
+    bool flow_known = false, pair_known = false;
+    KeyEvents* flow_events = nullptr;
+    KeyEvents* pair_events = nullptr;
+  };
+  KeyEvents* flowEvents(const FlowKey& k, Run& run) {
+    if (!run.flow_known) {
+      run.flow_known = true;
+      run.flow_events = boundedFind(flows, k, flow_cap);
+    }
+    return run.flow_events;
+  }
+  KeyEvents* pairEvents(const FlowKey& k, Run& run) {
+    if (!run.pair_known) {
+      run.pair_known = true;
+      run.pair_events = boundedFind(pairs, k.pairKey(), pair_cap);
+    }
+    return run.pair_events;
+  }
+
+  void charge(const FlowKey& k, Run& run, KeyField f, SignalCounts& ev, int s) {
     ev.n[s]++;
-    bin_event_hosts |= hostBit(k.src) | hostBit(k.dst);
-    if (KeyEvents* p = boundedFind(pairs, k.pairKey(), pair_cap)) ++(p->*f);
-    if (KeyEvents* p = boundedFind(flows, k, flow_cap)) ++(p->*f);
+    bin_event_hosts |= run.hosts;  // hostBit(k.src) | hostBit(k.dst)
+    if (KeyEvents* p = pairEvents(k, run)) ++(p->*f);
+    if (KeyEvents* p = flowEvents(k, run)) ++(p->*f);
     {  // each bin's events per host pair, for the training jobs' steps (events are rare: no packet-path cost)
       const FlowKey pair = k.pairKey();
       auto it = std::find_if(bin_pairs.begin(), bin_pairs.end(), [&](const auto& x) { return x.first == pair; });
@@ -551,14 +579,6 @@ struct EvidenceAggregator::Impl {
     while (!recent.empty() && recent.front().start_ns < keep_from) recent.pop_front();
   }
 
-  // What the packets of one run (findFlowRuns: one key) share, found at the first that needs it.
-  struct Run {
-    uint64_t hosts = 0;  // the key's host bits (IP)
-    bool tcp_known = false;
-    TcpConn* conn = nullptr;  // the TCP connection once known; nullptr: untracked (the table is full)
-    int d = 0;                // which direction of it the key goes
-  };
-
   void add(const PacketRecord& r, Run& run) {
     if (first_ns == INT64_MIN) first_ns = r.ts_ns;
     last_ns = r.ts_ns;
@@ -579,7 +599,7 @@ struct EvidenceAggregator::Impl {
       if (ecn == 1 || ecn == 2) ++c.ect;
       if (ecn == 3) {
         ++c.ce;
-        charge(r.key, &KeyEvents::ce, bin, kSignalCe);
+        charge(r.key, run, &KeyEvents::ce, bin, kSignalCe);
       }
     }
     switch (r.l4Kind()) {
@@ -589,7 +609,7 @@ struct EvidenceAggregator::Impl {
         tcpPacket(r, c, run);
         break;
       case L4Kind::kRoce:
-        rocePacket(r, c);
+        rocePacket(r, c, run);
         break;
       case L4Kind::kMacControl:
         ++c.pause_frames;
@@ -649,7 +669,7 @@ struct EvidenceAggregator::Impl {
   void tcpPacket(const PacketRecord& r, EvidenceCounts& c, Run& run) {
     if (r.op & kTcpEce) {
       ++c.tcp_ece;
-      if (KeyEvents* p = boundedFind(flows, r.key, flow_cap)) ++p->tcp_ece;
+      if (KeyEvents* p = flowEvents(r.key, run)) ++p->tcp_ece;
     }
     if (r.op & kTcpCwr) ++c.tcp_cwr;
     if (r.len > 0) ++c.tcp_data_segments;
@@ -679,21 +699,21 @@ struct EvidenceAggregator::Impl {
         break;
       case TcpVerdict::kRetransmission:
         ++c.tcp_retransmissions;
-        charge(r.key, &KeyEvents::tcp_retransmissions, bin, kSignalTcpRetransmission);
+        charge(r.key, run, &KeyEvents::tcp_retransmissions, bin, kSignalTcpRetransmission);
         break;
       case TcpVerdict::kOutOfOrder:
         ++c.tcp_out_of_order;
-        if (KeyEvents* p = boundedFind(flows, r.key, flow_cap)) ++p->tcp_out_of_order;
+        if (KeyEvents* p = flowEvents(r.key, run)) ++p->tcp_out_of_order;
         break;
     }
   }
 
-  void rocePacket(const PacketRecord& r, EvidenceCounts& c) {
+  void rocePacket(const PacketRecord& r, EvidenceCounts& c, Run& run) {
     ++c.roce_packets;
     const uint8_t op = r.op;
     if (op == 0x81) {
       ++c.cnp;
-      charge(r.key, &KeyEvents::cnp, bin, kSignalCnp);
+      charge(r.key, run, &KeyEvents::cnp, bin, kSignalCnp);
       FlowKey target;
       target.dst = r.key.dst;
       target.family = r.key.family;
@@ -707,10 +727,11 @@ struct EvidenceAggregator::Impl {
       const uint8_t s = r.syndrome();
       const int type = (s >> 5) & 3;
       if (type == 3) {
-        charge(r.key, (s & 0x1F) == 0 ? &KeyEvents::nak_psn_sequence_error : &KeyEvents::nak_other, bin, kSignalNak);
+        charge(r.key, run, (s & 0x1F) == 0 ? &KeyEvents::nak_psn_sequence_error : &KeyEvents::nak_other, bin,
+               kSignalNak);
         ++((s & 0x1F) == 0 ? c.nak_psn_sequence_error : c.nak_other);
       } else if (type == 1) {
-        charge(r.key, &KeyEvents::nak_rnr, bin, kSignalNak);
+        charge(r.key, run, &KeyEvents::nak_rnr, bin, kSignalNak);
         ++c.nak_rnr;
       }
     }
@@ -730,7 +751,7 @@ struct EvidenceAggregator::Impl {
     const uint32_t psn = r.psn();
     if (q.has && ((q.highest - psn) & 0xFFFFFF) < 0x800000) {
       ++c.roce_resent;
-      charge(r.key, &KeyEvents::roce_resent, bin, kSignalRoceResent);
+      charge(r.key, run, &KeyEvents::roce_resent, bin, kSignalRoceResent);
       return;
     }
     q.highest = psn;

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 #include <vector>
 
 #include "burstscope/decode.h"
@@ -196,6 +197,35 @@ TEST(TcpEvidence, AFlowAndItsPairCarryTheirConnectionsEvents) {
   // The pairs with events are ranked by the same figure the report gives.
   ASSERT_EQ(r.e().event_pairs.size(), 1u);
   EXPECT_EQ(r.e().event_pairs[0].counts.events(), t.ce + t.tcp_retransmissions);
+}
+
+// A run of one flow's events (one key, one batch) that crosses base bins, with another pair's events between its
+// packets: each bin lists each pair's events of that bin (the per-pair bins that a training job's steps sum),
+// counted here packet by packet. The aggregator keeps a run's place in a bin's list while the bin lasts.
+TEST(TcpEvidence, ARunOfEventsAcrossBinsListsEachBinsPairs) {
+  auto ce = [](int64_t t, bool other, uint32_t seq) {
+    PacketRecord r = segment(t, true, seq, 100, 1);
+    if (other) r.key.src = {10, 0, 0, 9};
+    r.l4 |= 3 << 2;  // ECN CE: an event on every packet
+    return r;
+  };
+  // Base bins of 100 us: A A B A | A A B B | A A; the run of A from 30 to 120 us crosses the first boundary.
+  const std::vector<std::pair<int64_t, bool>> at = {{0, false},   {10, false}, {20, true},  {30, false},  {110, false},
+                                                    {120, false}, {130, true}, {140, true}, {250, false}, {260, false}};
+  std::vector<PacketRecord> v;
+  uint32_t seq[2] = {1000, 1000};
+  for (const auto& [us, other] : at) {
+    v.push_back(ce(kT0 + us * kUs, other, seq[other]));
+    seq[other] += 100;
+  }
+  std::map<std::pair<int64_t, uint8_t>, uint64_t> want;
+  const int64_t bin = EngineConfig{}.base_bin_ns;
+  for (const PacketRecord& r : v) ++want[{r.ts_ns - r.ts_ns % bin, r.key.pairKey().src[3]}];
+  Outcome r = runEngine(v);
+  std::map<std::pair<int64_t, uint8_t>, uint64_t> got;
+  for (const PairBinEvidence& p : r.e().pair_bins) got[{p.start_ns, p.pair.src[3]}] += p.evidence.n[kSignalCe];
+  EXPECT_EQ(got, want);
+  EXPECT_EQ(r.e().totals.ce, v.size());
 }
 
 // The report lists the host pairs with events, most first and among equals by key, at most 4096 of them: 5000

@@ -172,8 +172,10 @@ void BM_Churn(benchmark::State& state) {
 BENCHMARK(BM_Churn)->ArgName("part")->DenseRange(1, 5);
 
 // The trace replayed as it is, pass after pass, without moving its sequence numbers (as a looped replay does:
-// net_pcap's infinite_rx in bench/compare_dpdk.sh): to the evidence every data segment after the first pass is a
-// retransmission, an event charged to its flow and host pair (a retransmission storm). Set against BM_Part.
+// net_pcap's infinite_rx in bench/compare_dpdk.sh, which loops the trace's first 4,000 frames; this the whole
+// trace): to the evidence nearly every data segment after the first pass is a retransmission, an event charged to
+// its flow and host pair (a retransmission storm; one within the out-of-order threshold of its connection's last
+// advance is out of order instead). Set against BM_Part.
 void BM_Replayed(benchmark::State& state) {
   static const std::vector<PacketRecord> records = liveRecords();
   runPart(state, records, /*replayed=*/true);

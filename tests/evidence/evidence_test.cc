@@ -199,9 +199,11 @@ TEST(TcpEvidence, AFlowAndItsPairCarryTheirConnectionsEvents) {
   EXPECT_EQ(r.e().event_pairs[0].counts.events(), t.ce + t.tcp_retransmissions);
 }
 
-// A run of one flow's events (one key, one batch) that crosses base bins, with another pair's events between its
-// packets: each bin lists each pair's events of that bin (the per-pair bins that a training job's steps sum),
-// counted here packet by packet. The aggregator keeps a run's place in a bin's list while the bin lasts.
+// Runs of two flows' events (one key a run, one batch), one of them crossing a base bin, the other flow's runs
+// between: each bin lists each pair's events of that bin (the per-pair bins that a training job's steps sum), and
+// each flow and host pair carries its own events, all counted here packet by packet. The aggregator finds a run's
+// flow and pair entries at its first event and keeps them for the run (a place in a bin's list kept past its bin,
+// or entries kept past their run, would each fail here).
 TEST(TcpEvidence, ARunOfEventsAcrossBinsListsEachBinsPairs) {
   auto ce = [](int64_t t, bool other, uint32_t seq) {
     PacketRecord r = segment(t, true, seq, 100, 1);
@@ -226,6 +228,13 @@ TEST(TcpEvidence, ARunOfEventsAcrossBinsListsEachBinsPairs) {
   for (const PairBinEvidence& p : r.e().pair_bins) got[{p.start_ns, p.pair.src[3]}] += p.evidence.n[kSignalCe];
   EXPECT_EQ(got, want);
   EXPECT_EQ(r.e().totals.ce, v.size());
+  std::map<uint8_t, uint64_t> per_flow, per_pair, flows_got, pairs_got;
+  for (const PacketRecord& p : v) ++per_flow[p.key.src[3]];
+  per_pair = per_flow;  // each flow its own host pair here
+  for (const KeyedEvidence& k : r.e().flows) flows_got[k.key.src[3]] += k.counts.ce;
+  for (const KeyedEvidence& k : r.e().pairs) pairs_got[k.key.src[3]] += k.counts.ce;
+  EXPECT_EQ(flows_got, per_flow);
+  EXPECT_EQ(pairs_got, per_pair);
 }
 
 // The report lists the host pairs with events, most first and among equals by key, at most 4096 of them: 5000

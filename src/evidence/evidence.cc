@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstring>
 #include <deque>
+#include <optional>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
@@ -468,23 +469,15 @@ struct EvidenceAggregator::Impl {
     // The key's and its host pair's events, found at the run's first event (nullptr: not kept, the map is full).
     // Valid for the whole run: the only keys put into those maps during it are these two, and nothing is taken
     // out of them. A retransmission storm (every segment an event) looks each up once a run, not once a packet.
-    bool flow_known = false, pair_known = false;
-    KeyEvents* flow_events = nullptr;
-    KeyEvents* pair_events = nullptr;
+    std::optional<KeyEvents*> flow_events, pair_events;  // empty until the run's first event
   };
   KeyEvents* flowEvents(const FlowKey& k, Run& run) {
-    if (!run.flow_known) {
-      run.flow_known = true;
-      run.flow_events = boundedFind(flows, k, flow_cap);
-    }
-    return run.flow_events;
+    if (!run.flow_events) run.flow_events = boundedFind(flows, k, flow_cap);
+    return *run.flow_events;
   }
   KeyEvents* pairEvents(const FlowKey& k, Run& run) {
-    if (!run.pair_known) {
-      run.pair_known = true;
-      run.pair_events = boundedFind(pairs, k.pairKey(), pair_cap);
-    }
-    return run.pair_events;
+    if (!run.pair_events) run.pair_events = boundedFind(pairs, k.pairKey(), pair_cap);
+    return *run.pair_events;
   }
 
   void charge(const FlowKey& k, Run& run, KeyField f, SignalCounts& ev, int s) {

@@ -229,8 +229,10 @@ TEST(TcpEvidence, ARunOfEventsAcrossBinsListsEachBinsPairs) {
   EXPECT_EQ(got, want);
   EXPECT_EQ(r.e().totals.ce, v.size());
   std::map<uint8_t, uint64_t> per_flow, per_pair, flows_got, pairs_got;
-  for (const PacketRecord& p : v) ++per_flow[p.key.src[3]];
-  per_pair = per_flow;  // each flow its own host pair here
+  for (const PacketRecord& p : v) {
+    ++per_flow[p.key.src[3]];
+    ++per_pair[p.key.pairKey().src[3]];
+  }
   for (const KeyedEvidence& k : r.e().flows) flows_got[k.key.src[3]] += k.counts.ce;
   for (const KeyedEvidence& k : r.e().pairs) pairs_got[k.key.src[3]] += k.counts.ce;
   EXPECT_EQ(flows_got, per_flow);

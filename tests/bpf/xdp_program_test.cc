@@ -275,6 +275,46 @@ TEST_F(XdpProgramTest, EveryFrameIsCountedIntoItsRealtimeBinWhateverBecomesOfIt)
   EXPECT_EQ(packets, c[BS_STAT_NO_SOCKET] + c[BS_STAT_REDIRECTED] + c[BS_STAT_ABORTED]);
 }
 
+// Each CPU counts into its own ring of bins and the reader sums them: frames run on every CPU of this process's in
+// turn (bpf_prog_test_run runs the program on the calling CPU), a different count on each, all read back.
+TEST_F(XdpProgramTest, BinsOfEveryCpuAreSummed) {
+  cpu_set_t allowed;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(allowed), &allowed), 0);
+  std::vector<int> cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(c, &allowed)) cpus.push_back(c);
+  }
+  if (cpus.size() < 2) GTEST_SKIP() << "needs two CPUs to run on";
+  auto p = XdpProgram::load({});
+  ASSERT_TRUE(p.ok()) << p.status();
+  (*p)->setBinClock(realtimeNs() - monotonicNs());
+  const int64_t before = realtimeNs();
+  uint64_t sent = 0;
+  for (size_t i = 0; i < cpus.size(); ++i) {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpus[i], &one);
+    ASSERT_EQ(sched_setaffinity(0, sizeof(one), &one), 0);
+    const int n = static_cast<int>(3 + 2 * i);
+    run(**p, frame(100 + i), n);
+    sent += static_cast<uint64_t>(n);
+  }
+  ASSERT_EQ(sched_setaffinity(0, sizeof(allowed), &allowed), 0);
+  const uint64_t from = static_cast<uint64_t>(before) / BS_BIN_NS - 1;
+  const uint64_t to = static_cast<uint64_t>(realtimeNs()) / BS_BIN_NS + 2;
+  std::vector<KernelBinCount> bins;
+  EXPECT_EQ((*p)->readBins(from, to, &bins), 0u);
+  uint64_t packets = 0, bytes = 0;
+  for (const KernelBinCount& b : bins) {
+    packets += b.packets;
+    bytes += b.bytes;
+  }
+  uint64_t want_bytes = 0;
+  for (size_t i = 0; i < cpus.size(); ++i) want_bytes += (3 + 2 * i) * (100 + i);
+  EXPECT_EQ(packets, sent);
+  EXPECT_EQ(bytes, want_bytes);
+}
+
 // Until user space has given the program its CLOCK_REALTIME offset there is no bin to count a frame in.
 TEST_F(XdpProgramTest, NoBinsBeforeTheClockIsSet) {
   auto p = XdpProgram::load({});

@@ -4,6 +4,7 @@
 #include <bpf/libbpf.h>
 #include <linux/if_link.h>
 #include <net/if.h>
+#include <sys/mman.h>
 #include <xdp/libxdp.h>
 
 #include <algorithm>
@@ -61,6 +62,12 @@ absl::StatusOr<capture*> openSkeleton(const XdpProgramConfig& c) {
   skel->rodata->cfg_ip_only = c.ip_only ? 1 : 0;
   skel->rodata->cfg_snaplen = c.snaplen;
   skel->rodata->cfg_bins = c.bins ? 1 : 0;
+  // Each possible CPU's ring of bins, one after another in the one array (bpf/capture.bpf.c).
+  const int cpus = libbpf_num_possible_cpus();
+  if (cpus <= 0 || bpf_map__set_max_entries(skel->maps.bins, static_cast<uint32_t>(cpus) * BS_BIN_SLOTS) != 0) {
+    capture::destroy(skel);
+    return absl::InternalError("cannot size the XDP capture program's bins: the possible CPUs are not known");
+  }
   bpf_program__set_autoload(skel->progs.bs_capture, !c.nic_timestamps);
   bpf_program__set_autoload(skel->progs.bs_capture_nic, c.nic_timestamps);
   return skel;
@@ -146,6 +153,7 @@ bool isBurstscopeProgramName(const std::string& name) { return name.rfind("bs_ca
 
 XdpProgram::~XdpProgram() {
   detach();
+  if (bin_rings_ != nullptr) munmap(const_cast<bs_bin*>(bin_rings_), bin_rings_bytes_);
   if (prog_ != nullptr) xdp_program__close(prog_);
   if (skel_ != nullptr) capture::destroy(skel_);
 }
@@ -163,7 +171,24 @@ absl::StatusOr<std::unique_ptr<XdpProgram>> XdpProgram::load(const XdpProgramCon
     return absl::PermissionDeniedError(
         absl::StrCat("cannot load the XDP capture program: ", libxdpErrorText(rc), hint(rc)));
   }
+  if (absl::Status s = p->mapBins(); !s.ok()) return s;
   return p;
+}
+
+// The loaded program's bins, read-only: readBins reads them as memory.
+absl::Status XdpProgram::mapBins() {
+  const int cpus = libbpf_num_possible_cpus();
+  if (cpus <= 0)
+    return absl::InternalError("cannot map the XDP capture program's bins: the possible CPUs are not known");
+  bin_cpus_ = static_cast<size_t>(cpus);
+  bin_rings_bytes_ = bin_cpus_ * BS_BIN_SLOTS * sizeof(bs_bin);
+  void* m = mmap(nullptr, bin_rings_bytes_, PROT_READ, MAP_SHARED, bpf_map__fd(skel_->maps.bins), 0);
+  if (m == MAP_FAILED) {
+    return absl::InternalError(
+        absl::StrCat("cannot map the XDP capture program's bins into memory: ", libxdpErrorText(errno)));
+  }
+  bin_rings_ = static_cast<const bs_bin*>(m);
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::unique_ptr<XdpProgram>> XdpProgram::attach(const XdpProgramConfig& config,
@@ -220,6 +245,7 @@ absl::StatusOr<std::unique_ptr<XdpProgram>> XdpProgram::attach(const XdpProgramC
     if (rc == 0) {
       p->mode_ = m;
       p->attached_ = true;
+      if (absl::Status s = p->mapBins(); !s.ok()) return s;
       return p;
     }
     absl::StrAppend(&failures, failures.empty() ? "" : "; ", xdpModeName(m), " mode: ", libxdpErrorText(rc), hint(rc));
@@ -272,48 +298,33 @@ void XdpProgram::setBinClock(int64_t realtime_minus_monotonic_ns) {
 }
 
 uint64_t XdpProgram::readBins(uint64_t from, uint64_t to, std::vector<KernelBinCount>* out) const {
-  const int cpus = libbpf_num_possible_cpus();
-  if (cpus <= 0 || to <= from) return 0;
+  if (bin_rings_ == nullptr || to <= from) return 0;
   // A range longer than the ring: the oldest part is gone already.
   uint64_t overwritten = 0;
   if (to - from > BS_BIN_SLOTS) {
     overwritten += to - from - BS_BIN_SLOTS;
     from = to - BS_BIN_SLOTS;
   }
-  // One batched read per contiguous run of slots (at most two: the range may wrap around the ring), not a
-  // system call per bin: an interval of 1 s is 10,000 bins.
-  const int fd = bpf_map__fd(skel_->maps.bins);
-  const auto ncpu = static_cast<size_t>(cpus);
-  std::vector<uint32_t>& keys = bin_keys_;
-  std::vector<bs_bin>& values = bin_values_;
-  for (uint64_t b = from; b < to;) {
-    const uint32_t k0 = static_cast<uint32_t>(b) & (BS_BIN_SLOTS - 1);
-    const auto n = static_cast<uint32_t>(std::min<uint64_t>(to - b, BS_BIN_SLOTS - k0));
-    keys.resize(n);
-    values.resize(static_cast<size_t>(n) * ncpu);
-    uint32_t count = n, next = 0, prev = k0 - 1;
-    // For an array the batch starts after the key given (none: at key 0).
-    const int rc =
-        bpf_map_lookup_batch(fd, k0 == 0 ? nullptr : &prev, &next, keys.data(), values.data(), &count, nullptr);
-    if (rc != 0 && errno != ENOENT) count = 0;  // ENOENT: the batch reached the map's end
-    for (uint32_t i = 0; i < count; ++i) {
-      const uint64_t bin = b + (keys[i] - k0);
-      KernelBinCount kb;
-      kb.start_ns = static_cast<int64_t>(bin * BS_BIN_NS);
-      bool taken = false;
-      for (size_t c = 0; c < ncpu; ++c) {
-        const bs_bin& v = values[i * ncpu + c];
-        if (v.bin == bin) {
-          kb.packets += v.packets;
-          kb.bytes += v.bytes;
-        } else if (v.bin > bin) {
-          taken = true;  // this CPU's slot moved on to a later bin: what it held of this one is lost
-        }
+  // Each field read once, as the program may be writing it: a slot the program moves on to a later bin while it
+  // is read is taken as that bin's (its count is then lost to this one), as the system call's copy would.
+  auto load = [](const uint64_t& v) { return __atomic_load_n(&v, __ATOMIC_RELAXED); };
+  for (uint64_t bin = from; bin < to; ++bin) {
+    const size_t slot = static_cast<size_t>(bin & (BS_BIN_SLOTS - 1));
+    KernelBinCount kb;
+    kb.start_ns = static_cast<int64_t>(bin * BS_BIN_NS);
+    bool taken = false;
+    for (size_t c = 0; c < bin_cpus_; ++c) {
+      const bs_bin& v = bin_rings_[c * BS_BIN_SLOTS + slot];
+      const uint64_t held = load(v.bin);
+      if (held == bin) {
+        kb.packets += load(v.packets);
+        kb.bytes += load(v.bytes);
+      } else if (held > bin) {
+        taken = true;  // this CPU's slot moved on to a later bin: what it held of this one is lost
       }
-      overwritten += taken;
-      if (kb.packets > 0) out->push_back(kb);
     }
-    b += n;
+    overwritten += taken;
+    if (kb.packets > 0) out->push_back(kb);
   }
   return overwritten;
 }

@@ -63,7 +63,6 @@ class XdpProgram {
   // [from, to) (bin numbers: start_ns / BS_BIN_NS) that hold frames, summed over CPUs, and returns how many of
   // the range's slots a later bin had already taken (their frames are lost to the series: read sooner).
   void setBinClock(int64_t realtime_minus_monotonic_ns);
-  // One reader at a time (a port's worker): it keeps its batch buffers between reads.
   uint64_t readBins(uint64_t from, uint64_t to, std::vector<KernelBinCount>* out) const;
   XdpMode mode() const { return mode_; }  // as attached
   const XdpProgramConfig& config() const { return config_; }
@@ -77,8 +76,12 @@ class XdpProgram {
   XdpMode mode_ = XdpMode::kAuto;
   XdpProgramConfig config_;
   bool attached_ = false;
-  mutable std::vector<uint32_t> bin_keys_;  // readBins' batch buffers: no allocation per interval once grown
-  mutable std::vector<bs_bin> bin_values_;
+  absl::Status mapBins();
+
+  // The program's bins mapped read-only: possible CPUs x BS_BIN_SLOTS, CPU by CPU (bpf/capture.bpf.c).
+  const bs_bin* bin_rings_ = nullptr;
+  size_t bin_rings_bytes_ = 0;
+  size_t bin_cpus_ = 0;
 };
 
 // Names of programs burstscope attaches; a program by one of these names on an interface is ours.

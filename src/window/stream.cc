@@ -203,44 +203,60 @@ void Stream::addBatch(std::span<const Arrival> batch) {
 void Stream::closeBaseBin() {
   if (observer_) observer_->onBaseBin(cur_bin_ * base_bin_ns_, cur_bin_bytes_, cur_bin_packets_);
   if (nonempty_.size() == nonempty_.capacity()) {
-    // Forget the bins every scale has left before growing (the scales catch up lazily, below).
+    // Forget the bins every scale has left before growing (the scales catch up lazily, below; the bins waiting in
+    // closed_ lie after every scale's first).
     uint64_t keep_from = nonempty_.end() - 1;
     for (const Scale& s : scales_) keep_from = std::min(keep_from, s.first);
     nonempty_.dropBefore(keep_from);
   }
   nonempty_.pushBack(Bin{cur_bin_, cur_bin_bytes_});
-  for (Scale& s : scales_) {
-    // Bin-window envelope over the `bins` base bins ending with this one. `window_sum` counts the bins from
-    // `first` on, which is the window or more; the bins that have left are taken out only when the bound could
-    // pass the maximum (as the exact windows do, exact_window.cc).
-    uint64_t sum = s.window_sum + cur_bin_bytes_;
-    if (sum > s.window_max) {
-      uint64_t first = s.first;
-      while (nonempty_[first].index <= cur_bin_ - s.bins) sum -= nonempty_[first++].bytes;
-      s.first = first;
-      s.window_max = std::max(s.window_max, sum);
-    }
-    s.window_sum = sum;
-    // Aligned bins of width τ are unions of base bins, since τ is a multiple of the base bin. A division only
-    // when the bin leaves the current aligned window.
-    if (cur_bin_ >= s.aligned_end_bin) {
-      const int64_t a = cur_bin_ / s.bins;
-      if (s.aligned == INT64_MIN) {
-        s.first_aligned = a;
-      } else {
-        closeAligned(s);
-        // Aligned bins with no traffic in between: O(1) however long the gap.
-        if (s.utilisation && a - s.aligned > 1) s.utilisation->observe(0, a - s.aligned - 1);
-      }
-      s.aligned = a;
-      s.aligned_end_bin = (a + 1) * s.bins;
-    }
-    s.aligned_bytes += cur_bin_bytes_;
-    s.aligned_packets += cur_bin_packets_;
-  }
+  closed_[closed_n_++] = ClosedBin{cur_bin_, cur_bin_bytes_, cur_bin_packets_};
+  if (closed_n_ == kClosedBins) applyClosed();
   last_bin_ = cur_bin_;
   cur_bin_bytes_ = 0;
   cur_bin_packets_ = 0;
+}
+
+void Stream::applyBins(std::span<Scale> scales, const RingDeque<Bin>& ring, std::span<const ClosedBin> bins) {
+  for (Scale& s : scales) {
+    uint64_t first = s.first, sum = s.window_sum, max = s.window_max;
+    uint64_t aligned_bytes = s.aligned_bytes, aligned_packets = s.aligned_packets;
+    const int64_t width = s.bins;
+    for (const ClosedBin& b : bins) {
+      // Bin-window envelope over the `bins` base bins ending with this one. `sum` counts the bins from `first`
+      // on, which is the window or more; the bins that have left are taken out only when the bound could pass
+      // the maximum (as the exact windows do, exact_window.cc). The walk stops before b: it is in the ring.
+      sum += b.bytes;
+      if (sum > max) {
+        while (ring[first].index <= b.index - width) sum -= ring[first++].bytes;
+        max = std::max(max, sum);
+      }
+      // Aligned bins of width τ are unions of base bins, since τ is a multiple of the base bin. A division only
+      // when the bin leaves the current aligned window.
+      if (b.index >= s.aligned_end_bin) [[unlikely]] {
+        const int64_t a = b.index / width;
+        if (s.aligned == INT64_MIN) {
+          s.first_aligned = a;
+        } else {
+          s.aligned_bytes = aligned_bytes;
+          s.aligned_packets = aligned_packets;
+          closeAligned(s);
+          aligned_bytes = aligned_packets = 0;
+          // Aligned bins with no traffic in between: O(1) however long the gap.
+          if (s.utilisation && a - s.aligned > 1) s.utilisation->observe(0, a - s.aligned - 1);
+        }
+        s.aligned = a;
+        s.aligned_end_bin = (a + 1) * width;
+      }
+      aligned_bytes += b.bytes;
+      aligned_packets += b.packets;
+    }
+    s.first = first;
+    s.window_sum = sum;
+    s.window_max = max;
+    s.aligned_bytes = aligned_bytes;
+    s.aligned_packets = aligned_packets;
+  }
 }
 
 void Stream::closeAligned(Scale& s) {
@@ -253,6 +269,7 @@ void Stream::closeAligned(Scale& s) {
 
 void Stream::closeInterval(int64_t next_start, IntervalStream* out, bool flush_aligned) {
   if (cur_bin_packets_ != 0) closeBaseBin();  // next_start is bin-aligned, so the open bin is complete
+  applyClosed();
   out->packets = packets_ - interval_packets_from_;
   out->bytes = bytes_ - interval_bytes_from_;
   interval_packets_from_ = packets_;
@@ -310,6 +327,7 @@ void Stream::flushAligned(Scale& s, int64_t t) {
 
 void Stream::finish() {
   if (cur_bin_packets_ != 0) closeBaseBin();
+  applyClosed();
   for (Scale& s : scales_) {
     if (s.aligned != INT64_MIN && s.aligned_packets != 0) closeAligned(s);
   }
@@ -317,12 +335,19 @@ void Stream::finish() {
 }
 
 StreamResult Stream::result() const {
+  // Closed bins still waiting are taken into a copy of the scales (a result before finish: a live view's).
+  std::vector<Scale> waiting;
+  if (closed_n_ != 0) {
+    waiting = scales_;
+    applyBins(waiting, nonempty_, {closed_.data(), closed_n_});
+  }
+  const std::vector<Scale>& scales = closed_n_ != 0 ? waiting : scales_;
   StreamResult r;
   r.packets = packets_;
   r.bytes = bytes_;
   r.first_ns = first_ns_;
   r.last_ns = last_ns_;
-  for (const Scale& s : scales_) {
+  for (const Scale& s : scales) {
     ScaleResult sr;
     sr.tau_ns = s.tau_ns;
     const uint64_t window_max = std::max(s.window_max, s.window_closed_max);

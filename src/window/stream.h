@@ -3,6 +3,7 @@
 // packet-level exact envelopes, virtual backlogs and microbursts.
 #pragma once
 
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <memory>
@@ -191,9 +192,26 @@ class Stream {
     int64_t index;
     uint64_t bytes;
   };
+  // A closed base bin not yet taken into the scales.
+  struct ClosedBin {
+    int64_t index;
+    uint64_t bytes;
+    uint64_t packets;
+  };
+  // Closed base bins wait here, up to this many, and then go into the scales a scale at a time: a tracked pair or
+  // flow at a rate of a packet or two per base bin closes a bin at nearly every run, and one scale over many bins
+  // runs in registers where each bin over every scale touched each scale's line (bench/README.md).
+  static constexpr size_t kClosedBins = 64;
 
   void closeBaseBin();
-  void closeAligned(Scale& s);
+  // Takes `bins` (ascending, each already in `ring`) into `scales`; their windows walk `ring`.
+  static void applyBins(std::span<Scale> scales, const RingDeque<Bin>& ring, std::span<const ClosedBin> bins);
+  void applyClosed() {
+    if (closed_n_ == 0) return;
+    applyBins(scales_, nonempty_, {closed_.data(), closed_n_});
+    closed_n_ = 0;
+  }
+  static void closeAligned(Scale& s);
   void flushAligned(Scale& s, int64_t t);
 
   int64_t base_bin_ns_;
@@ -210,7 +228,9 @@ class Stream {
   uint64_t cur_bin_bytes_ = 0;
   uint64_t cur_bin_packets_ = 0;
   std::vector<Scale> scales_;
-  RingDeque<Bin> nonempty_;  // nonempty base bins within the longest τ
+  RingDeque<Bin> nonempty_;                    // nonempty base bins within the longest τ, and those in closed_
+  std::array<ClosedBin, kClosedBins> closed_;  // base bins closed but not yet in scales_, ascending
+  size_t closed_n_ = 0;
   std::unique_ptr<ExactWindows> exact_;
   std::vector<VirtualQueue> backlog_;
   EngineObserver* observer_ = nullptr;

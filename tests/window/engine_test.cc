@@ -204,6 +204,27 @@ TEST(EngineTest, BinnedEnvelopesStayWithinSpecBound) {
   }
 }
 
+// A pair's or flow's stream takes its closed base bins into its scales in batches (stream.h, kClosedBins); a result
+// read before they are taken in (a live view's, before finish) still counts them. Only the open bin is left out.
+TEST(EngineTest, ATrackedStreamsResultBeforeFinishCountsEveryClosedBin) {
+  EngineConfig c = smallConfig();
+  const int64_t t0 = 1'700'000'000'000'000'000;
+  const uint64_t bytes[] = {100, 500, 300, 200, 900};  // one packet in each of five base bins
+  Engine e(c);
+  for (int i = 0; i < 5; ++i) e.add(record({t0 + i * c.base_bin_ns, static_cast<uint32_t>(bytes[i])}));
+  const EngineResult mid = e.result();
+  ASSERT_EQ(mid.flows.top.size(), 1u);
+  ASSERT_TRUE(mid.flows.top[0].windows);
+  const ScaleResult& bin = mid.flows.top[0].windows->scales[0];  // 100 µs: one base bin
+  EXPECT_EQ(bin.peak_bin_bytes, 500u);                           // the four closed bins; the fifth is still open
+  EXPECT_EQ(bin.envelope_bytes, 500u);
+  EXPECT_EQ(mid.flows.top[0].windows->scales[1].envelope_bytes, 1000u);  // 300 µs: 500 + 300 + 200
+  e.finish();
+  const EngineResult end = e.result();
+  EXPECT_EQ(end.flows.top[0].windows->scales[0].peak_bin_bytes, 900u);
+  EXPECT_EQ(end.flows.top[0].windows->scales[1].envelope_bytes, 1400u);  // 300 + 200 + 900
+}
+
 TEST(EngineTest, ExactWindowOverItsMemoryBoundDemotesLongScalesAndSaysSo) {
   std::vector<Pkt> v = randomTrace(21, 1500);
   EngineConfig c = smallConfig();

@@ -13,6 +13,15 @@ namespace {
 
 int64_t floorDiv(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
 
+// The times of the bin of `ts` (floorDiv(ts, bin_ns)) as [*from, *to), cut to int64_t's range at its ends (every
+// time in the cut span still lies in that bin).
+void binSpan(int64_t ts, int64_t bin_ns, int64_t* from, int64_t* to) {
+  int64_t rem = ts % bin_ns;
+  if (rem < 0) rem += bin_ns;
+  if (__builtin_sub_overflow(ts, rem, from)) *from = std::numeric_limits<int64_t>::min();
+  if (__builtin_add_overflow(*from, bin_ns, to)) *to = std::numeric_limits<int64_t>::max();
+}
+
 // One bin holds at most 100 µs of one flow; past 4 GB (a clock stuck on one instant) it saturates.
 uint32_t binBytes(uint64_t b) { return static_cast<uint32_t>(std::min<uint64_t>(b, UINT32_MAX)); }
 
@@ -37,18 +46,29 @@ class TrainingAggregator final : public Aggregator {
         for (const PacketRecord& r : run) untracked_bytes_ += r.wire_len;
         continue;
       }
+      // The flow's current bin in registers; a division only where a packet leaves its time span.
+      int64_t from = f->cur_from, to = f->cur_to;
+      uint64_t cur_bytes = f->cur_bytes, cur_payload = f->cur_payload, bytes = 0;
       for (const PacketRecord& r : run) {
-        const int64_t bin = floorDiv(r.ts_ns, cfg_.bin_ns);
-        if (bin != f->cur_bin) {
-          if (f->cur_bytes > 0) f->push();
-          f->cur_bin = bin;
-          f->cur_bytes = 0;
-          f->cur_payload = 0;
+        if (r.ts_ns < from || r.ts_ns >= to) [[unlikely]] {
+          const int64_t bin = floorDiv(r.ts_ns, cfg_.bin_ns);
+          if (bin != f->cur_bin) {
+            if (cur_bytes > 0) f->push(cur_bytes, cur_payload);
+            f->cur_bin = bin;
+            cur_bytes = 0;
+            cur_payload = 0;
+          }
+          binSpan(r.ts_ns, cfg_.bin_ns, &from, &to);
         }
-        f->cur_bytes += r.wire_len;
-        f->cur_payload += payloadOf(r, f);
-        f->bytes += r.wire_len;
+        cur_bytes += r.wire_len;
+        cur_payload += payloadOf(r, f);
+        bytes += r.wire_len;
       }
+      f->cur_from = from;
+      f->cur_to = to;
+      f->cur_bytes = cur_bytes;
+      f->cur_payload = cur_payload;
+      f->bytes += bytes;
       f->packets += run.size();
       f->last_ns = run.back().ts_ns;
       first_ns_ = std::min(first_ns_, run.front().ts_ns);
@@ -79,6 +99,7 @@ class TrainingAggregator final : public Aggregator {
     FlowKey key;
     uint64_t packets = 0, bytes = 0;  // since the last hand-over
     int64_t cur_bin = std::numeric_limits<int64_t>::min();
+    int64_t cur_from = 0, cur_to = 0;  // the times [from, to) lie in cur_bin (empty at first)
     uint64_t cur_bytes = 0;
     uint64_t cur_payload = 0;
     int64_t last_ns = 0;
@@ -87,9 +108,9 @@ class TrainingAggregator final : public Aggregator {
     bool listed = false;  // in active_
     std::vector<std::pair<int64_t, uint32_t>> bins;
     std::vector<uint32_t> payload;  // beside bins
-    void push() {
-      bins.emplace_back(cur_bin, binBytes(cur_bytes));
-      payload.push_back(binBytes(cur_payload));
+    void push(uint64_t bin_bytes, uint64_t bin_payload) {
+      bins.emplace_back(cur_bin, binBytes(bin_bytes));
+      payload.push_back(binBytes(bin_payload));
     }
   };
 
@@ -155,7 +176,7 @@ class TrainingAggregator final : public Aggregator {
     for (uint32_t i : active_) {
       Flow& f = flows_[i];
       if (f.cur_bytes > 0) {
-        f.push();
+        f.push(f.cur_bytes, f.cur_payload);
         f.cur_bytes = 0;
         f.cur_payload = 0;
       }

@@ -894,6 +894,45 @@ TEST(TrainingTest, CoburstsOfBinsOutOfOrderEqualThoseInOrder) {
 
 // Each analysis carries the job's own 100 µs bins of the intervals it covers (the live view's per-job picture):
 // equal to a brute-force binning of the job's packets in those intervals.
+// The aggregator's per-flow bins (the engine's packet path): a bin per run of a flow's packets in one 100 µs bin, in
+// the packets' order, even where a time goes back into an earlier bin. Times at every bin edge, on either side of
+// 0, in batches of the engine's runs of several flows; against a brute force of floor divisions.
+TEST(TrainingTest, FlowBinsEqualABruteForceAtEveryBinEdge) {
+  std::mt19937_64 rng(7);
+  const int64_t bin = TrainingConfig{}.bin_ns;
+  std::vector<PacketRecord> v;
+  for (int i = 0; i < 4000; ++i) {
+    PacketRecord r;
+    const int64_t edge = (static_cast<int64_t>(rng() % 41) - 20) * bin;  // bins -20 .. 20
+    r.ts_ns = edge + static_cast<int64_t>(rng() % 3) - 1;                // its edge, or 1 ns either side
+    if (rng() % 8 == 0) r.ts_ns = kT0 + static_cast<int64_t>(rng() % (50 * bin));
+    r.wire_len = static_cast<uint32_t>(60 + rng() % 1400);
+    r.key = flow(1 + static_cast<int>(rng() % 3), 9);
+    v.push_back(r);
+  }
+  EngineConfig ec;
+  ec.streams = false;
+  ec.pairs_and_flows = false;
+  Engine e(ec);
+  e.addAggregator(makeTrainingAggregator(TrainingConfig{}, false));
+  for (size_t i = 0; i < v.size(); i += 64)
+    e.add(std::span<const PacketRecord>(v).subspan(i, std::min<size_t>(64, v.size() - i)));
+  e.finish();
+  const EngineResult r = e.result();
+  ASSERT_TRUE(r.training);
+  std::map<int, std::vector<std::pair<int64_t, uint32_t>>> want;  // by the flow's source host
+  std::map<int, int64_t> cur;
+  for (const PacketRecord& p : v) {
+    const int64_t b = p.ts_ns >= 0 ? p.ts_ns / bin : -((-p.ts_ns + bin - 1) / bin);
+    auto& bins = want[p.key.src[3]];
+    if (bins.empty() || cur[p.key.src[3]] != b) bins.emplace_back(b, 0);
+    cur[p.key.src[3]] = b;
+    bins.back().second += p.wire_len;
+  }
+  ASSERT_EQ(r.training->flows.size(), want.size());
+  for (const TrainingFlowBins& f : r.training->flows) EXPECT_EQ(f.bins, want[f.key.src[3]]);
+}
+
 TEST(TrainingTest, IntervalBinsOfAJobEqualABruteForce) {
   auto v = ringJob(4, steps(12, 250'000'000), {{0, 300'000}, {0.5, 100'000}});
   burst(&v, kT0 + 500'000'000, 7, 8, 50'000);  // two hosts of no job

@@ -178,8 +178,9 @@ absl::StatusOr<std::unique_ptr<XdpProgram>> XdpProgram::load(const XdpProgramCon
 // The loaded program's bins, read-only: readBins reads them as memory.
 absl::Status XdpProgram::mapBins() {
   const int cpus = libbpf_num_possible_cpus();
-  if (cpus <= 0)
+  if (cpus <= 0) {
     return absl::InternalError("cannot map the XDP capture program's bins: the possible CPUs are not known");
+  }
   bin_cpus_ = static_cast<size_t>(cpus);
   bin_rings_bytes_ = bin_cpus_ * BS_BIN_SLOTS * sizeof(bs_bin);
   void* m = mmap(nullptr, bin_rings_bytes_, PROT_READ, MAP_SHARED, bpf_map__fd(skel_->maps.bins), 0);

@@ -933,6 +933,66 @@ TEST(TrainingTest, FlowBinsEqualABruteForceAtEveryBinEdge) {
   for (const TrainingFlowBins& f : r.training->flows) EXPECT_EQ(f.bins, want[f.key.src[3]]);
 }
 
+// The most bytes of a job in any window of each scale that ends in the analysed stretch (the file, or the
+// interval), its window reaching back into the bins before the stretch but not before the first: a brute force
+// over the job's 100 µs bins, offline and at every interval of a live run.
+std::vector<uint64_t> bruteJobEnvelopes(const std::vector<PacketRecord>& v, int64_t from_ns, int64_t to_ns,
+                                        const std::vector<int64_t>& scales) {
+  std::map<int64_t, uint64_t> bins;  // every bin of the job up to to_ns
+  for (const PacketRecord& p : v) {
+    if (p.ts_ns < to_ns && p.key.src[3] <= 4 && p.key.dst[3] <= 4) bins[p.ts_ns / 100'000] += p.wire_len;
+  }
+  std::vector<uint64_t> out;
+  for (int64_t tau : scales) {
+    const int64_t k = tau / 100'000;
+    uint64_t top = 0;
+    for (int64_t end = from_ns / 100'000; end <= (to_ns - 1) / 100'000; ++end) {
+      uint64_t sum = 0;
+      for (auto it = bins.lower_bound(end - k + 1); it != bins.end() && it->first <= end; ++it) sum += it->second;
+      top = std::max(top, sum);
+    }
+    out.push_back(top);
+  }
+  return out;
+}
+
+TEST(TrainingTest, AJobsEnvelopesEqualABruteForce) {
+  auto v = ringJob(4, steps(12, 250'000'000, 0.2), {{0, 300'000}, {0.3, 40'000}, {0.5, 100'000}});
+  burst(&v, kT0 + 500'000'000, 7, 8, 5'000'000);  // two hosts of no job, heavier than any step
+  const std::vector<int64_t> scales = EngineConfig{}.scales_ns;
+  const std::vector<std::string> hosts{ip(1), ip(2), ip(3), ip(4)};
+  auto ofJob = [&](const TrainingReport& r) -> const JobReport* {
+    for (const JobReport& j : r.jobs) {
+      if (j.hosts == hosts) return &j;
+    }
+    return nullptr;
+  };
+  const TrainingReport whole = analyse(v);
+  const JobReport* j = ofJob(whole);
+  ASSERT_NE(j, nullptr);
+  int64_t first = INT64_MAX, last = INT64_MIN;
+  for (const PacketRecord& p : v) {
+    first = std::min(first, p.ts_ns);
+    last = std::max(last, p.ts_ns);
+  }
+  EXPECT_EQ(j->envelope_bytes, bruteJobEnvelopes(v, first, last + 1, scales));
+
+  LiveRig rig(100'000'000);
+  int checked = 0;
+  int64_t from = INT64_MIN;
+  rig.run(v, [&](const IntervalReport& ir, TrainingAnalyzer& an) {
+    if (from == INT64_MIN) from = ir.start_ns;
+    const TrainingReport r = an.analyze();
+    const int64_t start = from;
+    from = ir.end_ns;
+    const JobReport* lj = ofJob(r);
+    if (lj == nullptr) return;
+    EXPECT_EQ(lj->envelope_bytes, bruteJobEnvelopes(v, start, ir.end_ns, scales)) << "interval ending " << ir.end_ns;
+    ++checked;
+  });
+  EXPECT_GT(checked, 10);
+}
+
 TEST(TrainingTest, IntervalBinsOfAJobEqualABruteForce) {
   auto v = ringJob(4, steps(12, 250'000'000), {{0, 300'000}, {0.5, 100'000}});
   burst(&v, kT0 + 500'000'000, 7, 8, 50'000);  // two hosts of no job

@@ -287,6 +287,7 @@ TEST_F(XdpProgramTest, BinsOfEveryCpuAreSummed) {
   if (cpus.size() < 2) GTEST_SKIP() << "needs two CPUs to run on";
   auto p = XdpProgram::load({});
   ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_TRUE((*p)->hasBins()) << (*p)->binsError();
   (*p)->setBinClock(realtimeNs() - monotonicNs());
   const int64_t before = realtimeNs();
   uint64_t sent = 0;
@@ -313,6 +314,19 @@ TEST_F(XdpProgramTest, BinsOfEveryCpuAreSummed) {
   for (size_t i = 0; i < cpus.size(); ++i) want_bytes += (3 + 2 * i) * (100 + i);
   EXPECT_EQ(packets, sent);
   EXPECT_EQ(bytes, want_bytes);
+}
+
+// The bins array has a ring per CPU id the program may run on: with holes among the possible CPUs that is the
+// highest id + 1, not their count (which would leave the high ids' frames uncounted).
+TEST(XdpCpuIdsTest, AMaskWithHolesCoversItsHighestId) {
+  EXPECT_EQ(cpuIdsOfMask("0-3,8-11\n"), 12u);
+  EXPECT_EQ(cpuIdsOfMask("0"), 1u);
+  EXPECT_EQ(cpuIdsOfMask("0-1"), 2u);
+  EXPECT_EQ(cpuIdsOfMask("0,2,5"), 6u);
+  EXPECT_EQ(cpuIdsOfMask(""), 0u);
+  EXPECT_EQ(cpuIdsOfMask("3-1"), 0u);
+  EXPECT_EQ(cpuIdsOfMask("a-b"), 0u);
+  EXPECT_EQ(cpuIdsOfMask("0-1-2"), 0u);
 }
 
 // Until user space has given the program its CLOCK_REALTIME offset there is no bin to count a frame in.

@@ -461,7 +461,12 @@ absl::Status AfXdpBackend::initPort(const AfXdpPortConfig& pc, size_t index) {
   // stamps are not the bins' reckoning: with them the series is the RX threads' alone.
   port.bin_clock = monotonicToRealtime();
   port.program->setBinClock(port.bin_clock);
-  if (!xc.nic_timestamps) port.kernel_bins = std::make_unique<XdpKernelBins>(port.program.get());
+  if (!xc.nic_timestamps && port.program->hasBins()) {
+    port.kernel_bins = std::make_unique<XdpKernelBins>(port.program.get());
+  } else if (!xc.nic_timestamps) {
+    std::fprintf(stderr, "burstscope: af-xdp port '%s': %s; its series is its RX threads' alone (SPEC \"Overload\")\n",
+                 ifname.c_str(), port.program->binsError().c_str());
+  }
   if (const int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0); fd >= 0) {
     port.link.up = interfaceUp(fd, ifname);
     close(fd);

@@ -10,9 +10,13 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "bpf/capture.skel.h"
 
 // Linux 6.3 uapi; Debian 12's headers (6.1) predate it.
@@ -44,6 +48,14 @@ std::string hint(int err) {
 int quietLibxdp(enum libxdp_print_level, const char*, va_list) { return 0; }
 int quietLibbpf(enum libbpf_print_level, const char*, va_list) { return 0; }
 
+// How many CPU ids the kernel may give out (/sys/devices/system/cpu/possible); 0 when it cannot be read.
+size_t possibleCpuIds() {
+  std::ifstream f("/sys/devices/system/cpu/possible");
+  std::string mask;
+  if (!std::getline(f, mask)) return 0;
+  return cpuIdsOfMask(mask);
+}
+
 void quietLibraries() {
   static const bool done = [] {
     libxdp_set_print(quietLibxdp);
@@ -62,9 +74,10 @@ absl::StatusOr<capture*> openSkeleton(const XdpProgramConfig& c) {
   skel->rodata->cfg_ip_only = c.ip_only ? 1 : 0;
   skel->rodata->cfg_snaplen = c.snaplen;
   skel->rodata->cfg_bins = c.bins ? 1 : 0;
-  // Each possible CPU's ring of bins, one after another in the one array (bpf/capture.bpf.c).
-  const int cpus = libbpf_num_possible_cpus();
-  if (cpus <= 0 || bpf_map__set_max_entries(skel->maps.bins, static_cast<uint32_t>(cpus) * BS_BIN_SLOTS) != 0) {
+  // A ring of bins for each CPU id the program may run on, one after another in the one array
+  // (bpf/capture.bpf.c).
+  const size_t cpus = possibleCpuIds();
+  if (cpus == 0 || bpf_map__set_max_entries(skel->maps.bins, static_cast<uint32_t>(cpus * BS_BIN_SLOTS)) != 0) {
     capture::destroy(skel);
     return absl::InternalError("cannot size the XDP capture program's bins: the possible CPUs are not known");
   }
@@ -151,6 +164,22 @@ const char* xdpModeName(XdpMode m) {
 
 bool isBurstscopeProgramName(const std::string& name) { return name.rfind("bs_capture", 0) == 0; }
 
+size_t cpuIdsOfMask(const std::string& text) {
+  const absl::string_view mask = absl::StripAsciiWhitespace(text);
+  if (mask.empty()) return 0;
+  size_t ids = 0;
+  for (absl::string_view range : absl::StrSplit(mask, ',')) {
+    const std::vector<absl::string_view> ends = absl::StrSplit(range, '-');
+    uint32_t lo = 0, hi = 0;
+    if (ends.size() > 2 || !absl::SimpleAtoi(ends.front(), &lo) || !absl::SimpleAtoi(ends.back(), &hi) || hi < lo ||
+        hi >= (1u << 16)) {
+      return 0;
+    }
+    ids = std::max<size_t>(ids, size_t{hi} + 1);
+  }
+  return ids;
+}
+
 XdpProgram::~XdpProgram() {
   detach();
   if (bin_rings_ != nullptr) munmap(const_cast<bs_bin*>(bin_rings_), bin_rings_bytes_);
@@ -171,25 +200,21 @@ absl::StatusOr<std::unique_ptr<XdpProgram>> XdpProgram::load(const XdpProgramCon
     return absl::PermissionDeniedError(
         absl::StrCat("cannot load the XDP capture program: ", libxdpErrorText(rc), hint(rc)));
   }
-  if (absl::Status s = p->mapBins(); !s.ok()) return s;
+  p->mapBins();
   return p;
 }
 
-// The loaded program's bins, read-only: readBins reads them as memory.
-absl::Status XdpProgram::mapBins() {
-  const int cpus = libbpf_num_possible_cpus();
-  if (cpus <= 0) {
-    return absl::InternalError("cannot map the XDP capture program's bins: the possible CPUs are not known");
-  }
-  bin_cpus_ = static_cast<size_t>(cpus);
+// The loaded program's bins, read-only: readBins reads them as memory. Without them the program still captures
+// (binsError says why; the port's series is then its RX threads' alone).
+void XdpProgram::mapBins() {
+  bin_cpus_ = bpf_map__max_entries(skel_->maps.bins) / BS_BIN_SLOTS;
   bin_rings_bytes_ = bin_cpus_ * BS_BIN_SLOTS * sizeof(bs_bin);
   void* m = mmap(nullptr, bin_rings_bytes_, PROT_READ, MAP_SHARED, bpf_map__fd(skel_->maps.bins), 0);
   if (m == MAP_FAILED) {
-    return absl::InternalError(
-        absl::StrCat("cannot map the XDP capture program's bins into memory: ", libxdpErrorText(errno)));
+    bins_error_ = absl::StrCat("cannot map the XDP program's bins into memory: ", libxdpErrorText(errno));
+    return;
   }
   bin_rings_ = static_cast<const bs_bin*>(m);
-  return absl::OkStatus();
 }
 
 absl::StatusOr<std::unique_ptr<XdpProgram>> XdpProgram::attach(const XdpProgramConfig& config,
@@ -246,7 +271,7 @@ absl::StatusOr<std::unique_ptr<XdpProgram>> XdpProgram::attach(const XdpProgramC
     if (rc == 0) {
       p->mode_ = m;
       p->attached_ = true;
-      if (absl::Status s = p->mapBins(); !s.ok()) return s;
+      p->mapBins();
       return p;
     }
     absl::StrAppend(&failures, failures.empty() ? "" : "; ", xdpModeName(m), " mode: ", libxdpErrorText(rc), hint(rc));
@@ -306,8 +331,8 @@ uint64_t XdpProgram::readBins(uint64_t from, uint64_t to, std::vector<KernelBinC
     overwritten += to - from - BS_BIN_SLOTS;
     from = to - BS_BIN_SLOTS;
   }
-  // Each field read once, as the program may be writing it: a slot the program moves on to a later bin while it
-  // is read is taken as that bin's (its count is then lost to this one), as the system call's copy would.
+  // Each field read as one load, as the program may be writing it: a slot the program moves on to a later bin while
+  // it is read is counted as taken (its count is then lost to this one).
   auto load = [](const uint64_t& v) { return __atomic_load_n(&v, __ATOMIC_RELAXED); };
   for (uint64_t bin = from; bin < to; ++bin) {
     const size_t slot = static_cast<size_t>(bin & (BS_BIN_SLOTS - 1));
@@ -318,8 +343,16 @@ uint64_t XdpProgram::readBins(uint64_t from, uint64_t to, std::vector<KernelBinC
       const bs_bin& v = bin_rings_[c * BS_BIN_SLOTS + slot];
       const uint64_t held = load(v.bin);
       if (held == bin) {
-        kb.packets += load(v.packets);
-        kb.bytes += load(v.bytes);
+        const uint64_t packets = load(v.packets);
+        const uint64_t bytes = load(v.bytes);
+        // Moved on while its counts were read (the program writes the bin before it clears the counts): they may
+        // be the later bin's.
+        if (load(v.bin) == bin) {
+          kb.packets += packets;
+          kb.bytes += bytes;
+        } else {
+          taken = true;
+        }
       } else if (held > bin) {
         taken = true;  // this CPU's slot moved on to a later bin: what it held of this one is lost
       }

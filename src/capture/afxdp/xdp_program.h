@@ -64,6 +64,9 @@ class XdpProgram {
   // the range's slots a later bin had already taken (their frames are lost to the series: read sooner).
   void setBinClock(int64_t realtime_minus_monotonic_ns);
   uint64_t readBins(uint64_t from, uint64_t to, std::vector<KernelBinCount>* out) const;
+  // Whether the bins could be mapped into memory (mmap can fail: ENOMEM, a locked-down kernel); if not, why.
+  bool hasBins() const { return bin_rings_ != nullptr; }
+  const std::string& binsError() const { return bins_error_; }
   XdpMode mode() const { return mode_; }  // as attached
   const XdpProgramConfig& config() const { return config_; }
 
@@ -76,15 +79,21 @@ class XdpProgram {
   XdpMode mode_ = XdpMode::kAuto;
   XdpProgramConfig config_;
   bool attached_ = false;
-  absl::Status mapBins();
+  void mapBins();
 
-  // The program's bins mapped read-only: possible CPUs x BS_BIN_SLOTS, CPU by CPU (bpf/capture.bpf.c).
+  // The program's bins mapped read-only: CPU ids x BS_BIN_SLOTS, CPU by CPU (bpf/capture.bpf.c).
   const bs_bin* bin_rings_ = nullptr;
   size_t bin_rings_bytes_ = 0;
   size_t bin_cpus_ = 0;
+  std::string bins_error_;
 };
 
 // Names of programs burstscope attaches; a program by one of these names on an interface is ours.
 bool isBurstscopeProgramName(const std::string& name);
+
+// How many CPU ids a kernel CPU list such as /sys/devices/system/cpu/possible's ("0-3,8-11": 12) covers: the
+// highest id + 1, which is more than the count where ids have holes (bpf_get_smp_processor_id gives ids;
+// libbpf_num_possible_cpus counts). 0 when malformed.
+size_t cpuIdsOfMask(const std::string& mask);
 
 }  // namespace burstscope

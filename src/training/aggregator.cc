@@ -19,7 +19,7 @@ void binSpan(int64_t ts, int64_t bin_ns, int64_t* from, int64_t* to) {
   int64_t rem = ts % bin_ns;
   if (rem < 0) rem += bin_ns;
   if (__builtin_sub_overflow(ts, rem, from)) *from = std::numeric_limits<int64_t>::min();
-  if (__builtin_add_overflow(*from, bin_ns, to)) *to = std::numeric_limits<int64_t>::max();
+  if (__builtin_add_overflow(ts, bin_ns - rem, to)) *to = std::numeric_limits<int64_t>::max();
 }
 
 // One bin holds at most 100 µs of one flow; past 4 GB (a clock stuck on one instant) it saturates.

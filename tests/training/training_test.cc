@@ -892,8 +892,6 @@ TEST(TrainingTest, CoburstsOfBinsOutOfOrderEqualThoseInOrder) {
   EXPECT_EQ(got[1][0].over_buffer_bins, got[0][0].over_buffer_bins);
 }
 
-// Each analysis carries the job's own 100 µs bins of the intervals it covers (the live view's per-job picture):
-// equal to a brute-force binning of the job's packets in those intervals.
 // The aggregator's per-flow bins (the engine's packet path): a bin per run of a flow's packets in one 100 µs bin, in
 // the packets' order, even where a time goes back into an earlier bin. Times at every bin edge, on either side of
 // 0, in batches of the engine's runs of several flows; against a brute force of floor divisions.
@@ -993,6 +991,8 @@ TEST(TrainingTest, AJobsEnvelopesEqualABruteForce) {
   EXPECT_GT(checked, 10);
 }
 
+// Each analysis carries the job's own 100 µs bins of the intervals it covers (the live view's per-job picture):
+// equal to a brute-force binning of the job's packets in those intervals.
 TEST(TrainingTest, IntervalBinsOfAJobEqualABruteForce) {
   auto v = ringJob(4, steps(12, 250'000'000), {{0, 300'000}, {0.5, 100'000}});
   burst(&v, kT0 + 500'000'000, 7, 8, 50'000);  // two hosts of no job

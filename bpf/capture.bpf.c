@@ -38,9 +38,10 @@ struct {
 } stats SEC(".maps");
 
 /* Every CPU's ring of bins in one array, CPU c's at [c * BS_BIN_SLOTS, (c + 1) * BS_BIN_SLOTS):
- * user space sets max_entries to the possible CPUs times BS_BIN_SLOTS before load. Not a
- * PERCPU_ARRAY: that allocates each of its 65,536 entries from the per-CPU allocator, some 20 ms of
- * a run's start-up; and mmapable, so that user space reads the bins as memory, with no system call.
+ * user space sets max_entries to (highest possible CPU id + 1) times BS_BIN_SLOTS before load. Not
+ * a PERCPU_ARRAY: that allocates each of its 65,536 entries from the per-CPU allocator, about 23 ms
+ * of CPU at a run's start (bench/afxdp_startup.py); and mmapable, so that user space reads the bins
+ * as memory, with no system call.
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);

@@ -93,7 +93,7 @@ bool isBurstscopeProgramName(const std::string& name);
 
 // How many CPU ids a kernel CPU list such as /sys/devices/system/cpu/possible's ("0-3,8-11": 12) covers: the
 // highest id + 1, which is more than the count where ids have holes (bpf_get_smp_processor_id gives ids;
-// libbpf_num_possible_cpus counts). 0 when malformed.
+// libbpf_num_possible_cpus counts, and libbpf 1.1 exports no parser of the list itself). 0 when malformed.
 size_t cpuIdsOfMask(const std::string& mask);
 
 }  // namespace burstscope

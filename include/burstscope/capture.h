@@ -252,6 +252,8 @@ class QueueProducer {
   const QueueCounters& counters() const { return counters_; }
   const DecodeStats& decodeStats() const { return decoder_.stats(); }
   uint64_t received() const { return received_; }
+  // Lossless: the naps flush() took waiting for room in the ring (the worker behind the reader).
+  uint64_t fullWaits() const { return full_waits_; }
   void setFrameTap(FrameTap* tap) { tap_ = tap; }
 
  private:
@@ -266,7 +268,7 @@ class QueueProducer {
   size_t dropped_ = 0;                           // lossy: frames that found the ring full since the last flush
   size_t room_ = 0;                              // lossy: free ring slots from the producer's index, as last read
   int64_t first_ts_ = 0, last_ts_ = 0;
-  uint64_t received_ = 0, ring_drops_ = 0, batches_ = 0;
+  uint64_t received_ = 0, ring_drops_ = 0, batches_ = 0, full_waits_ = 0;
   // Hands the open bin (if it holds frames) to the side channel, or drops and counts it when that is full.
   void pushBin();
   // A frame outside the open bin (later, or earlier: a queue's clock stepping back): hand the open bin over and

@@ -163,6 +163,48 @@ TEST(QueueBinsTest, EveryFrameIsBinnedBeforeTheRingAndTheLostOnesAreMarked) {
   EXPECT_EQ(p.counters().bin_drops.load(), 0u);
 }
 
+// A file's queue (lossless) waits for room instead of dropping: every record reaches the worker, in order, however
+// slowly it drains. A batch of kMaxBatch records into a ring of 64 must wait at every flush, whatever the timing.
+TEST(QueueProducerTest, ALosslessQueueWaitsForTheWorkerAndLosesNothing) {
+  const std::vector<Frame> frames = makeFrames(20'000, 3);
+  QueueProducer p(DecoderConfig{}, 64, /*lossless=*/true);
+  std::vector<PacketRecord> got;
+  std::thread worker([&] {
+    std::array<PacketRecord, 16> out;
+    while (got.size() < frames.size()) {
+      const size_t m = p.ring().dequeue(out);
+      got.insert(got.end(), out.begin(), out.begin() + static_cast<ptrdiff_t>(m));
+      if (m == 0) std::this_thread::yield();
+    }
+  });
+  for (const Frame& f : frames) {
+    p.add(frameHeaders(f.s, f.d), f.wire_len, f.ts_ns);
+    if (p.pendingCount() == QueueProducer::kMaxBatch) {
+      EXPECT_EQ(p.flush(), 0u);
+    }
+  }
+  EXPECT_EQ(p.flush(), 0u);
+  worker.join();
+  ASSERT_EQ(got.size(), frames.size());
+  for (size_t i = 0; i < frames.size(); ++i) {
+    ASSERT_EQ(got[i].ts_ns, frames[i].ts_ns) << i;
+    ASSERT_EQ(got[i].wire_len, frames[i].wire_len) << i;
+  }
+  EXPECT_EQ(p.counters().ring_drops.load(), 0u);
+  EXPECT_GT(p.fullWaits(), 0u);  // the wait was taken (each flush held 16 times the ring)
+}
+
+// A stop request ends a lossless queue's wait: what did not fit is dropped and counted, and flush() returns.
+TEST(QueueProducerTest, AStopRequestEndsALosslessWaitAndCountsWhatDidNotFit) {
+  const std::vector<Frame> frames = makeFrames(100, 4);
+  QueueProducer p(DecoderConfig{}, 64, /*lossless=*/true);  // nobody drains it
+  for (const Frame& f : frames) p.add(frameHeaders(f.s, f.d), f.wire_len, f.ts_ns);
+  const std::atomic<bool> stop{true};
+  EXPECT_EQ(p.flush(&stop), frames.size() - 64);
+  EXPECT_EQ(p.counters().ring_drops.load(), frames.size() - 64);
+  EXPECT_EQ(p.ring().size(), 64u);
+}
+
 TEST(QueueBinsTest, AFullSideChannelDropsAndCountsAndTheSeriesSaysWhereItHasAHole) {
   // One frame per bin, over more bins than the side channel holds, nobody draining it.
   QueueProducer p(DecoderConfig{}, 1 << 16);

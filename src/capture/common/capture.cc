@@ -77,9 +77,15 @@ size_t QueueProducer::flush(const std::atomic<bool>* stop) {
   size_t dropped = dropped_;
   if (lossless_) {
     size_t done = ring_.enqueue({pending_.data(), n_});
-    // A file loses nothing by waiting for the worker; a stop request ends the wait (and the run).
+    // A file loses nothing by waiting for the worker; a stop request ends the wait (and the run). The wait is a
+    // nap, not a spin: reading is cheaper than analysing, so the ring is full for most of a file's run, and a
+    // reader that yielded in a loop burnt a core in system calls meanwhile (the core that --workers 2's second
+    // worker, or anything else on the machine, would have had). The ring holds milliseconds of the worker's work
+    // (64 Ki records at 60-600 ns each), so a nap of kNap with its wake-up latency never lets it run dry.
+    constexpr auto kNap = std::chrono::microseconds(100);
     while (done < n_ && !(stop && stop->load(std::memory_order_relaxed))) {
-      std::this_thread::yield();
+      std::this_thread::sleep_for(kNap);
+      ++full_waits_;
       done += ring_.enqueue({pending_.data() + done, n_ - done});
     }
     dropped += n_ - done;

@@ -8,7 +8,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
-#include <deque>
 #include <functional>
 #include <limits>
 #include <map>
@@ -812,7 +811,29 @@ struct TrainingAnalyzer::Impl {
       uint32_t second;
       uint32_t payload;
     };
-    std::deque<Bin> bins;
+    // A flow's bins in the window, oldest first. Not a std::deque: every analysis walks every bin of the window
+    // several times (the job's fine series, its pairs' steps and phases), and a walk over one array is a pointer
+    // walk, where the deque's iterator checks for the end of its 512-byte block at every bin.
+    struct Bins {
+      std::vector<Bin> v;
+      size_t head = 0;  // v[head, end) are in the window; what lies before went out of it
+      const Bin* begin() const { return v.data() + head; }
+      const Bin* end() const { return v.data() + v.size(); }
+      bool empty() const { return head == v.size(); }
+      size_t size() const { return v.size() - head; }
+      const Bin& front() const { return v[head]; }
+      const Bin& back() const { return v.back(); }
+      void push_back(const Bin& b) { v.push_back(b); }
+      // The gone bins' room is taken back once they are half of the array: each bin is moved at most once on
+      // average, and the array stays within twice the window's bins.
+      void pop_front() {
+        if (++head * 2 >= v.size() && head >= 1024) {
+          v.erase(v.begin(), v.begin() + static_cast<ptrdiff_t>(head));
+          head = 0;
+        }
+      }
+    };
+    Bins bins;
     uint64_t bytes = 0;    // in the window
     uint64_t payload = 0;  // in the window
     int64_t last_bin = kMin;

@@ -991,6 +991,58 @@ TEST(TrainingTest, AJobsEnvelopesEqualABruteForce) {
   EXPECT_GT(checked, 10);
 }
 
+// A live analyzer's window slides: the bins that leave it are dropped from the front of each flow's array, which
+// is compacted from time to time. Its job figures at every interval equal those of a fresh analyzer given only
+// the intervals inside the window. One flow sends a frame every 50 µs, so that it holds 20,000 bins in the window
+// and its array is compacted several times (a bug there shifts or loses the window's bins).
+TEST(TrainingTest, ASlidingWindowsJobFiguresEqualThoseOfTheWindowsIntervalsAlone) {
+  auto v = ringJob(4, steps(40, 250'000'000, 0.05), {{0, 300'000}, {0.5, 100'000}});
+  for (int64_t t = kT0 + 123'456'789; t < kT0 + 10'400'000'000; t += 50'000) {
+    PacketRecord r;
+    r.ts_ns = t;
+    r.wire_len = 200;
+    r.key = flow(1, 2, 6000);
+    v.push_back(r);
+  }
+  TrainingConfig cfg;
+  cfg.window_ns = 2'000'000'000;
+  constexpr int64_t kInterval = 100'000'000;
+  constexpr size_t kInWindow = 20;  // intervals
+  LiveRig rig(kInterval, cfg);
+  std::vector<std::shared_ptr<const TrainingDelta>> deltas;
+  int compared = 0;
+  rig.run(v, [&](const IntervalReport& ir, TrainingAnalyzer& an) {
+    deltas.push_back(ir.training);
+    if (deltas.size() < kInWindow + 2) return;
+    const TrainingReport live = an.analyze();
+    TrainingAnalyzer fresh(cfg, rig.ec.link_capacity_bps, rig.ec.scales_ns, rig.ec.rates_bps);
+    for (size_t i = deltas.size() - kInWindow; i < deltas.size(); ++i) fresh.ingest(deltas[i]);
+    const TrainingReport alone = fresh.analyze();
+    ASSERT_EQ(live.window_ns, alone.window_ns) << ir.end_ns;
+    ASSERT_EQ(live.jobs.size(), alone.jobs.size()) << ir.end_ns;
+    for (size_t j = 0; j < live.jobs.size(); ++j) {
+      const JobReport &a = live.jobs[j], &b = alone.jobs[j];
+      SCOPED_TRACE(testing::Message() << "interval ending " << ir.end_ns << ", job " << a.name);
+      EXPECT_EQ(a.hosts, b.hosts);
+      EXPECT_EQ(a.window_bytes, b.window_bytes);
+      EXPECT_EQ(a.baseline_bps, b.baseline_bps);
+      EXPECT_EQ(a.period.period_s, b.period.period_s);
+      EXPECT_EQ(a.period.quality, b.period.quality);
+      EXPECT_EQ(a.period.steps, b.period.steps);
+      EXPECT_EQ(a.step_bytes_mean, b.step_bytes_mean);
+      EXPECT_EQ(a.step_bytes_cv, b.step_bytes_cv);
+      EXPECT_EQ(a.topology.kind, b.topology.kind);
+      ASSERT_EQ(a.steps.size(), b.steps.size());
+      for (size_t k = 0; k < a.steps.size(); ++k) {
+        EXPECT_EQ(a.steps[k].start_ns, b.steps[k].start_ns);
+        EXPECT_EQ(a.steps[k].bytes, b.steps[k].bytes);
+      }
+    }
+    ++compared;
+  });
+  EXPECT_GT(compared, 60);
+}
+
 // Each analysis carries the job's own 100 µs bins of the intervals it covers (the live view's per-job picture):
 // equal to a brute-force binning of the job's packets in those intervals.
 TEST(TrainingTest, IntervalBinsOfAJobEqualABruteForce) {

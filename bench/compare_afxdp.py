@@ -8,8 +8,15 @@ thread counts: burstscope's RX thread and its analysing worker) per million pack
 captured (burstscope: frames its engine analysed; tcpdump: its "packets captured"). Both measure only the
 capturing process: the softirq work before it (the XDP program, AF_PACKET's copy) runs in the sender's
 context on a veth and is charged to tcpreplay for both alike. Prints a table, then the ratios.
+
+With STEADY=WARMUP,SPAN (seconds) it measures the steady state instead: each capture's CPU per thread over SPAN
+seconds that begin WARMUP seconds into a replay at a fixed rate (every rate above 0), packets = rate x SPAN.
+Start-up, the exit (final analysis, JSON) and the first minute's growth of the windows (the training window holds
+60 s of bins, a tracked flow's windows 10 s: their memory is touched for the first time then) stay outside it; a
+per-second cost (the control thread's training analysis of its window, once a second) stays inside, and is
+reported apart from the per-packet threads.
 Needs root. Standard library only.
-usage: compare_afxdp.py BUILD_DIR [RATES=50000,200000,0] [PACKETS=500000]
+usage: compare_afxdp.py BUILD_DIR [RATES=50000,200000,0] [PACKETS=500000] [STEADY=WARMUP,SPAN]
 """
 import json
 import os
@@ -23,6 +30,9 @@ import time
 BUILD = sys.argv[1]
 RATES = [int(r) for r in (sys.argv[2] if len(sys.argv) > 2 else "50000,200000,0").split(",")]
 PACKETS = int(sys.argv[3]) if len(sys.argv) > 3 else 500_000
+STEADY = tuple(float(x) for x in sys.argv[4].split(",")) if len(sys.argv) > 4 else None
+if STEADY and (len(STEADY) != 2 or 0 in RATES):
+    sys.exit("STEADY is WARMUP,SPAN in seconds, with fixed rates (no 0)")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NS_RX, NS_TX = f"bsb_rx_{os.getpid()}", f"bsb_tx_{os.getpid()}"
 V0, V1 = f"bsb0_{os.getpid()}", f"bsb1_{os.getpid()}"
@@ -49,10 +59,13 @@ def teardown():
         subprocess.run(["ip", "netns", "del", ns], stderr=subprocess.DEVNULL)
 
 
-def replay(pcap, rate, loops):
+def replay_cmd(pcap, rate, loops):
     speed = ["--topspeed"] if rate == 0 else ["--pps", str(rate)]
-    out = subprocess.run(["ip", "netns", "exec", NS_TX, "tcpreplay", "-i", V0, *speed, "--loop", str(loops), pcap],
-                         capture_output=True, text=True).stdout
+    return ["ip", "netns", "exec", NS_TX, "tcpreplay", "-i", V0, *speed, "--loop", str(loops), pcap]
+
+
+def replay(pcap, rate, loops):
+    out = subprocess.run(replay_cmd(pcap, rate, loops), capture_output=True, text=True).stdout
     return int(re.search(r"Actual: (\d+) packets", out).group(1))
 
 
@@ -70,19 +83,35 @@ def thread_cpu(pid):
 
 
 def measure(cmd, pcap, rate, loops):
-    """Runs cmd in the RX namespace around one replay; returns (sent, cpu_s, stdout, stderr, per-thread CPU)."""
+    """Runs cmd in the RX namespace around one replay; returns (sent, cpu_s, stdout, stderr, per-thread CPU).
+    With STEADY, cpu_s and the per-thread CPU are those of the steady span, and sent is rate x span."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         p = subprocess.Popen(["ip", "netns", "exec", NS_RX, *cmd], stdout=out, stderr=err)
         time.sleep(0.5)
-        sent = replay(pcap, rate, loops)
+        if STEADY:
+            tx = subprocess.Popen(replay_cmd(pcap, rate, loops), stdout=subprocess.PIPE, text=True)
+            time.sleep(STEADY[0])
+            before, t0 = thread_cpu(p.pid), time.monotonic()
+            time.sleep(STEADY[1])
+            after, t1 = thread_cpu(p.pid), time.monotonic()
+            out_tx = tx.communicate()[0]
+            total = int(re.search(r"Actual: (\d+) packets", out_tx).group(1))
+            threads = {k: v - before.get(k, 0.0) for k, v in after.items()}
+            steady_sent = round(rate * (t1 - t0))
+        else:
+            sent = replay(pcap, rate, loops)
         time.sleep(1.0)
-        threads = thread_cpu(p.pid)
+        if not STEADY:
+            threads = thread_cpu(p.pid)
         os.kill(p.pid, signal.SIGTERM)
         _, _, ru = os.wait4(p.pid, 0)
         p.returncode = 0
         out.seek(0)
         err.seek(0)
-        return sent, ru.ru_utime + ru.ru_stime, out.read().decode(), err.read().decode(), threads
+        if STEADY:  # the whole run's losses still come from its end (total sent against captured)
+            return (steady_sent, sum(threads.values()), out.read().decode(), err.read().decode(), threads,
+                    total)
+        return sent, ru.ru_utime + ru.ru_stime, out.read().decode(), err.read().decode(), threads, sent
 
 
 def main():
@@ -90,20 +119,23 @@ def main():
     pcap = os.path.join(tmp, "flows.pcap")
     sh(sys.executable, os.path.join(ROOT, "tests/integration/make_flows.py"), pcap, "64", "40")
     loops = max(1, PACKETS // 2560)
+    if STEADY:  # replays that outlast the warm-up and the span by 2 s at each rate
+        loops = {rate: int(rate * (STEADY[0] + STEADY[1] + 2) / 2560) + 1 for rate in RATES}
     bs = os.path.join(BUILD, "burstscope")
     rows, losses = [], []
     setup()
     try:
         for rate in RATES:
-            sent, cpu, out, _, threads = measure([bs, "run", "--xdp", V1, "--listen", "none", "-q", "--json"], pcap,
-                                                 rate, loops)
+            n = loops[rate] if STEADY else loops
+            sent, cpu, out, _, threads, total = measure(
+                [bs, "run", "--xdp", V1, "--listen", "none", "-q", "--json"], pcap, rate, n)
             port = json.loads(out)["ports"][0]
             got = port["ledger"]["analysed"]
-            rows.append(("burstscope af_xdp", rate, sent, cpu, sent - got))
+            rows.append(("burstscope af_xdp", rate, sent, cpu, total - got))
             # The capture path alone (the AF_XDP RX threads: ring, decode, timestamp, record ring) is the
             # like-for-like comparison with tcpdump, which analyses nothing.
             rx = sum(v for k, v in threads.items() if k.startswith("bs-xsk-"))
-            rows.append(("  of which RX threads", rate, sent, rx, sent - port["ledger"]["received"]))
+            rows.append(("  of which RX threads", rate, sent, rx, total - port["ledger"]["received"]))
             # The analysis: the port's worker (and its part workers), and the rest — the control thread's
             # per-interval training analysis of its 60 s window (a cost per second, not per packet), start-up.
             workers = sum(v for k, v in threads.items() if k.startswith("bs-port-"))
@@ -115,11 +147,14 @@ def main():
             losses.append(f"offered {rate or 'topspeed'}: burstscope losses by stage {stages or 'none'}")
             for snap in (None, 256):
                 cmd = ["tcpdump", "-i", V1, "-n", "-w", "/dev/null"] + (["-s", str(snap)] if snap else [])
-                sent, cpu, _, err, _ = measure(cmd, pcap, rate, loops)
+                sent, cpu, _, err, _, total = measure(cmd, pcap, rate, n)
                 got = int(re.search(r"(\d+) packets? captured", err).group(1))
-                rows.append((f"tcpdump -w /dev/null{' -s %d' % snap if snap else ''}", rate, sent, cpu, sent - got))
+                rows.append((f"tcpdump -w /dev/null{' -s %d' % snap if snap else ''}", rate, sent, cpu, total - got))
     finally:
         teardown()
+    if STEADY:
+        print(f"steady state: CPU over {STEADY[1]:g} s from {STEADY[0]:g} s into each replay; 'sent' = rate x span;"
+              " 'lost' over the whole run")
     print(f"{'capture':28} {'offered':>10} {'sent':>9} {'CPU s':>7} {'CPU s/Mpkt':>11} {'lost':>8}")
     for name, rate, sent, cpu, lost in rows:
         print(f"{name:28} {rate or 'topspeed':>10} {sent:>9} {cpu:7.3f} {cpu / sent * 1e6:11.3f} {lost:>8}")

@@ -824,12 +824,14 @@ struct TrainingAnalyzer::Impl {
       const Bin& front() const { return v[head]; }
       const Bin& back() const { return v.back(); }
       void push_back(const Bin& b) { v.push_back(b); }
-      // The gone bins' room is taken back once they are half of the array: each bin is moved at most once on
-      // average, and the array stays within twice the window's bins.
+      // The gone bins' room is taken back once they are half of the array (each bin is moved at most once on
+      // average), and the array's capacity once it is four times what the window holds: the memory stays
+      // within a small multiple of the window's bins, which max_window_bins bounds, however a flow's rate falls.
       void pop_front() {
-        if (++head * 2 >= v.size() && head >= 1024) {
+        if (++head * 2 >= v.size()) {
           v.erase(v.begin(), v.begin() + static_cast<ptrdiff_t>(head));
           head = 0;
+          if (v.capacity() > 4 * v.size() + 16) v.shrink_to_fit();
         }
       }
     };

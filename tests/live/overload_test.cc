@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <functional>
 #include <map>
@@ -171,7 +172,9 @@ TEST(QueueProducerTest, ALosslessQueueWaitsForTheWorkerAndLosesNothing) {
   std::vector<PacketRecord> got;
   std::thread worker([&] {
     std::array<PacketRecord, 16> out;
-    while (got.size() < frames.size()) {
+    // Bounded: a producer that lost records would leave it waiting for them (the test then fails on the count).
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+    while (got.size() < frames.size() && std::chrono::steady_clock::now() < give_up) {
       const size_t m = p.ring().dequeue(out);
       got.insert(got.end(), out.begin(), out.begin() + static_cast<ptrdiff_t>(m));
       if (m == 0) std::this_thread::yield();

@@ -994,7 +994,8 @@ TEST(TrainingTest, AJobsEnvelopesEqualABruteForce) {
 // A live analyzer's window slides: the bins that leave it are dropped from the front of each flow's array, which
 // is compacted from time to time. Its job figures at every interval equal those of a fresh analyzer given only
 // the intervals inside the window. One flow sends a frame every 50 µs, so that it holds 20,000 bins in the window
-// and its array is compacted several times (a bug there shifts or loses the window's bins).
+// and its array is compacted several times (a bug there shifts or loses the window's bins); the job's three other
+// flows hold a few bins per step, and are compacted at every few steps.
 TEST(TrainingTest, ASlidingWindowsJobFiguresEqualThoseOfTheWindowsIntervalsAlone) {
   auto v = ringJob(4, steps(40, 250'000'000, 0.05), {{0, 300'000}, {0.5, 100'000}});
   for (int64_t t = kT0 + 123'456'789; t < kT0 + 10'400'000'000; t += 50'000) {
@@ -1019,6 +1020,8 @@ TEST(TrainingTest, ASlidingWindowsJobFiguresEqualThoseOfTheWindowsIntervalsAlone
     for (size_t i = deltas.size() - kInWindow; i < deltas.size(); ++i) fresh.ingest(deltas[i]);
     const TrainingReport alone = fresh.analyze();
     ASSERT_EQ(live.window_ns, alone.window_ns) << ir.end_ns;
+    ASSERT_EQ(live.jobs.size(), 1u) << ir.end_ns;  // the ring's four hosts
+    ASSERT_TRUE(live.jobs[0].period.period_s.has_value()) << ir.end_ns;
     ASSERT_EQ(live.jobs.size(), alone.jobs.size()) << ir.end_ns;
     for (size_t j = 0; j < live.jobs.size(); ++j) {
       const JobReport &a = live.jobs[j], &b = alone.jobs[j];

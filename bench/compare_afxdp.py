@@ -9,14 +9,15 @@ captured (burstscope: frames its engine analysed; tcpdump: its "packets captured
 capturing process: the softirq work before it (the XDP program, AF_PACKET's copy) runs in the sender's
 context on a veth and is charged to tcpreplay for both alike. Prints a table, then the ratios.
 
-With STEADY=WARMUP,SPAN (seconds) it measures the steady state instead: each capture's CPU per thread over SPAN
-seconds that begin WARMUP seconds into a replay at a fixed rate (every rate above 0), packets = rate x SPAN.
+With a fourth argument WARMUP,SPAN (seconds; "65,20") it measures the steady state instead: each capture's CPU per
+thread over SPAN seconds that begin WARMUP seconds into a replay at a fixed rate (every rate above 0; PACKETS is
+then unused: the replay lasts WARMUP + SPAN + 2 s), packets = the rate tcpreplay reached x SPAN.
 Start-up, the exit (final analysis, JSON) and the first minute's growth of the windows (the training window holds
 60 s of bins, a tracked flow's windows 10 s: their memory is touched for the first time then) stay outside it; a
 per-second cost (the control thread's training analysis of its window, once a second) stays inside, and is
 reported apart from the per-packet threads.
 Needs root. Standard library only.
-usage: compare_afxdp.py BUILD_DIR [RATES=50000,200000,0] [PACKETS=500000] [STEADY=WARMUP,SPAN]
+usage: compare_afxdp.py BUILD_DIR [RATES=50000,200000,0] [PACKETS=500000] [WARMUP,SPAN]
 """
 import json
 import os
@@ -32,7 +33,7 @@ RATES = [int(r) for r in (sys.argv[2] if len(sys.argv) > 2 else "50000,200000,0"
 PACKETS = int(sys.argv[3]) if len(sys.argv) > 3 else 500_000
 STEADY = tuple(float(x) for x in sys.argv[4].split(",")) if len(sys.argv) > 4 else None
 if STEADY and (len(STEADY) != 2 or 0 in RATES):
-    sys.exit("STEADY is WARMUP,SPAN in seconds, with fixed rates (no 0)")
+    sys.exit("the fourth argument is WARMUP,SPAN in seconds (\"65,20\"), with fixed rates (no 0)")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NS_RX, NS_TX = f"bsb_rx_{os.getpid()}", f"bsb_tx_{os.getpid()}"
 V0, V1 = f"bsb0_{os.getpid()}", f"bsb1_{os.getpid()}"
@@ -95,9 +96,12 @@ def measure(cmd, pcap, rate, loops):
             time.sleep(STEADY[1])
             after, t1 = thread_cpu(p.pid), time.monotonic()
             out_tx = tx.communicate()[0]
-            total = int(re.search(r"Actual: (\d+) packets", out_tx).group(1))
+            m = re.search(r"Actual: (\d+) packets \(\d+ bytes\) sent in ([\d.]+) seconds", out_tx)
+            total, secs = int(m.group(1)), float(m.group(2))
+            if total / secs < 0.98 * rate:
+                print(f"note: tcpreplay reached {total / secs:.0f} of {rate} frames/s", file=sys.stderr)
             threads = {k: v - before.get(k, 0.0) for k, v in after.items()}
-            steady_sent = round(rate * (t1 - t0))
+            steady_sent = round(total / secs * (t1 - t0))
         else:
             sent = replay(pcap, rate, loops)
         time.sleep(1.0)
@@ -153,8 +157,8 @@ def main():
     finally:
         teardown()
     if STEADY:
-        print(f"steady state: CPU over {STEADY[1]:g} s from {STEADY[0]:g} s into each replay; 'sent' = rate x span;"
-              " 'lost' over the whole run")
+        print(f"steady state: CPU over {STEADY[1]:g} s from {STEADY[0]:g} s into each replay; 'sent' = the rate"
+              " reached x span; 'lost' over the whole run")
     print(f"{'capture':28} {'offered':>10} {'sent':>9} {'CPU s':>7} {'CPU s/Mpkt':>11} {'lost':>8}")
     for name, rate, sent, cpu, lost in rows:
         print(f"{name:28} {rate or 'topspeed':>10} {sent:>9} {cpu:7.3f} {cpu / sent * 1e6:11.3f} {lost:>8}")

@@ -85,7 +85,8 @@ def thread_cpu(pid):
 
 def measure(cmd, pcap, rate, loops):
     """Runs cmd in the RX namespace around one replay; returns (sent, cpu_s, stdout, stderr, per-thread CPU).
-    With STEADY, cpu_s and the per-thread CPU are those of the steady span, and sent is rate x span."""
+    With STEADY, cpu_s and the per-thread CPU are those of the steady span, sent is the rate tcpreplay reached x the
+    span, and the last value is what the whole replay sent (for the losses); else it is sent again."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         p = subprocess.Popen(["ip", "netns", "exec", NS_RX, *cmd], stdout=out, stderr=err)
         time.sleep(0.5)
@@ -122,15 +123,15 @@ def main():
     tmp = tempfile.mkdtemp()
     pcap = os.path.join(tmp, "flows.pcap")
     sh(sys.executable, os.path.join(ROOT, "tests/integration/make_flows.py"), pcap, "64", "40")
-    loops = max(1, PACKETS // 2560)
-    if STEADY:  # replays that outlast the warm-up and the span by 2 s at each rate
-        loops = {rate: int(rate * (STEADY[0] + STEADY[1] + 2) / 2560) + 1 for rate in RATES}
+    # The file is 2,560 frames: PACKETS of them, or with STEADY a replay that outlasts warm-up and span by 2 s.
+    loops_of = (lambda rate: int(rate * (STEADY[0] + STEADY[1] + 2) / 2560) + 1) if STEADY else \
+        (lambda rate: max(1, PACKETS // 2560))
     bs = os.path.join(BUILD, "burstscope")
     rows, losses = [], []
     setup()
     try:
         for rate in RATES:
-            n = loops[rate] if STEADY else loops
+            n = loops_of(rate)
             sent, cpu, out, _, threads, total = measure(
                 [bs, "run", "--xdp", V1, "--listen", "none", "-q", "--json"], pcap, rate, n)
             port = json.loads(out)["ports"][0]

@@ -813,7 +813,8 @@ struct TrainingAnalyzer::Impl {
     };
     // A flow's bins in the window, oldest first. Not a std::deque: every analysis walks every bin of the window
     // several times (the job's fine series, its pairs' steps and phases), and a walk over one array is a pointer
-    // walk, where the deque's iterator checks for the end of its 512-byte block at every bin.
+    // walk, where the deque's iterator checks for the end of its 512-byte block at every bin. Nor the engine's
+    // RingDeque (src/window/ring_deque.h): its elements wrap around, and a walk would mask every position.
     struct Bins {
       std::vector<Bin> v;
       size_t head = 0;  // v[head, end) are in the window; what lies before went out of it

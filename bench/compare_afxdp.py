@@ -16,12 +16,14 @@ Start-up, the exit (final analysis, JSON) and the first minute's growth of the w
 60 s of bins, a tracked flow's windows 10 s: their memory is touched for the first time then) stay outside it; a
 per-second cost (the control thread's training analysis of its window, once a second) stays inside, and is
 reported apart from the per-packet threads.
-Needs root. Standard library only.
+Needs root. Standard library only. BURSTSCOPE_ARGS (environment) adds arguments to burstscope's command line, such
+as a configuration file: BURSTSCOPE_ARGS="-c budget1.yaml".
 usage: compare_afxdp.py BUILD_DIR [RATES=50000,200000,0] [PACKETS=500000] [WARMUP,SPAN]
 """
 import json
 import os
 import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -34,6 +36,7 @@ PACKETS = int(sys.argv[3]) if len(sys.argv) > 3 else 500_000
 STEADY = tuple(float(x) for x in sys.argv[4].split(",")) if len(sys.argv) > 4 else None
 if STEADY and (len(STEADY) != 2 or 0 in RATES):
     sys.exit("the fourth argument is WARMUP,SPAN in seconds (\"65,20\"), with fixed rates (no 0)")
+EXTRA = shlex.split(os.environ.get("BURSTSCOPE_ARGS", ""))
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NS_RX, NS_TX = f"bsb_rx_{os.getpid()}", f"bsb_tx_{os.getpid()}"
 V0, V1 = f"bsb0_{os.getpid()}", f"bsb1_{os.getpid()}"
@@ -133,7 +136,7 @@ def main():
         for rate in RATES:
             n = loops_of(rate)
             sent, cpu, out, _, threads, total = measure(
-                [bs, "run", "--xdp", V1, "--listen", "none", "-q", "--json"], pcap, rate, n)
+                [bs, "run", "--xdp", V1, "--listen", "none", "-q", "--json", *EXTRA], pcap, rate, n)
             port = json.loads(out)["ports"][0]
             got = port["ledger"]["analysed"]
             rows.append(("burstscope af_xdp", rate, sent, cpu, total - got))

@@ -447,11 +447,17 @@ def training():
     b.panel("stat", "Training window", "s", [q(f"burstscope_training_window_seconds{{{SEL}}}", "{{sensor}} {{port}}")],
             w=4, description="Trailing time jobs, periods, bytes per step and topology are read from.")
     b.panel("timeseries", "Analysis time per report interval", "s",
-            [q(f"burstscope_training_analysis_seconds{{{SEL}}}", "{{sensor}} {{port}}")], w=8,
-            description="On the control thread; it must stay well under the report interval.")
+            [q(f"burstscope_training_analysis_seconds{{{SEL}}}", "{{sensor}} {{port}}")], w=6,
+            description="On the control thread. training.analysis-budget (default 0.1) keeps the analyses within "
+                        "that share of a core: a longer one is followed by intervals taken in without one.")
+    b.panel("timeseries", "Intervals per analysis", "short",
+            [q(f"burstscope_training_analysis_intervals{{{SEL}}}", "{{sensor}} {{port}}")], w=4,
+            description="Report intervals the last analysis took in: 1 while every interval is analysed; more "
+                        "while analyses are spaced out by training.analysis-budget (the job figures are as "
+                        "old as that many intervals at most) or the control thread is behind.")
     b.panel("timeseries", "Packets outside the training flow table", "pps",
             [q(f"sum by (sensor, port) (rate(burstscope_training_untracked_packets_total{{{SEL}}}[$__rate_interval]))",
-               "{{sensor}} {{port}}")], w=8,
+               "{{sensor}} {{port}}")], w=6,
             description="IP packets of flows beyond the training flow table (training.max-flows per port): in no "
                         "job's figures.")
     return b

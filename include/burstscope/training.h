@@ -78,6 +78,10 @@ struct TrainingConfig {
   int64_t forget_ns = 600'000'000'000;  // a silent job is still reported (idle) for this long
   bool pair_periods = false;            // also a period per heavy host pair (analyze --json)
   bool interval_bins = true;            // each job's 100 µs bins of the analysed intervals (the live view's)
+  // Live: the share of a core a port's analyses may take on the control thread. After an analysis that took t,
+  // the port's intervals are taken in but not analysed for t·(1/budget − 1); the next analysis covers them all,
+  // as a control thread catching up does. 1: every hand-over (docs/training.md "Cost on the control thread").
+  double analysis_budget = 0.1;
 };
 
 // Names the first bad field.
@@ -253,6 +257,7 @@ struct TrainingReport {
   std::vector<PairPeriod> pairs;   // with pair_periods
   uint64_t untracked_packets = 0;  // cumulative
   double analysis_ms = 0;          // what the last analysis took
+  size_t intervals = 0;            // the report intervals it took in (live: more than one when deferred or behind)
 };
 
 // The control-thread half. ingest() each delta in time order; analyze() whenever a report is wanted (after one

@@ -321,8 +321,21 @@ int runLiveCommand(const RunOptions& o) {
   }
   std::signal(SIGHUP, onHangup);
   const bool quiet = config->live.quiet;
+  // An interval the training analysis did not look at on its own (spaced out by training.analysis-budget, or
+  // taken in by a control thread catching up) shows the jobs of the port's last analysis on its line.
+  std::vector<std::shared_ptr<const TrainingReport>> last_training(port_engines.size());
   auto on_interval = [&](size_t port, const PortSnapshot& s) {
-    if (!quiet) summary << intervalSummary((*backend)->ports()[port].name, s, port_engines[port]) << std::endl;
+    if (!quiet) {
+      const std::string& name = (*backend)->ports()[port].name;
+      if (s.training || !last_training[port]) {
+        summary << intervalSummary(name, s, port_engines[port]) << std::endl;
+      } else {
+        PortSnapshot shown = s;
+        shown.training = last_training[port];
+        summary << intervalSummary(name, shown, port_engines[port]) << std::endl;
+      }
+      if (s.training) last_training[port] = s.training;
+    }
     if (metrics) metrics->publish(port, s);
     if (live) live->onInterval(port, s);
     if (recorder) recorder->onInterval(port, s.interval.start_ns, s.interval.end_ns, s.training.get());

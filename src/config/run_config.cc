@@ -378,11 +378,14 @@ absl::Status readTraining(const Reader& rd, const YAML::Node& n, RunConfig* c) {
       rd.checkKeys(n, "training",
                    {"enabled", "window", "max-jobs", "jobs", "job-edge-share", "min-period", "max-period",
                     "coburst-share", "host-link-gbps", "receiver-buffer-bytes", "top-destinations", "max-flows",
-                    "min-period-quality", "data-edge-share", "coburst-gbps"}));
+                    "min-period-quality", "data-edge-share", "coburst-gbps", "analysis-budget"}));
   TrainingConfig& t = c->live.pipeline.training;
   if (n["enabled"]) BS_RETURN_IF_ERROR(rd.boolean(n["enabled"], "training.enabled", &t.enabled));
   if (n["window"]) BS_RETURN_IF_ERROR(rd.duration(n["window"], "training.window", &t.window_ns));
   if (n["max-jobs"]) BS_RETURN_IF_ERROR(rd.integer(n["max-jobs"], "training.max-jobs", &t.max_jobs, 1, 1000));
+  if (n["analysis-budget"]) {
+    BS_RETURN_IF_ERROR(rd.number(n["analysis-budget"], "training.analysis-budget", &t.analysis_budget, 1e-6, 1));
+  }
   if (n["max-flows"]) BS_RETURN_IF_ERROR(rd.integer(n["max-flows"], "training.max-flows", &t.max_flows, 16, 1LL << 22));
   if (n["top-destinations"]) {
     BS_RETURN_IF_ERROR(rd.integer(n["top-destinations"], "training.top-destinations", &t.top_destinations, 1, 1000));

@@ -286,6 +286,10 @@ void trainingFamilies(Families& f, const LabelVec& L, const ExportPortInfo& info
           static_cast<double>(t.window_ns) * 1e-9);
   f.gauge("burstscope_training_analysis_seconds", "time the last training analysis took (control thread)", L,
           t.analysis_ms * 1e-3);
+  f.gauge("burstscope_training_analysis_intervals",
+          "report intervals the last training analysis took in (more than one: deferred by training.analysis-budget, "
+          "or a control thread catching up)",
+          L, static_cast<double>(t.intervals));
   f.counter("burstscope_training_untracked_packets_total",
             "IP packets of flows beyond the training flow table (not in any job's figures)", L,
             static_cast<double>(t.untracked_packets));

@@ -515,10 +515,16 @@ absl::StatusOr<RunResult> runCapture(CaptureSource& source, const PipelineConfig
     analyzers[port]->ingest(std::move(delta));
     last_training[port] = analysis(port);
   };
-  auto deliver = [&] {  // whether anything came
+  // A port's analyses within the training budget: after one that took t, none before t·(1/budget − 1) has passed
+  // (its intervals are taken in meanwhile, and the next analysis covers them all). `unanalysed`: intervals taken
+  // in since the port's last analysis, which the last hand-over analyses whatever the budget.
+  using Clock = std::chrono::steady_clock;
+  std::vector<Clock::time_point> analyse_from(ports.size(), Clock::time_point::min());
+  std::vector<bool> unanalysed(ports.size(), false);
+  auto deliver = [&](bool last) {  // whether anything came
     auto items = mailbox.take();
-    if (items.empty()) return false;
-    // Every interval's bins go in, but each port is analysed once per hand-over, with its last interval: a
+    if (items.empty() && !last) return false;
+    // Every interval's bins go in, but each port is analysed at most once per hand-over, with its last interval: a
     // control thread that fell behind (many intervals waiting, a burst of empty ones after a silence)
     // catches up instead of analysing each. Only that snapshot carries the report (its interval figures
     // cover all the intervals since the last one), so that counters built from it count nothing twice.
@@ -528,12 +534,18 @@ absl::StatusOr<RunResult> runCapture(CaptureSource& source, const PipelineConfig
       if (!analyzers.empty() && s.interval.training) analyzers[port]->ingest(s.interval.training);
       if (!step_evidence.empty() && s.interval.evidence) step_evidence[port].add(*s.interval.evidence);
       last_of[port] = i;
+      unanalysed[port] = true;
     }
-    for (size_t port = 0; port < ports.size(); ++port) {
-      if (!analyzers.empty() && last_of[port] != SIZE_MAX) {
-        last_training[port] = analysis(port);
-        items[last_of[port]].second.training = last_training[port];
-      }
+    for (size_t port = 0; port < ports.size() && !analyzers.empty(); ++port) {
+      if (!unanalysed[port] || (!last && Clock::now() < analyse_from[port])) continue;
+      const Clock::time_point began = Clock::now();
+      last_training[port] = analysis(port);
+      const Clock::time_point ended = Clock::now();
+      const double wait_s = std::chrono::duration<double>(ended - began).count() * (1 / tc.analysis_budget - 1);
+      analyse_from[port] =
+          ended + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(std::min(wait_s, 3600.0)));
+      unanalysed[port] = false;
+      if (last_of[port] != SIZE_MAX) items[last_of[port]].second.training = last_training[port];
     }
     for (auto& [port, s] : items) {
       if (!on_interval) continue;
@@ -542,7 +554,7 @@ absl::StatusOr<RunResult> runCapture(CaptureSource& source, const PipelineConfig
       s.timestamps = source.timestampInfo();
       on_interval(port, s);
     }
-    return true;
+    return !items.empty();
   };
 
   BS_RETURN_IF_ERROR(source.start());
@@ -555,7 +567,6 @@ absl::StatusOr<RunResult> runCapture(CaptureSource& source, const PipelineConfig
 
   RunResult result;
   result.backend = source.name();
-  using Clock = std::chrono::steady_clock;
   const Clock::time_point started = Clock::now();
   Clock::time_point last_packet = started;
   uint64_t last_seen = 0;
@@ -567,7 +578,7 @@ absl::StatusOr<RunResult> runCapture(CaptureSource& source, const PipelineConfig
   std::chrono::nanoseconds nap = kBusyNap;
   std::vector<std::optional<LinkState>> links(ports.size());  // as last handed to link_sink
   for (;;) {
-    bool changed = deliver();
+    bool changed = deliver(false);
     const Clock::time_point now = Clock::now();
     for (size_t port = 0; config.link_sink && port < ports.size(); ++port) {
       std::optional<LinkState> l = source.linkState(port);
@@ -619,7 +630,7 @@ absl::StatusOr<RunResult> runCapture(CaptureSource& source, const PipelineConfig
   draining.store(true, std::memory_order_seq_cst);  // as the workers' doorbell sleep looks at it
   for (auto& w : workers) w->wake();
   for (std::thread& t : threads) t.join();
-  deliver();
+  deliver(true);
   BS_RETURN_IF_ERROR(source.status());
   result.timestamps = source.timestampInfo();
   result.source = source.sourceStats();

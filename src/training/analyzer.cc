@@ -1466,6 +1466,7 @@ TrainingReport TrainingAnalyzer::Impl::analyze() {
     }
   }
   rep.destinations_seen = dests.size();
+  rep.intervals = pending.size();
   pending.clear();
 
   // Per heavy pair (analyze --json): its own period.
@@ -1528,6 +1529,7 @@ absl::Status validateTrainingConfig(const TrainingConfig& c) {
   if (!(c.data_edge_share > 0 && c.data_edge_share <= 1)) return bad("data-edge-share", "must be in (0, 1]");
   if (!(c.coburst_share > 0) || c.coburst_bps < 0) return bad("coburst", "thresholds must be positive");
   if (c.top_destinations == 0) return bad("top-destinations", "must be at least 1");
+  if (!(c.analysis_budget > 0 && c.analysis_budget <= 1)) return bad("analysis-budget", "must be in (0, 1]");
   for (const JobSpec& j : c.jobs) {
     if (j.name.empty()) return bad("jobs", "a job needs a name");
     if (j.hosts.empty()) return bad("jobs", "job '", j.name, "' has no hosts");

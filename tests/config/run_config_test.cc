@@ -302,6 +302,7 @@ training:
   coburst-gbps: 2.5
   min-period-quality: 0.6
   data-edge-share: 0.3
+  analysis-budget: 0.25
   host-link-gbps: {10.0.1.0/24: 100}
   jobs:
     llama: [10.0.0.0/28, "fd00::/64"]
@@ -315,6 +316,8 @@ training:
   EXPECT_EQ(t.coburst_bps, 2.5e9);
   EXPECT_EQ(t.min_period_quality, 0.6);
   EXPECT_EQ(t.data_edge_share, 0.3);
+  EXPECT_EQ(t.analysis_budget, 0.25);
+  EXPECT_EQ(TrainingConfig{}.analysis_budget, 0.1);
   EXPECT_EQ(t.receiver_buffer_bytes, 4e6);  // the switch buffer is the default
   // ... also when the switch buffer comes from a flag, after the file (resolved after the flags).
   c->live.pipeline.training.receiver_buffer_bytes = 0;
@@ -327,12 +330,17 @@ training:
   EXPECT_EQ(t.jobs[0].name, "llama");
   ASSERT_EQ(t.jobs[0].hosts.size(), 2u);
   EXPECT_EQ(t.jobs[0].hosts[1].family, 6);
-  for (const char* bad : {"training:\n  windw: 1s\n", "training:\n  jobs:\n    a: [10.0.0.0/40]\n",
-                          "training:\n  max-jobs: 0\n", "training:\n  jobs: [1, 2]\n"}) {
+  for (const char* bad :
+       {"training:\n  windw: 1s\n", "training:\n  jobs:\n    a: [10.0.0.0/40]\n", "training:\n  max-jobs: 0\n",
+        "training:\n  jobs: [1, 2]\n", "training:\n  analysis-budget: 0\n", "training:\n  analysis-budget: 1.5\n"}) {
     auto r = parseRunConfig(bad, "t.yaml");
     ASSERT_FALSE(r.ok()) << bad;
     EXPECT_NE(std::string(r.status().message()).find("training"), std::string::npos) << r.status();
   }
+  auto budget = parseRunConfig("training:\n  analysis-budget: 0\n", "t.yaml");
+  ASSERT_FALSE(budget.ok());
+  EXPECT_NE(std::string(budget.status().message()).find("training.analysis-budget"), std::string::npos)
+      << budget.status();
 }
 
 }  // namespace

@@ -450,6 +450,72 @@ TEST(WorkersTest, OneTwoOrThreeWorkersPerPortGiveTheSameResults) {
   }
 }
 
+// training.analysis-budget spaces a port's analyses out; the intervals in between are taken in and the next
+// analysis covers them. With a budget so small that the first analysis defers every later one for longer than the
+// run, only the first hand-over and the run's end are analysed, and across the analyses every interval is taken
+// in once: the intervals they cover add up to the snapshots, the job's bytes to those of a run that analyses every
+// hand-over, and the last analysis's window figures are that run's. The job is configured, so that its hosts are
+// the same in every analysis (an inferred job's early analyses see part of it, and count the rest as no job's).
+TEST(TrainingBudgetTest, DeferredAnalysesTakeInEveryIntervalOnceAndTheLastIsAlwaysAnalysed) {
+  const std::string trace = std::string(BURSTSCOPE_SOURCE_ROOT) + "/data/ddp-gloo-w3-3steps.pcap";
+  struct Outcome {
+    size_t snapshots = 0;
+    std::vector<std::shared_ptr<const TrainingReport>> analyses;  // each distinct one, in order; the run's last
+  };
+  auto run = [&](double budget) {
+    Outcome o;
+    auto source = openPcapCapture({trace}, DecoderConfig{}, size_t{1} << 16);
+    EXPECT_TRUE(source.ok()) << source.status();
+    PipelineConfig pc;
+    pc.engine.report_interval_ns = 10'000'000;
+    pc.training.analysis_budget = budget;
+    pc.training.jobs.push_back({"ddp", {*parseCidr("10.77.0.0/16")}});
+    auto on_interval = [&](size_t, const PortSnapshot& s) {
+      ++o.snapshots;
+      if (s.training) o.analyses.push_back(s.training);
+    };
+    std::atomic<bool> stop{false};
+    auto r = runCapture(**source, pc, stop, on_interval);
+    EXPECT_TRUE(r.ok()) << r.status();
+    if (!r.ok()) return o;
+    EXPECT_NE(r->ports[0].training, nullptr);
+    if (o.analyses.empty() || o.analyses.back() != r->ports[0].training) o.analyses.push_back(r->ports[0].training);
+    return o;
+  };
+  auto covered = [](const Outcome& o) {
+    size_t n = 0;
+    for (const auto& a : o.analyses) n += a->intervals;
+    return n;
+  };
+  auto jobBytes = [](const Outcome& o) {
+    std::map<std::string, uint64_t> bytes;
+    for (const auto& a : o.analyses) {
+      for (const JobReport& j : a->jobs) bytes[j.name] += j.bytes;
+    }
+    return bytes;
+  };
+  const Outcome every = run(1);
+  const Outcome spaced = run(1e-9);
+  ASSERT_GT(every.snapshots, 100u);
+  ASSERT_EQ(spaced.snapshots, every.snapshots);
+  EXPECT_EQ(covered(every), every.snapshots);
+  EXPECT_EQ(covered(spaced), spaced.snapshots);
+  EXPECT_LE(spaced.analyses.size(), 2u);  // the first hand-over's, and the run's end
+  EXPECT_GT(spaced.analyses.back()->intervals, 1u);
+  ASSERT_FALSE(jobBytes(every).empty());
+  EXPECT_EQ(jobBytes(spaced), jobBytes(every));
+  const TrainingReport &a = *every.analyses.back(), &b = *spaced.analyses.back();
+  EXPECT_EQ(b.window_ns, a.window_ns);
+  ASSERT_EQ(b.jobs.size(), a.jobs.size());
+  for (size_t j = 0; j < a.jobs.size(); ++j) {
+    EXPECT_EQ(b.jobs[j].name, a.jobs[j].name);
+    EXPECT_EQ(b.jobs[j].window_bytes, a.jobs[j].window_bytes);
+    EXPECT_EQ(b.jobs[j].period.period_s, a.jobs[j].period.period_s);
+    EXPECT_EQ(b.jobs[j].step_bytes_mean, a.jobs[j].step_bytes_mean);
+    EXPECT_EQ(b.jobs[j].steps.size(), a.jobs[j].steps.size());
+  }
+}
+
 TEST(WorkersTest, AWorkerCountOutsideOneToThreeIsAClearError) {
   const std::string trace = std::string(BURSTSCOPE_SOURCE_ROOT) + "/data/ddp-gloo-w3-3steps.pcap";
   auto source = openPcapCapture({trace}, DecoderConfig{}, 1024);

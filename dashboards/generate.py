@@ -446,7 +446,7 @@ def training():
     b.panel("stat", "Jobs reported", "short", [q(f"burstscope_training_jobs{{{SEL}}}", "{{sensor}} {{port}}")], w=4)
     b.panel("stat", "Training window", "s", [q(f"burstscope_training_window_seconds{{{SEL}}}", "{{sensor}} {{port}}")],
             w=4, description="Trailing time jobs, periods, bytes per step and topology are read from.")
-    b.panel("timeseries", "Analysis time per report interval", "s",
+    b.panel("timeseries", "Training analysis time", "s",
             [q(f"burstscope_training_analysis_seconds{{{SEL}}}", "{{sensor}} {{port}}")], w=6,
             description="On the control thread. training.analysis-budget (default 0.1) keeps the analyses within "
                         "that share of a core: a longer one is followed by intervals taken in without one.")

@@ -78,9 +78,10 @@ struct TrainingConfig {
   int64_t forget_ns = 600'000'000'000;  // a silent job is still reported (idle) for this long
   bool pair_periods = false;            // also a period per heavy host pair (analyze --json)
   bool interval_bins = true;            // each job's 100 µs bins of the analysed intervals (the live view's)
-  // Live: the share of a core a port's analyses may take on the control thread. After an analysis that took t,
-  // the port's intervals are taken in but not analysed for t·(1/budget − 1); the next analysis covers them all,
-  // as a control thread catching up does. 1: every hand-over (docs/training.md "Cost on the control thread").
+  // Live: the share of the control thread's (wall) time a port's analyses may take. After an analysis that took
+  // t, the port's intervals are taken in but not analysed for t·(1/budget − 1), or until ten wait; the next
+  // analysis covers them all, as a control thread catching up does. 1: every hand-over (docs/training.md "Cost
+  // on the control thread", src/pipeline/analysis_pace.h).
   double analysis_budget = 0.1;
 };
 

@@ -384,7 +384,7 @@ absl::Status readTraining(const Reader& rd, const YAML::Node& n, RunConfig* c) {
   if (n["window"]) BS_RETURN_IF_ERROR(rd.duration(n["window"], "training.window", &t.window_ns));
   if (n["max-jobs"]) BS_RETURN_IF_ERROR(rd.integer(n["max-jobs"], "training.max-jobs", &t.max_jobs, 1, 1000));
   if (n["analysis-budget"]) {
-    BS_RETURN_IF_ERROR(rd.number(n["analysis-budget"], "training.analysis-budget", &t.analysis_budget, 1e-6, 1));
+    BS_RETURN_IF_ERROR(rd.number(n["analysis-budget"], "training.analysis-budget", &t.analysis_budget, 0.01, 1));
   }
   if (n["max-flows"]) BS_RETURN_IF_ERROR(rd.integer(n["max-flows"], "training.max-flows", &t.max_flows, 16, 1LL << 22));
   if (n["top-destinations"]) {

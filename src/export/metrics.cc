@@ -301,12 +301,13 @@ void trainingFamilies(Families& f, const LabelVec& L, const ExportPortInfo& info
     auto it = job_bytes.find(j.name);
     f.counter("burstscope_job_bytes_total", "bytes between the job's hosts (since the job was first reported)", J,
               it != job_bytes.end() ? static_cast<double>(it->second) : 0.0);
-    f.gauge("burstscope_job_throughput_bytes_per_second", "the job's mean rate over the last report interval", J,
-            j.rate_bps / 8);
+    f.gauge("burstscope_job_throughput_bytes_per_second",
+            "the job's mean rate over the intervals the last analysis took in", J, j.rate_bps / 8);
     f.gauge("burstscope_job_idle_seconds", "time since the job's last packet", J, j.idle_s);
     for (size_t i = 0; i < info.scales_ns.size() && i < j.envelope_bytes.size(); ++i) {
       const LabelVec S = with(J, {{"scale", secondsLabel(info.scales_ns[i])}});
-      f.gauge("burstscope_job_envelope_bytes", "E(scale) of the job's traffic in the last interval (100 us bins)", S,
+      f.gauge("burstscope_job_envelope_bytes",
+              "E(scale) of the job's traffic in the intervals the last analysis took in (100 us bins)", S,
               static_cast<double>(j.envelope_bytes[i]));
       if (j.ptm[i]) {
         f.gauge("burstscope_job_peak_to_mean_ratio",
@@ -314,9 +315,11 @@ void trainingFamilies(Families& f, const LabelVec& L, const ExportPortInfo& info
       }
     }
     for (size_t i = 0; i < info.rates_bps.size() && i < j.backlog_bytes.size(); ++i) {
-      f.gauge("burstscope_job_virtual_backlog_max_bytes",
-              "largest backlog of a server draining at rate_bps fed by the job alone, last interval (100 us bins)",
-              with(J, {{"rate_bps", absl::StrFormat("%.0f", info.rates_bps[i])}}), j.backlog_bytes[i]);
+      f.gauge(
+          "burstscope_job_virtual_backlog_max_bytes",
+          "largest backlog of a server draining at rate_bps fed by the job alone, in the intervals the last analysis "
+          "took in (100 us bins)",
+          with(J, {{"rate_bps", absl::StrFormat("%.0f", info.rates_bps[i])}}), j.backlog_bytes[i]);
     }
     if (j.period.period_s) {
       f.gauge("burstscope_job_step_period_seconds", "the job's training step period read from its traffic", J,
@@ -386,15 +389,17 @@ void trainingFamilies(Families& f, const LabelVec& L, const ExportPortInfo& info
   for (const DestinationReport& d : t.destinations) {
     const LabelVec D = with(L, {{"destination", d.host}});
     f.gauge("burstscope_fanin_max_sources",
-            "most sources bursting toward the destination within one 100 us bin, last interval", D,
-            static_cast<double>(d.max_sources));
+            "most sources bursting toward the destination within one 100 us bin, in the intervals the last analysis "
+            "took in",
+            D, static_cast<double>(d.max_sources));
     f.counter("burstscope_fanin_cobursts_total", "100 us bins with two or more sources bursting toward it", D,
               static_cast<double>(d.cobursts));
     f.counter("burstscope_fanin_cross_job_cobursts_total", "co-burst bins whose sources belong to two or more jobs", D,
               static_cast<double>(d.cross_job_cobursts));
     f.gauge("burstscope_fanin_backlog_max_bytes",
-            "largest virtual backlog toward the destination at its link rate, last interval (100 us bins)", D,
-            d.max_backlog_bytes);
+            "largest virtual backlog toward the destination at its link rate, in the intervals the last analysis took "
+            "in (100 us bins)",
+            D, d.max_backlog_bytes);
     f.gauge("burstscope_fanin_link_bytes_per_second", "the destination's link rate assumed for its backlog", D,
             d.link_bps / 8);
     f.counter("burstscope_fanin_backlog_over_buffer_bins_total",

@@ -157,8 +157,8 @@ void LiveView::onInterval(size_t port, const PortSnapshot& s) {
   }
   // The jobs the training analysis read (once it runs and has found any), each with its steps inside the view's
   // window as [start s, end s, bytes] (the page's step markers) and its own bins of the intervals analysed (kept
-  // for the window, and sent once). An interval without an analysis (several handed over at once) keeps the
-  // jobs last shown.
+  // for the window, and sent once). An interval without an analysis (several handed over at once, or analyses
+  // spaced out by training.analysis-budget) keeps the jobs last shown.
   const int64_t from_ns = s.interval.end_ns - config_.window_ns;
   const std::lock_guard<std::mutex> lock(mu_);
   if (!s.training) {

@@ -14,6 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "burstscope/status.h"
+#include "src/pipeline/analysis_pace.h"
 #include "src/pipeline/port_bins.h"
 #include "src/pipeline/step_evidence.h"
 
@@ -515,36 +516,32 @@ absl::StatusOr<RunResult> runCapture(CaptureSource& source, const PipelineConfig
     analyzers[port]->ingest(std::move(delta));
     last_training[port] = analysis(port);
   };
-  // A port's analyses within the training budget: after one that took t, none before t·(1/budget − 1) has passed
-  // (its intervals are taken in meanwhile, and the next analysis covers them all). `unanalysed`: intervals taken
-  // in since the port's last analysis, which the last hand-over analyses whatever the budget.
+  // Each port's analyses within the training budget (analysis_pace.h); the last hand-over analyses whatever waits.
   using Clock = std::chrono::steady_clock;
-  std::vector<Clock::time_point> analyse_from(ports.size(), Clock::time_point::min());
-  std::vector<bool> unanalysed(ports.size(), false);
+  std::vector<internal::AnalysisPace> pace(ports.size(), internal::AnalysisPace(tc.analysis_budget));
   auto deliver = [&](bool last) {  // whether anything came
     auto items = mailbox.take();
     if (items.empty() && !last) return false;
     // Every interval's bins go in, but each port is analysed at most once per hand-over, with its last interval: a
     // control thread that fell behind (many intervals waiting, a burst of empty ones after a silence)
     // catches up instead of analysing each. Only that snapshot carries the report (its interval figures
-    // cover all the intervals since the last one), so that counters built from it count nothing twice.
+    // cover all the intervals since the last one), so that counters built from it count nothing twice; so a
+    // port is analysed only in a hand-over that holds one of its snapshots, which then carries the report.
     std::vector<size_t> last_of(ports.size(), SIZE_MAX);
     for (size_t i = 0; i < items.size(); ++i) {
       const auto& [port, s] = items[i];
       if (!analyzers.empty() && s.interval.training) analyzers[port]->ingest(s.interval.training);
       if (!step_evidence.empty() && s.interval.evidence) step_evidence[port].add(*s.interval.evidence);
       last_of[port] = i;
-      unanalysed[port] = true;
+      pace[port].arrived();
     }
     for (size_t port = 0; port < ports.size() && !analyzers.empty(); ++port) {
-      if (!unanalysed[port] || (!last && Clock::now() < analyse_from[port])) continue;
+      // The last hand-over analyses a port with intervals waiting even without a snapshot of its own to carry
+      // the report (the workers' finish closes every port's last interval, so it has one): the run's result.
+      if (!pace[port].due(Clock::now(), last) || (!last && last_of[port] == SIZE_MAX)) continue;
       const Clock::time_point began = Clock::now();
       last_training[port] = analysis(port);
-      const Clock::time_point ended = Clock::now();
-      const double wait_s = std::chrono::duration<double>(ended - began).count() * (1 / tc.analysis_budget - 1);
-      analyse_from[port] =
-          ended + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(std::min(wait_s, 3600.0)));
-      unanalysed[port] = false;
+      pace[port].done(began, Clock::now());
       if (last_of[port] != SIZE_MAX) items[last_of[port]].second.training = last_training[port];
     }
     for (auto& [port, s] : items) {

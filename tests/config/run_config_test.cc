@@ -332,12 +332,12 @@ training:
   EXPECT_EQ(t.jobs[0].hosts[1].family, 6);
   for (const char* bad :
        {"training:\n  windw: 1s\n", "training:\n  jobs:\n    a: [10.0.0.0/40]\n", "training:\n  max-jobs: 0\n",
-        "training:\n  jobs: [1, 2]\n", "training:\n  analysis-budget: 0\n", "training:\n  analysis-budget: 1.5\n"}) {
+        "training:\n  jobs: [1, 2]\n", "training:\n  analysis-budget: 1.5\n"}) {
     auto r = parseRunConfig(bad, "t.yaml");
     ASSERT_FALSE(r.ok()) << bad;
     EXPECT_NE(std::string(r.status().message()).find("training"), std::string::npos) << r.status();
   }
-  auto budget = parseRunConfig("training:\n  analysis-budget: 0\n", "t.yaml");
+  auto budget = parseRunConfig("training:\n  analysis-budget: 0.001\n", "t.yaml");
   ASSERT_FALSE(budget.ok());
   EXPECT_NE(std::string(budget.status().message()).find("training.analysis-budget"), std::string::npos)
       << budget.status();

@@ -341,7 +341,7 @@ int runLiveCommand(const RunOptions& o) {
     if (recorder) recorder->onInterval(port, s.interval.start_ns, s.interval.end_ns, s.training.get());
   };
   if (metrics) pc.link_sink = [&metrics](size_t port, const LinkState& l) { metrics->publishLink(port, l); };
-  auto result = runCapture(**backend, pc, g_stop, (quiet && !metrics) ? IntervalCallback() : on_interval);
+  auto result = runCapture(**backend, pc, g_stop, (quiet && !metrics && !recorder) ? IntervalCallback() : on_interval);
   if (recorder) {
     // The files owed are written before the summary (their windows end with the capture at the latest).
     recorder->stop();

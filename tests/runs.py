@@ -3,6 +3,7 @@
     wait_for(what, fn, timeout_s)   # fn() until it is truthy, at most timeout_s; a failed check if never
     dpdk_replay(trace, prefix)      # run's arguments for DPDK's net_pcap replaying `trace` at its recorded pace
     stop(run)                       # SIGTERM, then its stdout (killed after 60 s)
+    flight_config(path, out_dir, triggers, snap=None)  # a run's YAML with the flight recorder on
 """
 import os
 import signal
@@ -38,3 +39,16 @@ def stop(run):
         run.kill()
         out, _ = run.communicate()
     return out
+
+
+def flight_config(path, out_dir, triggers, snap=None):
+    """Writes a run's YAML configuration at `path`: the flight recorder on, writing into `out_dir`, 64 MiB of
+    frames (`snap` bytes of each, or the default), 100 ms before and 20 ms after a trigger, at most a file a
+    second; `triggers` maps trigger keys to values ({'microburst-bytes': 50000})."""
+    lines = ['flight-recorder:', '  enabled: true', f'  directory: {out_dir}', '  memory-bytes: 67108864']
+    if snap is not None:
+        lines.append(f'  snap-length: {snap}')
+    lines += ['  before: 100ms', '  after: 20ms', '  min-interval: 1s', '  triggers:']
+    lines += [f'    {k}: {v}' for k, v in triggers.items()]
+    with open(path, 'w') as f:
+        f.write('\n'.join(lines) + '\n')

@@ -326,15 +326,14 @@ int runLiveCommand(const RunOptions& o) {
   std::vector<std::shared_ptr<const TrainingReport>> last_training(port_engines.size());
   auto on_interval = [&](size_t port, const PortSnapshot& s) {
     if (!quiet) {
-      const std::string& name = (*backend)->ports()[port].name;
-      if (s.training || !last_training[port]) {
-        summary << intervalSummary(name, s, port_engines[port]) << std::endl;
-      } else {
-        PortSnapshot shown = s;
-        shown.training = last_training[port];
-        summary << intervalSummary(name, shown, port_engines[port]) << std::endl;
-      }
       if (s.training) last_training[port] = s.training;
+      PortSnapshot shown;  // a copy only for an interval that shows an earlier analysis's jobs
+      if (!s.training && last_training[port]) {
+        shown = s;
+        shown.training = last_training[port];
+      }
+      summary << intervalSummary((*backend)->ports()[port].name, shown.training ? shown : s, port_engines[port])
+              << std::endl;
     }
     if (metrics) metrics->publish(port, s);
     if (live) live->onInterval(port, s);

@@ -28,7 +28,7 @@ import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
 from tap import check, done  # noqa: E402
-from runs import dpdk_replay, stop, wait_for  # noqa: E402
+from runs import dpdk_replay, flight_config, stop, wait_for  # noqa: E402
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'integration'))
 import make_host_captures as host_captures  # noqa: E402
 from make_host_captures import read_classic  # noqa: E402
@@ -90,18 +90,7 @@ def main():
     source = read_pcap(trace)
     out_dir = os.path.join(tmp, 'flight')
     config = os.path.join(tmp, 'burstscope.yaml')
-    with open(config, 'w') as f:
-        f.write(f'''flight-recorder:
-  enabled: true
-  directory: {out_dir}
-  memory-bytes: 67108864
-  snap-length: {SNAP}
-  before: 100ms
-  after: 20ms
-  min-interval: 1s
-  triggers:
-    microburst-bytes: 50000
-''')
+    flight_config(config, out_dir, {'microburst-bytes': 50000}, snap=SNAP)
     err = open(os.path.join(tmp, 'run.err'), 'w')
     run = subprocess.Popen([exe, 'run', '-q', '--json', '--config', config, '--listen', '127.0.0.1:0', '--interval',
                             '1s'] + dpdk_replay(trace, 'bs_flight'), stdout=subprocess.PIPE, stderr=err, text=True)

@@ -21,7 +21,7 @@ import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
 from tap import check, done  # noqa: E402
-from runs import dpdk_replay  # noqa: E402
+from runs import dpdk_replay, flight_config  # noqa: E402
 
 
 def frame(src, dst, seq):
@@ -51,17 +51,7 @@ def main():
         write_trace(trace)
         out_dir = os.path.join(tmp, 'flight')
         config = os.path.join(tmp, 'burstscope.yaml')
-        with open(config, 'w') as f:
-            f.write(f'''flight-recorder:
-  enabled: true
-  directory: {out_dir}
-  memory-bytes: 67108864
-  before: 100ms
-  after: 20ms
-  min-interval: 1s
-  triggers:
-    fanin-sources: 3
-''')
+        flight_config(config, out_dir, {'fanin-sources': 3})
         try:
             run = subprocess.run([exe, 'run', '-q', '--config', config, '--listen', 'none', '--interval', '1s',
                                   '--idle-exit', '2s'] + dpdk_replay(trace, 'bs_fanin'),

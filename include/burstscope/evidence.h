@@ -162,6 +162,11 @@ class EvidenceAggregator final : public Aggregator, public EngineObserver {
   ~EvidenceAggregator() override;
   void add(std::span<const PacketRecord> records) override;
   void addRuns(std::span<const PacketRecord> records, std::span<const uint32_t> run_starts) override;
+  // A flow's hint holds its TCP connection: with thousands of connections interleaved (many jobs), most runs
+  // would miss the recent-connection cache and probe the connection table again.
+  bool wantsFlowHints() const override { return true; }
+  void addRunsHinted(std::span<const PacketRecord> records, std::span<const uint32_t> run_starts,
+                     std::span<FlowHint* const> hints) override;
   void closeInterval(const IntervalContext& c, IntervalReport* out) override;
   void finish() override;
   void result(EngineResult* out) const override;

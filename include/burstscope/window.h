@@ -201,6 +201,15 @@ struct IntervalContext {
 // kept per flow is looked up once per run, not by a key comparison per packet in each aggregator.
 void findFlowRuns(std::span<const PacketRecord> records, std::vector<uint32_t>* starts);
 
+// Room for one aggregator's own per-flow state in the engine's flow table (EngineConfig::pairs_and_flows), so
+// that a flow is looked up once per run for both: the engine's table finds the run's entry, and the aggregator
+// keeps there where its own state for that flow is. Only the aggregator that wrote it reads it, and only while
+// `epoch` is its own: it changes its epoch whenever its state may have moved or gone (0 is never written).
+struct FlowHint {
+  uintptr_t value = 0;
+  uint64_t epoch = 0;
+};
+
 // One aggregate of the packet stream. The engine calls it on its own thread: add() with records in
 // non-decreasing time, all inside the current report interval; closeInterval() at each interval's end
 // (with report intervals); finish() once after the last add; result() after finish().
@@ -212,6 +221,16 @@ class Aggregator {
   // aggregator that keeps state per flow overrides it; the others take add().
   virtual void addRuns(std::span<const PacketRecord> records, std::span<const uint32_t> /*run_starts*/) {
     add(records);
+  }
+  // An aggregator that keeps state per flow and would use the engine's flow table's FlowHint. The engine gives
+  // hints to the first added one that wants them (one owner: a hint holds one aggregator's state), and only when
+  // it runs the pair and flow tables.
+  virtual bool wantsFlowHints() const { return false; }
+  // addRuns() with each run's hint (nullptr: none, for a non-IP run, or one whose entry may have moved since):
+  // called instead of addRuns() for the aggregator that has the hints.
+  virtual void addRunsHinted(std::span<const PacketRecord> records, std::span<const uint32_t> run_starts,
+                             std::span<FlowHint* const> /*hints*/) {
+    addRuns(records, run_starts);
   }
   virtual void closeInterval(const IntervalContext& c, IntervalReport* out) = 0;
   virtual void finish() = 0;

@@ -120,6 +120,7 @@ struct TcpConn {
   int64_t syn_ns = 0;        // the most recent SYN (without ACK)
   int64_t first_rtt_ns = 0;  // from it to the next segment with ACK and no SYN: the out-of-order threshold
 };
+static_assert(alignof(TcpConn) >= 2);  // a flow hint keeps the key's direction in the address's low bit
 struct QpState {
   uint32_t highest = 0;
   int64_t last_ns = 0;
@@ -429,6 +430,9 @@ struct EvidenceAggregator::Impl {
   };
   static constexpr size_t kTcpSlots = 256;
   std::array<TcpSlot, kTcpSlots> tcp_slots{};
+  // The epoch of the connections' places, for the engine's flow hints (a connection's address and its key's
+  // direction): it changes whenever entries of `tcp` may have moved or gone, where tcp_slots are cleared for it.
+  uint64_t conn_epoch = 1;
   FlowKey last_qp_key;
   QpState* last_qp = nullptr;
 
@@ -470,6 +474,7 @@ struct EvidenceAggregator::Impl {
     // Valid for the whole run: the only keys put into those maps during it are these two, and nothing is taken
     // out of them. A retransmission storm (every segment an event) looks each up once a run, not once a packet.
     std::optional<KeyEvents*> flow_events, pair_events;  // empty until the run's first event
+    FlowHint* hint = nullptr;                            // the engine's flow table's, for the run's key (nullptr: none)
   };
   KeyEvents* flowEvents(const FlowKey& k, Run& run) {
     if (!run.flow_events) run.flow_events = boundedFind(flows, k, flow_cap);
@@ -650,7 +655,10 @@ struct EvidenceAggregator::Impl {
       if (tcp.size() < flow_cap) {  // a new connection goes in with the probe that looks for it
         const size_t buckets = tcp.bucket_count();
         it = tcp.try_emplace(k).first;
-        if (tcp.bucket_count() != buckets) tcp_slots.fill(TcpSlot{});  // entries moved
+        if (tcp.bucket_count() != buckets) {  // entries moved
+          tcp_slots.fill(TcpSlot{});
+          ++conn_epoch;
+        }
       } else if (it = tcp.find(k); it == tcp.end()) {
         return nullptr;
       }
@@ -658,6 +666,20 @@ struct EvidenceAggregator::Impl {
       slot.conn = &it->second;
     }
     return slot.conn;
+  }
+
+  // findConnection() through the run's hint: the connection the hint holds while its epoch is current, else found
+  // (or made) and put in the hint. The same connection either way; a refused one (the table full) is not hinted.
+  TcpConn* connectionOf(const FlowKey& key, Run& run) {
+    FlowHint* h = run.hint;
+    if (h != nullptr && h->epoch == conn_epoch) {
+      run.d = static_cast<int>(h->value & 1);
+      return reinterpret_cast<TcpConn*>(h->value & ~uintptr_t{1});
+    }
+    TcpConn* conn = findConnection(key, &run.d);
+    if (h != nullptr && conn != nullptr)
+      *h = FlowHint{reinterpret_cast<uintptr_t>(conn) | static_cast<uintptr_t>(run.d), conn_epoch};
+    return conn;
   }
 
   void tcpPacket(const PacketRecord& r, EvidenceCounts& c, Run& run) {
@@ -669,7 +691,7 @@ struct EvidenceAggregator::Impl {
     if (r.len > 0) ++c.tcp_data_segments;
     if (!run.tcp_known) {
       run.tcp_known = true;
-      run.conn = findConnection(r.key, &run.d);
+      run.conn = connectionOf(r.key, run);
     }
     if (run.conn == nullptr) {
       if (r.len > 0) ++c.tcp_untracked_segments;
@@ -764,6 +786,7 @@ struct EvidenceAggregator::Impl {
       // the bucket count unchanged), which tcp_slots' pointers could not tell. A rehash now clears them: from here
       // entries move only when the table grows, which findConnection sees.
       tcp.rehash(0);
+      ++conn_epoch;
     }
     if (qps.size() > flow_cap / 2)
       absl::erase_if(qps, [&](const auto& kv) { return kv.second.last_ns < now - kIdleForgetNs; });
@@ -836,6 +859,11 @@ void EvidenceAggregator::add(std::span<const PacketRecord> records) {
 }
 
 void EvidenceAggregator::addRuns(std::span<const PacketRecord> records, std::span<const uint32_t> starts) {
+  addRunsHinted(records, starts, {});
+}
+
+void EvidenceAggregator::addRunsHinted(std::span<const PacketRecord> records, std::span<const uint32_t> starts,
+                                       std::span<FlowHint* const> hints) {
   Impl& m = *impl_;
   // Where connections churn (the last batch's runs missed the recent ones often), the connection of the run
   // kAhead runs on is fetched first; steady traffic does not pay for the check.
@@ -844,8 +872,12 @@ void EvidenceAggregator::addRuns(std::span<const PacketRecord> records, std::spa
   m.misses_before = m.slot_misses;
   m.runs_before = starts.size() - 1;
   for (size_t k = 0; k + 1 < starts.size(); ++k) {
-    if (churn && k + kAhead + 1 < starts.size()) m.prefetchConnection(records[starts[k + kAhead]]);
+    if (churn && k + kAhead + 1 < starts.size()) {
+      const FlowHint* h = hints.empty() ? nullptr : hints[k + kAhead];
+      if (h == nullptr || h->epoch != m.conn_epoch) m.prefetchConnection(records[starts[k + kAhead]]);
+    }
     Impl::Run run;
+    if (!hints.empty()) run.hint = hints[k];
     const FlowKey& key = records[starts[k]].key;
     if (key.family != 0) run.hosts = hostBit(key.src) | hostBit(key.dst);
     for (uint32_t i = starts[k]; i < starts[k + 1]; ++i) m.add(records[i], run);

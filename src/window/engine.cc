@@ -2,6 +2,7 @@
 #include <array>
 #include <cmath>
 #include <deque>
+#include <type_traits>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -215,6 +216,11 @@ class HeavyAggregator final : public Aggregator {
     const bool churn = flows_.recentMisses() - misses_before_ > runs_before_ / 8;
     misses_before_ = flows_.recentMisses();
     runs_before_ = starts.size() - 1;
+    // Each run's flow entry's hint, for the engine's hinted aggregator: valid for the runs looked up after the
+    // batch's last change to the flow table (an insertion or an eviction may move or remove entries).
+    if (hints_ != nullptr) hints_->assign(starts.size() - 1, nullptr);
+    uint64_t generation = flows_.generation();
+    size_t valid_from = 0;
     for (size_t k = 0; k + 1 < starts.size(); ++k) {
       if (churn && k + kAhead + 1 < starts.size()) {
         const FlowKey& next = records[starts[k + kAhead]].key;
@@ -223,18 +229,28 @@ class HeavyAggregator final : public Aggregator {
       size_t i = starts[k];
       const size_t end = starts[k + 1];
       if (records[i].key.family == 0) continue;
+      HeavyTable::Entry* flow = nullptr;
       while (i < end) {
         const PacketRecord& r = records[i];
         if (r.ts_ns >= bin_end_) bin_end_ = (r.ts_ns / cfg_.base_bin_ns + 1) * cfg_.base_bin_ns;
         uint64_t bytes = r.wire_len;
         size_t j = i + 1;
         while (j < end && records[j].ts_ns < bin_end_) bytes += records[j++].wire_len;
-        addRun(r.key, r.ts_ns, records[j - 1].ts_ns, bytes, j - i);
+        flow = &addRun(r.key, r.ts_ns, records[j - 1].ts_ns, bytes, j - i);
         i = j;
       }
+      if (hints_ != nullptr) {
+        (*hints_)[k] = &flow->hint;
+        if (flows_.generation() != generation) {
+          generation = flows_.generation();
+          valid_from = k;
+        }
+      }
     }
+    if (hints_ != nullptr) std::fill_n(hints_->begin(), valid_from, nullptr);
   }
-  void addRun(const FlowKey& key, int64_t first_ts, int64_t last_ts, uint64_t bytes, uint64_t packets) {
+  // The flow's entry: valid until the flow table's generation changes.
+  HeavyTable::Entry& addRun(const FlowKey& key, int64_t first_ts, int64_t last_ts, uint64_t bytes, uint64_t packets) {
     HeavyTable::Entry& flow = flows_.lookup(key, first_ts);
     const FlowKey pair_key = key.pairKey();
     if (flow.link == nullptr || flow.link_generation != pairs_.generation()) {
@@ -243,7 +259,10 @@ class HeavyAggregator final : public Aggregator {
     }
     pairs_.account(pair_key, *flow.link, first_ts, last_ts, bytes, packets);
     flows_.account(key, flow, first_ts, last_ts, bytes, packets);
+    return flow;
   }
+  // Where addRuns() leaves each run's hint (nullptr: the engine hands hints to nobody).
+  void setHintsOut(std::vector<FlowHint*>* hints) { hints_ = hints; }
 
   void closeInterval(const IntervalContext&, IntervalReport* out) override {
     if (cfg_.report_top_k == 0) return;
@@ -269,6 +288,7 @@ class HeavyAggregator final : public Aggregator {
   std::vector<uint32_t> run_starts_;  // scratch for add() without the engine's runs
   uint64_t misses_before_ = 0;        // the flow table's recent misses before the last batch
   size_t runs_before_ = 0;            // the last batch's runs
+  std::vector<FlowHint*>* hints_ = nullptr;
 };
 
 // Forwards the port stream's detail to every subscriber.
@@ -328,6 +348,8 @@ struct Engine::Impl {
   uint64_t steps = 0;
   std::deque<std::pair<uint64_t, Microburst>> forwarded;
   std::vector<uint32_t> run_starts;       // scratch: the flow runs of the records being added (findFlowRuns)
+  Aggregator* hinted = nullptr;           // the added aggregator that has the flow table's hints (FlowHint)
+  std::vector<FlowHint*> run_hints;       // scratch: each run's hint, from the heavy aggregator to `hinted`
   bool needs_runs = cfg.pairs_and_flows;  // an aggregator takes them (the streams alone do not)
 
   // Report intervals [interval_start, interval_end); interval_end is INT64_MAX without intervals and
@@ -387,8 +409,13 @@ Engine::Engine(const EngineConfig& config) : impl_(std::make_unique<Impl>(config
 Engine::~Engine() = default;
 
 void Engine::addAggregator(std::unique_ptr<Aggregator> a) {
-  impl_->added.push_back(std::move(a));
-  impl_->needs_runs = true;
+  Impl& m = *impl_;
+  if (m.hinted == nullptr && m.cfg.pairs_and_flows && a->wantsFlowHints()) {
+    m.hinted = a.get();
+    m.heavy.setHintsOut(&m.run_hints);
+  }
+  m.added.push_back(std::move(a));
+  m.needs_runs = true;
 }
 
 void Engine::subscribe(EngineObserver* o) {
@@ -416,7 +443,15 @@ void Engine::add(std::span<const PacketRecord> records) {
     const std::span<const PacketRecord> run = records.subspan(i, j - i);
     if (m.needs_runs) findFlowRuns(run, &m.run_starts);
     const std::span<const uint32_t> starts(m.run_starts);
-    m.step([run, starts](auto& a) { a.addRuns(run, starts); });
+    m.step([&m, run, starts](auto& a) {
+      if constexpr (std::is_same_v<std::remove_cvref_t<decltype(a)>, Aggregator>) {
+        if (&a == m.hinted) {
+          a.addRunsHinted(run, starts, m.run_hints);  // filled by the heavy aggregator, which comes before
+          return;
+        }
+      }
+      a.addRuns(run, starts);
+    });
     i = j;
   }
 }

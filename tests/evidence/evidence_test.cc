@@ -126,6 +126,96 @@ TEST(TcpEvidence, ForgettingIdleConnectionsKeepsTheLiveOnesApart) {
   EXPECT_EQ(last->totals.tcp_ack_lost_segments, 0u);
 }
 
+// With the pair and flow tables on, the engine's flow table keeps each flow's TCP connection for the evidence (a
+// FlowHint), so that thousands of interleaved connections are not looked up again at every run. The two tests
+// below make the connection table move or drop its entries while hints point at them; each connection numbers its
+// bytes in a space of its own, so that a segment judged by a stale hint would be a retransmission or a lost
+// segment. The truth is none, and every figure equals that of the same records without the tables (no hints). The
+// records go in batches of 64, as a worker's do: a hint taken before the batch's last new flow is not handed on.
+class FlowHints : public ::testing::Test {
+ protected:
+  // Round after round, one segment of each connection in turn (its port in `ports`), starting at `t`; with
+  // `acks`, each answered by the other side. A connection new to `next` starts its sequence afresh.
+  void rounds(int64_t t, const std::vector<uint16_t>& ports, int n, bool acks) {
+    for (int round = 0; round < n; ++round) {
+      for (uint16_t p : ports) {
+        if (!next.count(p)) next[p] = 1 + (p - 10000u) * 1'000'000u;
+        v.push_back(port(segment(t, true, next[p], 1000, 1), p));
+        next[p] += 1000;
+        if (acks) v.push_back(port(segment(t + kUs, false, 1, 0, next[p]), p));
+        t += 2 * kUs;
+      }
+    }
+  }
+  static PacketRecord port(PacketRecord r, uint16_t p) {
+    (r.key.src_port == 5201 ? r.key.dst_port : r.key.src_port) = p;
+    return r;
+  }
+  void check(size_t flow_table_capacity, uint64_t data_segments) {
+    auto run = [&](bool tables) {
+      EngineConfig cfg;
+      cfg.flow_table_capacity = flow_table_capacity;
+      cfg.report_interval_ns = 1'000'000'000;
+      cfg.baseline_ns = 60'000'000'000;
+      cfg.pairs_and_flows = tables;
+      Engine engine(cfg);
+      auto agg = std::make_unique<EvidenceAggregator>(EvidenceConfig{}, cfg, true);
+      engine.subscribe(agg.get());
+      engine.addAggregator(std::move(agg));
+      std::shared_ptr<const EvidenceReport> last;
+      engine.setIntervalSink([&](const IntervalReport& r) { last = r.evidence; });
+      for (size_t i = 0; i < v.size(); i += 64) engine.add(std::span(v).subspan(i, std::min<size_t>(64, v.size() - i)));
+      engine.finish();
+      return last;
+    };
+    const auto hinted = run(true), plain = run(false);
+    ASSERT_TRUE(hinted && plain);
+    const EvidenceCounts& h = hinted->totals;
+    EXPECT_EQ(h.tcp_data_segments, data_segments);
+    EXPECT_EQ(h.tcp_untracked_segments, 0u);
+    EXPECT_EQ(h.tcp_retransmissions, 0u);
+    EXPECT_EQ(h.tcp_out_of_order, 0u);
+    EXPECT_EQ(h.tcp_lost_segments, 0u);
+    EXPECT_EQ(h.tcp_ack_lost_segments, 0u);
+    const EvidenceCounts& p = plain->totals;
+    for (auto f :
+         {&EvidenceCounts::ip_packets, &EvidenceCounts::tcp_data_segments, &EvidenceCounts::tcp_retransmissions,
+          &EvidenceCounts::tcp_out_of_order, &EvidenceCounts::tcp_untracked_segments,
+          &EvidenceCounts::tcp_lost_segments, &EvidenceCounts::tcp_ack_lost_segments, &EvidenceCounts::tcp_holes_filled,
+          &EvidenceCounts::tcp_holes_acked_unseen, &EvidenceCounts::tcp_bytes_acked_unseen,
+          &EvidenceCounts::tcp_holes_untracked}) {
+      EXPECT_EQ(h.*f, p.*f);
+    }
+  }
+  std::vector<PacketRecord> v;
+  std::map<uint16_t, uint32_t> next;  // per connection's port: its next sequence number
+};
+
+// 300 connections come in one round (the connection table grows past 255, moving its entries, while the hints of
+// the flows met before point into it), then three more rounds; each segment acknowledged by the other side, so that
+// a direction judged by a stale copy of its connection acknowledges data the copy never saw.
+TEST_F(FlowHints, AFlowsHintFollowsItsConnectionWhenTheTableGrows) {
+  std::vector<uint16_t> ports;
+  for (uint16_t i = 0; i < 300; ++i) ports.push_back(static_cast<uint16_t>(10000 + i));
+  rounds(kT0, ports, 4, /*acks=*/true);
+  check(65'536, 300 * 4);
+}
+
+// 200 connections (one direction each, so that the flow table, bounded as the connection table, keeps every flow
+// and its hint) send for five rounds, fall idle and are forgotten a minute later (the table is over half its bound
+// of 256); then half of them start again from their first byte (a new connection on the same ports) beside 50 new
+// ones. A flow's hint to its forgotten connection would call the new start a retransmission.
+TEST_F(FlowHints, AFlowsHintIsStaleOnceItsConnectionIsForgotten) {
+  std::vector<uint16_t> first, again;
+  for (uint16_t i = 0; i < 200; ++i) first.push_back(static_cast<uint16_t>(10000 + i));
+  rounds(kT0, first, 5, /*acks=*/false);
+  next.clear();
+  for (uint16_t i = 0; i < 100; ++i) again.push_back(static_cast<uint16_t>(10000 + i));
+  for (uint16_t i = 0; i < 50; ++i) again.push_back(static_cast<uint16_t>(12000 + i));
+  rounds(kT0 + 62'000 * kMs, again, 5, /*acks=*/false);
+  check(256, 200 * 5 + 150 * 5);
+}
+
 TEST(TcpEvidence, ASegmentSentAgainLaterIsARetransmissionAndAHoleFilledSoonIsOutOfOrder) {
   std::vector<PacketRecord> v;
   // 1000..2448 and 3896.. arrive; 2448 (the hole) arrives 100 us later: out of order (3 ms threshold).

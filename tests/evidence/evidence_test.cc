@@ -78,6 +78,20 @@ TEST(TcpEvidence, InOrderTransferHasNoRetransmissions) {
   EXPECT_EQ(r.e().totals.tcp_out_of_order, 0u);
 }
 
+// The evidence of the last report interval of `v` through an engine with `cfg`, the records added `batch` at a time.
+std::shared_ptr<const EvidenceReport> lastInterval(const std::vector<PacketRecord>& v, const EngineConfig& cfg,
+                                                   size_t batch) {
+  Engine engine(cfg);
+  auto agg = std::make_unique<EvidenceAggregator>(EvidenceConfig{}, cfg, true);
+  engine.subscribe(agg.get());
+  engine.addAggregator(std::move(agg));
+  std::shared_ptr<const EvidenceReport> last;
+  engine.setIntervalSink([&](const IntervalReport& r) { last = r.evidence; });
+  for (size_t i = 0; i < v.size(); i += batch) engine.add(std::span(v).subspan(i, std::min(batch, v.size() - i)));
+  engine.finish();
+  return last;
+}
+
 // Connections forgotten while idle leave holes (tombstones) in the connection table, after which absl may make
 // room for new ones by moving entries within the table; the recent-connection cache must not keep pointing where
 // an entry was. 100 live connections send in order while 100 new ones come, after 200 idle ones were forgotten:
@@ -109,14 +123,7 @@ TEST(TcpEvidence, ForgettingIdleConnectionsKeepsTheLiveOnesApart) {
     v.push_back(seg(t, static_cast<uint16_t>(20000 + round), true, 1, 100, 1));
     t += 2 * kUs;
   }
-  Engine engine(cfg);
-  auto agg = std::make_unique<EvidenceAggregator>(EvidenceConfig{}, cfg, true);
-  engine.subscribe(agg.get());
-  engine.addAggregator(std::move(agg));
-  std::shared_ptr<const EvidenceReport> last;
-  engine.setIntervalSink([&](const IntervalReport& r) { last = r.evidence; });
-  engine.add(v);
-  engine.finish();
+  const auto last = lastInterval(v, cfg, v.size());
   ASSERT_TRUE(last);
   EXPECT_EQ(last->totals.tcp_data_segments, 200u + 100 * 100 + 100);
   EXPECT_EQ(last->totals.tcp_untracked_segments, 0u);
@@ -158,15 +165,7 @@ class FlowHints : public ::testing::Test {
       cfg.report_interval_ns = 1'000'000'000;
       cfg.baseline_ns = 60'000'000'000;
       cfg.pairs_and_flows = tables;
-      Engine engine(cfg);
-      auto agg = std::make_unique<EvidenceAggregator>(EvidenceConfig{}, cfg, true);
-      engine.subscribe(agg.get());
-      engine.addAggregator(std::move(agg));
-      std::shared_ptr<const EvidenceReport> last;
-      engine.setIntervalSink([&](const IntervalReport& r) { last = r.evidence; });
-      for (size_t i = 0; i < v.size(); i += 64) engine.add(std::span(v).subspan(i, std::min<size_t>(64, v.size() - i)));
-      engine.finish();
-      return last;
+      return lastInterval(v, cfg, 64);
     };
     const auto hinted = run(true), plain = run(false);
     ASSERT_TRUE(hinted && plain);

@@ -431,7 +431,8 @@ struct EvidenceAggregator::Impl {
   static constexpr size_t kTcpSlots = 256;
   std::array<TcpSlot, kTcpSlots> tcp_slots{};
   // The epoch of the connections' places, for the engine's flow hints (a connection's address and its key's
-  // direction): it changes whenever entries of `tcp` may have moved or gone, where tcp_slots are cleared for it.
+  // direction): it changes whenever entries of `tcp` may have moved or gone (the table grew, or idle ones were
+  // forgotten).
   uint64_t conn_epoch = 1;
   FlowKey last_qp_key;
   QpState* last_qp = nullptr;

@@ -35,7 +35,7 @@ class HeavyTable {
     // generation is unchanged: one hash lookup per packet instead of two.
     Entry* link = nullptr;
     uint64_t link_generation = 0;
-    FlowHint hint = {};  // a flow entry's: the engine's hinted aggregator's state for the flow (window.h)
+    FlowHint hint = {};  // a flow entry's: the hinted aggregator's state of the flow (window.h); a pair's: unused
   };
 
   HeavyTable(const EngineConfig& cfg, size_t capacity);

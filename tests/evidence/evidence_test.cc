@@ -138,7 +138,8 @@ TEST(TcpEvidence, ForgettingIdleConnectionsKeepsTheLiveOnesApart) {
 // below make the connection table move or drop its entries while hints point at them; each connection numbers its
 // bytes in a space of its own, so that a segment judged by a stale hint would be a retransmission or a lost
 // segment. The truth is none, and every figure equals that of the same records without the tables (no hints). The
-// records go in batches of 64, as a worker's do: a hint taken before the batch's last new flow is not handed on.
+// records go in batches of 64, as a file's reader hands them on: a hint taken before the batch's last new flow is
+// not handed on. (The engine's own test, EngineAggregatorTest.AFlowsHintComesBack..., checks which runs get one.)
 class FlowHints : public ::testing::Test {
  protected:
   // Round after round, one segment of each connection in turn (its port in `ports`), starting at `t`; with

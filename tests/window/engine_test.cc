@@ -1022,6 +1022,70 @@ TEST(EngineAggregatorTest, AnAddedAggregatorAndAnObserverSeeEveryPacketOnce) {
   }
 }
 
+// An aggregator that takes the flow table's hints (FlowHint) and says, per run, whether it had one and whether what
+// it had written there for the run's flow before came back.
+class HintTaker final : public Aggregator {
+ public:
+  void add(std::span<const PacketRecord>) override { ++plain_batches; }
+  bool wantsFlowHints() const override { return true; }
+  void addRunsHinted(std::span<const PacketRecord> records, std::span<const uint32_t> starts,
+                     std::span<FlowHint* const> hints) override {
+    for (size_t k = 0; k + 1 < starts.size(); ++k) {
+      const uint8_t id = records[starts[k]].key.src[3];  // the flow's own number
+      FlowHint* h = hints[k];
+      runs.push_back(h == nullptr ? '-' : h->epoch == 0 ? 'n' : h->value == id ? 'y' : 'x');
+      if (h != nullptr) *h = FlowHint{id, 1};
+    }
+    runs.push_back('|');
+  }
+  void closeInterval(const IntervalContext&, IntervalReport*) override {}
+  void finish() override {}
+  void result(EngineResult*) const override {}
+  std::string runs;  // per run: '-' no hint, 'n' a hint never written, 'y' its own, 'x' another's; '|' per batch
+  int plain_batches = 0;
+};
+
+// The engine hands each run its flow's hint, written by the first aggregator that wants them and kept for it
+// alone, except a non-IP run and the runs looked up before the batch's last new flow (an insertion may move the
+// table's entries); a second aggregator that wants them, or any without the tables, gets addRuns().
+TEST(EngineAggregatorTest, AFlowsHintComesBackToTheFirstAggregatorThatWantsThemWhileItsEntryStays) {
+  auto rec = [](uint8_t flow) {
+    PacketRecord r;
+    r.ts_ns = 1'000'000'000;
+    r.wire_len = 100;
+    if (flow != 0) {
+      r.key.family = 4;
+      r.key.proto = 17;
+      r.key.src = {10, 0, 0, flow};
+      r.key.dst = {10, 0, 1, 1};
+    }
+    return r;
+  };
+  auto run = [&](bool tables) {
+    EngineConfig c;
+    c.pairs_and_flows = tables;
+    Engine e(c);
+    auto first = std::make_unique<HintTaker>(), second = std::make_unique<HintTaker>();
+    HintTaker* a = first.get();
+    HintTaker* b = second.get();
+    e.addAggregator(std::move(first));
+    e.addAggregator(std::move(second));
+    for (const std::vector<uint8_t>& batch : std::vector<std::vector<uint8_t>>{{1, 2, 3, 1}, {1, 2, 0, 3}, {4, 1}}) {
+      std::vector<PacketRecord> v;
+      for (uint8_t f : batch) v.push_back(rec(f));
+      e.add(v);
+    }
+    e.finish();
+    return std::make_pair(std::make_pair(a->runs, a->plain_batches), std::make_pair(b->runs, b->plain_batches));
+  };
+  // Flows 1, 2, 3 are new in the first batch: only the runs after 3's insertion have hints. None is new in the
+  // second: all but the non-IP run do, and what was written for 1 and 3 comes back. 4 is new in the third, its
+  // own run the batch's first: both have hints.
+  EXPECT_EQ(run(true),
+            std::make_pair(std::make_pair(std::string("--nn|yn-y|ny|"), 0), std::make_pair(std::string(), 3)));
+  EXPECT_EQ(run(false), std::make_pair(std::make_pair(std::string(), 3), std::make_pair(std::string(), 3)));
+}
+
 TEST(EngineAggregatorTest, BatchesGiveTheSameResultAsOneRecordAtATime) {
   const std::vector<Pkt> v = randomTrace(3, 4000);
   const EngineConfig c = intervalConfig();

@@ -136,12 +136,22 @@ struct MirrorAggregator::Impl {
         return;
       }
     }
-    // The oldest way, the first of equals, without branches (which one it is, is a coin toss per frame).
+    // The oldest way, the first of equals. Which one it is, is a coin toss per frame, so the choice is made
+    // with masks: written as conditionals, GCC 12 compiled two of the three to branches, mispredicted about
+    // once a frame (a third of this aggregator's samples at the trace's rate, `perf annotate`).
     const int64_t* t = bucket.ts_ns;
-    const size_t v01 = t[1] < t[0] ? 1 : 0;
-    const size_t v23 = t[3] < t[2] ? 3 : 2;
-    const size_t victim = t[v23] < t[v01] ? v23 : v01;
-    if (bucket.ts_ns[victim] != INT64_MIN && p.ts_ns - bucket.ts_ns[victim] <= cfg.duplicate_horizon_ns) ++r.displaced;
+    const auto pick = [](bool c, uint64_t a, uint64_t b) {  // c ? a : b
+      const uint64_t m = -static_cast<uint64_t>(c);
+      return (a & m) | (b & ~m);
+    };
+    const bool c01 = t[1] < t[0];
+    const bool c23 = t[3] < t[2];
+    const auto m01 = static_cast<int64_t>(pick(c01, t[1], t[0]));
+    const auto m23 = static_cast<int64_t>(pick(c23, t[3], t[2]));
+    const bool c = m23 < m01;
+    const size_t victim = pick(c, 2 + static_cast<size_t>(c23), static_cast<size_t>(c01));
+    const auto oldest = static_cast<int64_t>(pick(c, m23, m01));
+    if (oldest != INT64_MIN && p.ts_ns - oldest <= cfg.duplicate_horizon_ns) ++r.displaced;
     bucket.ts_ns[victim] = p.ts_ns;
     bucket.dup_key[victim] = p.dup_key;
     bucket.flow[victim] = flow;

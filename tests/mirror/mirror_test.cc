@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <map>
 #include <random>
 #include <span>
@@ -179,6 +180,60 @@ TEST(MirrorDuplicates, ManyFlowsStayWithinTheTableAndCopiesAreStillFound) {
   EngineResult r = run(v, mc);
   EXPECT_EQ(r.mirror->duplicatesTotal(), static_cast<uint64_t>(kFrames));
   EXPECT_EQ(r.mirror->checked, 2u * kFrames);
+}
+
+// Which remembered frame a new one replaces, against a brute force. The frames meet in a few of the table's
+// buckets (its layout, mirror.cc bucketOf: bits 2 to 13 of the key pick one of 4,096 buckets of four), so that
+// every bucket is full and most new frames push one out: always its oldest, the first of equals. The brute force
+// finds it with std::min_element; copies of recent frames come back in a random order, some within the horizon of
+// the frame they copy and some beyond, and the figures must agree frame by frame.
+TEST(MirrorDuplicates, ANewFrameReplacesItsBucketsOldestAsABruteForceDoes) {
+  constexpr int kBuckets = 3;
+  constexpr int64_t kHorizon = 40 * kUs;
+  std::mt19937 rng(11);
+  struct Way {
+    int64_t ts = INT64_MIN;
+    uint32_t key = 0;
+  };
+  std::vector<std::array<Way, 4>> model(kBuckets);
+  uint64_t duplicates = 0, displaced = 0;
+  std::vector<PacketRecord> v, sent;
+  int64_t t = kT0;
+  for (int i = 0; i < 20'000; ++i) {
+    t += 1 + static_cast<int64_t>(rng() % (8 * kUs));  // distinct times: no ties but the empty ways'
+    PacketRecord p;
+    if (sent.size() > 8 && rng() % 3 == 0) {
+      p = sent[sent.size() - 1 - rng() % 8];  // a copy of one of the last eight frames
+    } else {
+      const auto b = static_cast<uint32_t>(rng() % kBuckets);
+      const auto n = static_cast<uint32_t>(sent.size());
+      p = segment(t, true, n * 1000, 1000, 1);
+      p.dup_key = (b << 2 | 1) + (n << 14);  // bucket b
+      sent.push_back(p);
+    }
+    p.ts_ns = t;
+    v.push_back(p);
+    std::array<Way, 4>& ways = model[(p.dup_key >> 2) % 4096];
+    auto hit = std::find_if(ways.begin(), ways.end(), [&](const Way& w) {
+      return w.key == p.dup_key && w.ts != INT64_MIN && t - w.ts <= kHorizon;
+    });
+    if (hit != ways.end()) {
+      ++duplicates;
+      hit->ts = t;
+      continue;
+    }
+    auto oldest = std::min_element(ways.begin(), ways.end(), [](const Way& a, const Way& b) { return a.ts < b.ts; });
+    if (oldest->ts != INT64_MIN && t - oldest->ts <= kHorizon) ++displaced;
+    *oldest = Way{t, p.dup_key};
+  }
+  ASSERT_GT(duplicates, 1000u);
+  ASSERT_GT(displaced, 1000u);
+  MirrorConfig mc;
+  mc.duplicate_horizon_ns = kHorizon;
+  EngineResult r = run(v, mc);
+  EXPECT_EQ(r.mirror->checked, v.size());
+  EXPECT_EQ(r.mirror->duplicatesTotal(), duplicates);
+  EXPECT_EQ(r.mirror->displaced, displaced);
 }
 
 TEST(MirrorLoad, WindowsAtOrAboveTheThresholdOfLineRateAreOverloaded) {

@@ -114,6 +114,7 @@ struct MirrorAggregator::Impl {
     l.to = n >= 0 ? (n + 1) * l.w : n * l.w + 1;
   }
 
+  // (tests/mirror's brute force of the replacement relies on this layout.)
   static size_t bucketOf(uint32_t dup_key) { return (dup_key >> 2) % kBuckets; }
 
   // `flow` is flowFingerprint(p.key), found once per run of the flow's packets.

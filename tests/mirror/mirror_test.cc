@@ -184,9 +184,10 @@ TEST(MirrorDuplicates, ManyFlowsStayWithinTheTableAndCopiesAreStillFound) {
 
 // Which remembered frame a new one replaces, against a brute force. The frames meet in a few of the table's
 // buckets (its layout, mirror.cc bucketOf: bits 2 to 13 of the key pick one of 4,096 buckets of four), so that
-// every bucket is full and most new frames push one out: always its oldest, the first of equals. The brute force
-// finds it with std::min_element; copies of recent frames come back in a random order, some within the horizon of
-// the frame they copy and some beyond, and the figures must agree frame by frame.
+// every bucket is full and most new frames push one out: always its oldest. The brute force finds it with
+// std::min_element; copies of recent frames come back in a random order, some within the horizon of the frame they
+// copy and some beyond, and the figures must agree frame by frame. The times are distinct, so no two full ways are
+// of an age: which of equals goes (the first) is not judged here.
 TEST(MirrorDuplicates, ANewFrameReplacesItsBucketsOldestAsABruteForceDoes) {
   constexpr int kBuckets = 3;
   constexpr int64_t kHorizon = 40 * kUs;
@@ -200,7 +201,7 @@ TEST(MirrorDuplicates, ANewFrameReplacesItsBucketsOldestAsABruteForceDoes) {
   std::vector<PacketRecord> v, sent;
   int64_t t = kT0;
   for (int i = 0; i < 20'000; ++i) {
-    t += 1 + static_cast<int64_t>(rng() % (8 * kUs));  // distinct times: no ties but the empty ways'
+    t += 1 + static_cast<int64_t>(rng() % (8 * kUs));
     PacketRecord p;
     if (sent.size() > 8 && rng() % 3 == 0) {
       p = sent[sent.size() - 1 - rng() % 8];  // a copy of one of the last eight frames
@@ -213,7 +214,7 @@ TEST(MirrorDuplicates, ANewFrameReplacesItsBucketsOldestAsABruteForceDoes) {
     }
     p.ts_ns = t;
     v.push_back(p);
-    std::array<Way, 4>& ways = model[(p.dup_key >> 2) % 4096];
+    std::array<Way, 4>& ways = model.at((p.dup_key >> 2) % 4096);
     auto hit = std::find_if(ways.begin(), ways.end(), [&](const Way& w) {
       return w.key == p.dup_key && w.ts != INT64_MIN && t - w.ts <= kHorizon;
     });

@@ -138,8 +138,8 @@ struct MirrorAggregator::Impl {
       }
     }
     // The oldest way, the first of equals. Which one it is, is a coin toss per frame, so the choice is made
-    // with masks: written as conditionals, GCC 12 compiled two of the three to branches, mispredicted about
-    // once a frame (a third of this aggregator's samples at the trace's rate, `perf annotate`).
+    // with masks: written as conditionals, GCC 12 compiled two of the three to branches on it (a third of this
+    // aggregator's samples at the trace's rate, `perf annotate`; bench/README.md).
     const int64_t* t = bucket.ts_ns;
     const auto pick = [](bool c, uint64_t a, uint64_t b) {  // c ? a : b
       const uint64_t m = -static_cast<uint64_t>(c);

@@ -25,6 +25,10 @@ struct EvidenceConfig {
   // Bins kept for annotating microbursts: a microburst longer than this gets the evidence of its last part.
   int64_t retain_ns = 10'000'000'000;
   size_t max_listed = size_t{1} << 20;  // bins and congesting bursts listed (offline); all are counted
+  // A run of one connection's common segments (in order, ACK only, no hole) taken a run at a time, on the steps
+  // that can apply to them (evidence.cc tcpRun). false: every segment through the general steps, which count the
+  // same: the reference the tests and evidence_bench set the run-level path against. Not a user setting.
+  bool common_segments_by_run = true;
 };
 
 // "evidence.after: ..." naming the key.

@@ -626,6 +626,72 @@ struct EvidenceAggregator::Impl {
     }
   }
 
+  // A run of TCP segments of one key (IP): what add() does for each, with what the run's segments share found
+  // once. The common segment of a training flow -- in the current bin, its run's direction, ECN not CE, with ACK
+  // and without SYN, FIN, RST, ECE or CWR, starting where its direction's sequence space ends, no hole tracked
+  // either way, the first RTT taken or no SYN seen -- is taken here in analyseTcp's fast path's steps, in its
+  // order, its counters summed in registers and added at the run's end (nothing reads them before the interval
+  // closes). Every other segment goes through add().
+  void tcpRun(const PacketRecord* p, const PacketRecord* const end, Run& run) {
+    if (!run.tcp_known) {  // as tcpPacket() at the run's first segment (the maps it and ECE's look-up touch differ)
+      run.tcp_known = true;
+      run.conn = connectionOf(p->key, run);
+    }
+    if (run.conn == nullptr) {
+      for (; p != end; ++p) add(*p, run);
+      return;
+    }
+    last_ns = end[-1].ts_ns;  // first_ns is set by add() at the first record of all, which opens the first bin
+    TcpConn& conn = *run.conn;
+    TcpDir& fwd = conn.dir[run.d];
+    TcpDir& rev = conn.dir[1 - run.d];
+    const Direction dir = p->direction;
+    const uint64_t hosts = run.hosts;
+    uint64_t packets = 0, ect = 0, data = 0, ack_lost = 0;
+    constexpr uint8_t kFlags = kTcpSyn | kTcpFin | kTcpRst | kTcpAck | kTcpEce | kTcpCwr;
+    for (; p != end; ++p) {
+      const PacketRecord& r = *p;
+      const uint8_t l4 = r.l4 & 0xF;  // the kind and ECN
+      if (!(r.ts_ns < bin_end && r.ts_ns >= bin_start && r.direction == dir &&
+            (l4 & 3) == static_cast<uint8_t>(L4Kind::kTcp) && l4 < (3 << 2) && (r.op & kFlags) == kTcpAck &&
+            fwd.has_nextseq && r.seq == fwd.nextseq && (fwd.holes | rev.holes) == 0 &&
+            (conn.syn_ns == 0 || conn.first_rtt_ns != 0))) {
+        add(r, run);
+        continue;
+      }
+      const uint32_t seglen = r.len, seq = r.seq, ack = r.ack;
+      const int64_t t = r.ts_ns;
+      bin_hosts |= hosts;
+      ++packets;
+      ect += l4 >= (1 << 2);
+      data += seglen > 0;
+      conn.last_ns = t;
+      const bool same_ack = fwd.has_lastack && ack == fwd.lastack;
+      fwd.dupacks = same_ack ? fwd.dupacks + (seglen == 0) : 0;
+      if (rev.has_maxseqtobeacked && seqGt(ack, rev.maxseqtobeacked)) {
+        ++ack_lost;
+        rev.maxseqtobeacked = rev.nextseq;
+      }
+      // Spurious: the other side had acknowledged it already.
+      const bool spurious = seglen > 0 && rev.has_lastack && rev.lastack != 0 && seqLe(seq + seglen, rev.lastack);
+      if (seglen > 0) {  // the sequence space grows: seq + seglen is beyond nextseq (seglen < 2^16)
+        fwd.nextseq = seq + seglen;
+        fwd.nextseq_ns = t;
+      }
+      afterSegment(fwd, seq, ack, t);
+      if (spurious) {
+        ++dirs[static_cast<int>(dir)].tcp_retransmissions;
+        charge(r.key, run, &KeyEvents::tcp_retransmissions, bin, kSignalTcpRetransmission);
+      }
+    }
+    EvidenceCounts& c = dirs[static_cast<int>(dir)];
+    if (packets > 0) dir_seen[static_cast<int>(dir)] = true;
+    c.ip_packets += packets;
+    c.ect += ect;
+    c.tcp_data_segments += data;
+    c.tcp_ack_lost_segments += ack_lost;
+  }
+
   // Fetches what findConnection will read for a TCP record some runs ahead, unless its connection is a recent one:
   // connections that churn miss the caches at every new key.
   void prefetchConnection(const PacketRecord& r) const {
@@ -881,7 +947,11 @@ void EvidenceAggregator::addRunsHinted(std::span<const PacketRecord> records, st
     if (!hints.empty()) run.hint = hints[k];
     const FlowKey& key = records[starts[k]].key;
     if (key.family != 0) run.hosts = hostBit(key.src) | hostBit(key.dst);
-    for (uint32_t i = starts[k]; i < starts[k + 1]; ++i) m.add(records[i], run);
+    if (m.cfg.common_segments_by_run && key.family != 0 && records[starts[k]].l4Kind() == L4Kind::kTcp) {
+      m.tcpRun(&records[starts[k]], records.data() + starts[k + 1], run);
+    } else {
+      for (uint32_t i = starts[k]; i < starts[k + 1]; ++i) m.add(records[i], run);
+    }
   }
 }
 

@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <random>
+#include <tuple>
 #include <vector>
 
 #include "burstscope/decode.h"
@@ -47,6 +49,8 @@ PacketRecord segment(int64_t t, bool forward, uint32_t seq, uint16_t len, uint32
   return r;
 }
 
+bool seqGtTest(uint32_t a, uint32_t b) { return static_cast<int32_t>(a - b) > 0; }
+
 struct Outcome {
   EngineResult result;
   const EvidenceReport& e() const { return *result.evidence; }
@@ -76,6 +80,137 @@ TEST(TcpEvidence, InOrderTransferHasNoRetransmissions) {
   EXPECT_EQ(r.e().totals.tcp_data_segments, 50u);
   EXPECT_EQ(r.e().totals.tcp_retransmissions, 0u);
   EXPECT_EQ(r.e().totals.tcp_out_of_order, 0u);
+}
+
+// Random TCP traffic in runs of one connection's segments, mostly the common segment (in order, ACK only) that the
+// run-level path takes, among every kind it must leave to the general steps or handle with them: holes, resent and
+// spurious segments, keep-alives, duplicate ACKs, ACKs beyond the data seen, SYN, FIN, RST, ECE, CWR, each ECN
+// codepoint, a record of the run's key that is not TCP, a direction other than the run's, runs across base bins,
+// connections the table has no room for. Through the run-level path and segment by segment, every figure of the
+// report is the same.
+std::vector<PacketRecord> mixedTcpRuns(uint32_t seed, int segments) {
+  std::mt19937 rng(seed);
+  const auto pick = [&](uint32_t n) { return static_cast<uint32_t>(rng() % n); };
+  struct Side {
+    uint32_t next = 0;      // the next sequence number it sends
+    uint32_t ack = 0;       // what it acknowledges
+    uint32_t sent_ack = 0;  // the acknowledgement of its last segment
+  };
+  std::vector<std::array<Side, 2>> conns(12);
+  std::vector<bool> opened(conns.size());
+  for (auto& c : conns) {
+    for (Side& s : c) s.next = static_cast<uint32_t>(rng());
+    c[0].ack = c[1].next;
+    c[1].ack = c[0].next;
+  }
+  std::vector<PacketRecord> v;
+  int64_t t = kT0;
+  while (static_cast<int>(v.size()) < segments) {
+    const uint32_t ci = pick(static_cast<uint32_t>(conns.size()));
+    const int f = static_cast<int>(pick(2));
+    Side& me = conns[ci][f];
+    Side& other = conns[ci][1 - f];
+    const bool acks_only = pick(8) == 0;  // a run of pure ACKs: duplicates, for a fast retransmission after them
+    for (uint32_t k = 1 + pick(24); k > 0; --k) {
+      t += pick(60) == 0 ? static_cast<int64_t>(50 + pick(400)) * kUs : static_cast<int64_t>(1 + pick(2)) * kUs;
+      PacketRecord r = segment(t, f == 0, me.next, 1448, me.ack);
+      r.key.src_port = static_cast<uint16_t>(f == 0 ? 40000 + ci : 5201);
+      r.key.dst_port = static_cast<uint16_t>(f == 0 ? 5201 : 40000 + ci);
+      r.direction = f == 0 ? Direction::kIngress : Direction::kEgress;
+      const uint32_t what = acks_only ? 0 : pick(100);
+      if (!opened[ci] && ci % 2 == 0) {  // half open with a SYN: their first RTT is the out-of-order threshold
+        opened[ci] = true;
+        r.op = kTcpSyn;
+        r.len = 0;
+      } else if (what < 8) {
+        r.len = 0;  // a pure ACK, often a duplicate
+      } else if (what < 12) {
+        r.seq = me.next + 1448 * (1 + pick(3));  // a hole before it
+      } else if (what < 14) {
+        r.seq = me.next - 1448 * (1 + pick(4));  // sent again
+      } else if (what < 16) {
+        r.seq = other.sent_ack;  // sent again from where the other side's last segment acknowledged
+      } else if (what < 18) {
+        r.seq = me.next - 1;  // a keep-alive
+        r.len = static_cast<uint16_t>(pick(2));
+      } else if (what < 22) {
+        constexpr uint8_t kOdd[] = {kTcpSyn,           kTcpSyn | kTcpAck, kTcpFin | kTcpAck, kTcpRst,
+                                    kTcpAck | kTcpEce, kTcpAck | kTcpCwr, kTcpAck | kTcpPsh, 0};
+        r.op = kOdd[pick(8)];
+      } else if (what < 24) {
+        r.l4 = 0;  // the run's key, not analysed as TCP
+      } else if (what < 26) {
+        r.direction = Direction::kUnknown;
+      } else if (what < 30) {
+        r.ack = me.ack + 1448 * (1 + pick(3));  // beyond what the other side was seen sending
+      } else if (what < 36) {
+        r.len = static_cast<uint16_t>(1 + pick(1448));
+      }
+      const uint32_t ecn = pick(20);
+      if (ecn < 3 && r.l4 != 0) r.l4 |= static_cast<uint8_t>((ecn + 1) << 2);
+      r.wire_len = 54u + r.len;
+      const uint32_t end = r.seq + r.len + ((r.op & (kTcpSyn | kTcpFin)) ? 1 : 0);
+      if (r.l4 != 0 && seqGtTest(end, me.next)) me.next = end;
+      if (pick(4) == 0) other.ack = me.next;  // the other side catches up, now and then
+      me.sent_ack = r.ack;
+      v.push_back(r);
+    }
+  }
+  return v;
+}
+
+void expectSameEvidence(const EvidenceReport& a, const EvidenceReport& b) {
+  const auto same = [](const auto& x, const auto& y) { return std::memcmp(&x, &y, sizeof(x)) == 0; };
+  EXPECT_TRUE(same(a.totals, b.totals)) << "totals: ip " << a.totals.ip_packets << "/" << b.totals.ip_packets
+                                        << " retx " << a.totals.tcp_retransmissions << "/"
+                                        << b.totals.tcp_retransmissions;
+  ASSERT_EQ(a.directions.size(), b.directions.size());
+  for (size_t i = 0; i < a.directions.size(); ++i) {
+    EXPECT_EQ(a.directions[i].first, b.directions[i].first);
+    EXPECT_TRUE(same(a.directions[i].second, b.directions[i].second)) << "direction " << i;
+  }
+  for (const auto& [x, y, what] : {std::tuple{&a.pairs, &b.pairs, "pairs"}, std::tuple{&a.flows, &b.flows, "flows"},
+                                   std::tuple{&a.event_pairs, &b.event_pairs, "event pairs"}}) {
+    ASSERT_EQ(x->size(), y->size()) << what;
+    for (size_t i = 0; i < x->size(); ++i) EXPECT_TRUE(same((*x)[i], (*y)[i])) << what << " " << i;
+  }
+  ASSERT_EQ(a.bins.size(), b.bins.size());
+  for (size_t i = 0; i < a.bins.size(); ++i) EXPECT_TRUE(same(a.bins[i], b.bins[i])) << "bin " << i;
+  ASSERT_EQ(a.pair_bins.size(), b.pair_bins.size());
+  for (size_t i = 0; i < a.pair_bins.size(); ++i) EXPECT_TRUE(same(a.pair_bins[i], b.pair_bins[i])) << "pair bin " << i;
+  ASSERT_EQ(a.bursts.size(), b.bursts.size());
+  for (size_t i = 0; i < a.bursts.size(); ++i) {
+    EXPECT_EQ(a.bursts[i].burst.start_ns, b.bursts[i].burst.start_ns);
+    EXPECT_TRUE(same(a.bursts[i].evidence, b.bursts[i].evidence)) << "burst " << i;
+  }
+  EXPECT_EQ(a.microbursts, b.microbursts);
+  EXPECT_EQ(a.congesting, b.congesting);
+}
+
+TEST(TcpEvidence, RunsOfCommonSegmentsCountWhatTheGeneralStepsCount) {
+  for (const uint32_t seed : {1u, 2u, 3u}) {
+    for (const size_t capacity : {size_t{65536}, size_t{3}}) {  // 3: some connections untracked
+      SCOPED_TRACE(::testing::Message() << "seed " << seed << " flow table " << capacity);
+      const std::vector<PacketRecord> v = mixedTcpRuns(seed, 20'000);
+      EngineConfig cfg;
+      cfg.flow_table_capacity = capacity;
+      EvidenceConfig by_run, by_segment;
+      by_segment.common_segments_by_run = false;
+      const Outcome a = runEngine(v, by_run, cfg);
+      const Outcome b = runEngine(v, by_segment, cfg);
+      expectSameEvidence(a.e(), b.e());
+      // The mix holds what it is meant to: events of each kind, and bursts with evidence.
+      EXPECT_GT(b.e().totals.tcp_retransmissions, 50u);
+      EXPECT_GT(b.e().totals.tcp_out_of_order, 2u);
+      EXPECT_GT(b.e().totals.tcp_lost_segments, 100u);
+      EXPECT_GT(b.e().totals.tcp_ack_lost_segments, 100u);
+      EXPECT_GT(b.e().totals.ce, 500u);
+      EXPECT_GT(b.e().congesting, 100u);
+      if (capacity == 3) {
+        EXPECT_GT(b.e().totals.tcp_untracked_segments, 5000u);
+      }
+    }
+  }
 }
 
 // The evidence of the last report interval of `v` through an engine with `cfg`, the records added `batch` at a time.
@@ -131,6 +266,31 @@ TEST(TcpEvidence, ForgettingIdleConnectionsKeepsTheLiveOnesApart) {
   EXPECT_EQ(last->totals.tcp_out_of_order, 0u);
   EXPECT_EQ(last->totals.tcp_lost_segments, 0u);
   EXPECT_EQ(last->totals.tcp_ack_lost_segments, 0u);
+}
+
+// A connection is idle from its last segment, whichever way it was analysed: one whose last segment is a common one
+// (in order, in a bin another connection opened: the run-level path) is kept at a close 60 s after it, though its
+// segment before was more than 60 s before the close; its data sent again after that is a retransmission.
+TEST(TcpEvidence, AConnectionIsIdleFromItsLastSegmentEvenACommonOne) {
+  EngineConfig cfg;
+  cfg.flow_table_capacity = 4;  // idle connections are forgotten with more than 2
+  cfg.report_interval_ns = 1'000'000'000;
+  cfg.baseline_ns = 60'000'000'000;
+  auto seg = [](int64_t t, uint16_t port, uint32_t seq) {
+    PacketRecord r = segment(t, true, seq, 1000, 1);
+    r.key.src_port = port;
+    return r;
+  };
+  const std::vector<PacketRecord> v = {
+      seg(kT0 + 1000 * kMs, 30003, 1000),             // C, idle from then on
+      seg(kT0 + 1500 * kMs, 30001, 1000),             // A, in a bin of its own
+      seg(kT0 + 2000 * kMs + 10 * kUs, 30002, 1),     // B opens the bin
+      seg(kT0 + 2000 * kMs + 20 * kUs, 30001, 2000),  // A's common segment: 60 s before the close at 62 s
+      seg(kT0 + 62'500 * kMs, 30001, 1000),           // A sends its first data again
+  };
+  const auto last = lastInterval(v, cfg, v.size());
+  ASSERT_TRUE(last);
+  EXPECT_EQ(last->totals.tcp_retransmissions, 1u);
 }
 
 // With the pair and flow tables on, the engine's flow table keeps each flow's TCP connection for the evidence (a

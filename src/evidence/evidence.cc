@@ -626,7 +626,8 @@ struct EvidenceAggregator::Impl {
     }
   }
 
-  // A run of TCP segments of one key (IP): what add() does for each, with what the run's segments share found
+  // A run of TCP segments of one key (IP), more than one (a run of one gains nothing, and with many jobs
+  // interleaved most runs are one packet): what add() does for each, with what the run's segments share found
   // once. The common segment of a training flow -- in the current bin, its run's direction, ECN not CE, with ACK
   // and without SYN, FIN, RST, ECE or CWR, starting where its direction's sequence space ends, no hole tracked
   // either way, the first RTT taken or no SYN seen -- is taken here in analyseTcp's fast path's steps, in its
@@ -947,7 +948,8 @@ void EvidenceAggregator::addRunsHinted(std::span<const PacketRecord> records, st
     if (!hints.empty()) run.hint = hints[k];
     const FlowKey& key = records[starts[k]].key;
     if (key.family != 0) run.hosts = hostBit(key.src) | hostBit(key.dst);
-    if (m.cfg.common_segments_by_run && key.family != 0 && records[starts[k]].l4Kind() == L4Kind::kTcp) {
+    if (m.cfg.common_segments_by_run && starts[k + 1] - starts[k] > 1 && key.family != 0 &&
+        records[starts[k]].l4Kind() == L4Kind::kTcp) {
       m.tcpRun(&records[starts[k]], records.data() + starts[k + 1], run);
     } else {
       for (uint32_t i = starts[k]; i < starts[k + 1]; ++i) m.add(records[i], run);

@@ -268,7 +268,7 @@ TEST(TcpEvidence, ForgettingIdleConnectionsKeepsTheLiveOnesApart) {
   EXPECT_EQ(last->totals.tcp_ack_lost_segments, 0u);
 }
 
-// A connection is idle from its last segment, whichever way it was analysed: one whose last segment is a common one
+// A connection is idle from its last segment, whichever way it was analysed: one whose last segments are common ones
 // (in order, in a bin another connection opened: the run-level path) is kept at a close 60 s after it, though its
 // segment before was more than 60 s before the close; its data sent again after that is a retransmission.
 TEST(TcpEvidence, AConnectionIsIdleFromItsLastSegmentEvenACommonOne) {
@@ -285,7 +285,8 @@ TEST(TcpEvidence, AConnectionIsIdleFromItsLastSegmentEvenACommonOne) {
       seg(kT0 + 1000 * kMs, 30003, 1000),             // C, idle from then on
       seg(kT0 + 1500 * kMs, 30001, 1000),             // A, in a bin of its own
       seg(kT0 + 2000 * kMs + 10 * kUs, 30002, 1),     // B opens the bin
-      seg(kT0 + 2000 * kMs + 20 * kUs, 30001, 2000),  // A's common segment: 60 s before the close at 62 s
+      seg(kT0 + 2000 * kMs + 20 * kUs, 30001, 2000),  // A's common segments, a run of two: 60 s before the
+      seg(kT0 + 2000 * kMs + 30 * kUs, 30001, 3000),  // close at 62 s
       seg(kT0 + 62'500 * kMs, 30001, 1000),           // A sends its first data again
   };
   const auto last = lastInterval(v, cfg, v.size());

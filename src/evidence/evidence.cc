@@ -214,6 +214,35 @@ void afterSegment(TcpDir& fwd, uint32_t seq, uint32_t ack, int64_t t) {
   fwd.has_lastack = true;
 }
 
+// Most segments of a training flow are common: with ACK, without SYN, FIN or RST, starting where the sequence
+// space seen ends, no hole tracked either way, the first RTT taken (or no SYN seen). For them analyseTcp's steps
+// reduce to commonSegment's (no lost segment, no keep-alive, never "not advanced": no fast retransmission or
+// out-of-order, no hole to fill), in the same order. steadyAt: all but the flags.
+bool steadyAt(const TcpConn& conn, const TcpDir& fwd, const TcpDir& rev, uint32_t seq) {
+  return fwd.has_nextseq && seq == fwd.nextseq && (fwd.holes | rev.holes) == 0 &&
+         (conn.syn_ns == 0 || conn.first_rtt_ns != 0);
+}
+
+// A common segment's steps; whether it is a (spurious) retransmission. *ack_lost: it acknowledges data the mirror
+// did not show the other way.
+inline bool commonSegment(TcpDir& fwd, TcpDir& rev, uint32_t seglen, uint32_t seq, uint32_t ack, int64_t t,
+                          bool* ack_lost) {
+  const bool same_ack = fwd.has_lastack && ack == fwd.lastack;
+  fwd.dupacks = same_ack ? fwd.dupacks + (seglen == 0) : 0;  // a duplicate ACK has no data
+  if (rev.has_maxseqtobeacked && seqGt(ack, rev.maxseqtobeacked)) {
+    *ack_lost = true;
+    rev.maxseqtobeacked = rev.nextseq;
+  }
+  // Spurious: the other side had acknowledged it already.
+  const bool spurious = seglen > 0 && rev.has_lastack && rev.lastack != 0 && seqLe(seq + seglen, rev.lastack);
+  if (seglen > 0) {  // the sequence space grows: seq + seglen is beyond nextseq (seglen < 2^16)
+    fwd.nextseq = seq + seglen;
+    fwd.nextseq_ns = t;
+  }
+  afterSegment(fwd, seq, ack, t);
+  return spurious;
+}
+
 // Wireshark's tcp_analyze_sequence_number (4.0), the parts that decide retransmission and out-of-order, in
 // its order (docs/evidence.md says what is left out), and the lost-segment checks (docs/mirror.md).
 TcpVerdict analyseTcp(TcpConn& conn, int d, const PacketRecord& r, TcpMirrorFacts* mf) {
@@ -224,26 +253,9 @@ TcpVerdict analyseTcp(TcpConn& conn, int d, const PacketRecord& r, TcpMirrorFact
   const uint32_t seq = r.seq;
   const uint32_t ack = r.ack;
   const int64_t t = r.ts_ns;
-  // Most segments of a training flow: with ACK, without SYN, FIN or RST, starting where the sequence space seen
-  // ends, no hole tracked either way, the first RTT taken (or no SYN seen). For them the steps below reduce to
-  // these (no lost segment, no keep-alive, never "not advanced": no fast retransmission or out-of-order, no hole
-  // to fill), in the same order; the general steps take the rest.
-  if ((flags & (kTcpSyn | kTcpFin | kTcpRst | kTcpAck)) == kTcpAck && fwd.has_nextseq && seq == fwd.nextseq &&
-      (fwd.holes | rev.holes) == 0 && (conn.syn_ns == 0 || conn.first_rtt_ns != 0)) {
-    if (seglen == 0 && fwd.has_lastack && ack == fwd.lastack) ++fwd.dupacks;
-    if (!fwd.has_lastack || ack != fwd.lastack) fwd.dupacks = 0;
-    if (rev.has_maxseqtobeacked && seqGt(ack, rev.maxseqtobeacked)) {
-      mf->ack_lost_segment = true;
-      rev.maxseqtobeacked = rev.nextseq;
-    }
-    // Spurious: the other side had acknowledged it already.
-    const bool spurious = seglen > 0 && rev.has_lastack && rev.lastack != 0 && seqLe(seq + seglen, rev.lastack);
-    if (seglen > 0) {  // the sequence space grows: seq + seglen is beyond nextseq (seglen < 2^16)
-      fwd.nextseq = seq + seglen;
-      fwd.nextseq_ns = t;
-    }
-    afterSegment(fwd, seq, ack, t);
-    return spurious ? TcpVerdict::kRetransmission : TcpVerdict::kNone;
+  if ((flags & (kTcpSyn | kTcpFin | kTcpRst | kTcpAck)) == kTcpAck && steadyAt(conn, fwd, rev, seq)) {
+    return commonSegment(fwd, rev, seglen, seq, ack, t, &mf->ack_lost_segment) ? TcpVerdict::kRetransmission
+                                                                               : TcpVerdict::kNone;
   }
   // The first RTT: from the most recent SYN to the next segment with ACK and without SYN.
   if ((flags & (kTcpSyn | kTcpAck)) == kTcpAck && conn.syn_ns != 0 && conn.first_rtt_ns == 0) {
@@ -655,31 +667,19 @@ struct EvidenceAggregator::Impl {
       const uint8_t l4 = r.l4 & 0xF;  // the kind and ECN
       if (!(r.ts_ns < bin_end && r.ts_ns >= bin_start && r.direction == dir &&
             (l4 & 3) == static_cast<uint8_t>(L4Kind::kTcp) && l4 < (3 << 2) && (r.op & kFlags) == kTcpAck &&
-            fwd.has_nextseq && r.seq == fwd.nextseq && (fwd.holes | rev.holes) == 0 &&
-            (conn.syn_ns == 0 || conn.first_rtt_ns != 0))) {
+            steadyAt(conn, fwd, rev, r.seq))) {
         add(r, run);
         continue;
       }
-      const uint32_t seglen = r.len, seq = r.seq, ack = r.ack;
-      const int64_t t = r.ts_ns;
+      const uint32_t seglen = r.len;
       bin_hosts |= hosts;
       ++packets;
       ect += l4 >= (1 << 2);
       data += seglen > 0;
-      conn.last_ns = t;
-      const bool same_ack = fwd.has_lastack && ack == fwd.lastack;
-      fwd.dupacks = same_ack ? fwd.dupacks + (seglen == 0) : 0;
-      if (rev.has_maxseqtobeacked && seqGt(ack, rev.maxseqtobeacked)) {
-        ++ack_lost;
-        rev.maxseqtobeacked = rev.nextseq;
-      }
-      // Spurious: the other side had acknowledged it already.
-      const bool spurious = seglen > 0 && rev.has_lastack && rev.lastack != 0 && seqLe(seq + seglen, rev.lastack);
-      if (seglen > 0) {  // the sequence space grows: seq + seglen is beyond nextseq (seglen < 2^16)
-        fwd.nextseq = seq + seglen;
-        fwd.nextseq_ns = t;
-      }
-      afterSegment(fwd, seq, ack, t);
+      conn.last_ns = r.ts_ns;
+      bool lost = false;
+      const bool spurious = commonSegment(fwd, rev, seglen, r.seq, r.ack, r.ts_ns, &lost);
+      ack_lost += lost;
       if (spurious) {
         ++dirs[static_cast<int>(dir)].tcp_retransmissions;
         charge(r.key, run, &KeyEvents::tcp_retransmissions, bin, kSignalTcpRetransmission);

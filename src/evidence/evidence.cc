@@ -643,8 +643,8 @@ struct EvidenceAggregator::Impl {
   // once. The common segment of a training flow -- in the current bin, its run's direction, ECN not CE, with ACK
   // and without SYN, FIN, RST, ECE or CWR, starting where its direction's sequence space ends, no hole tracked
   // either way, the first RTT taken or no SYN seen -- is taken here in analyseTcp's fast path's steps, in its
-  // order, its counters summed in registers and added at the run's end (nothing reads them before the interval
-  // closes). Every other segment goes through add().
+  // order, its counters summed in registers and added at the run's end (nothing reads them before it ends: not
+  // flushBin, annotate or charge). Every other segment goes through add().
   void tcpRun(const PacketRecord* p, const PacketRecord* const end, Run& run) {
     if (!run.tcp_known) {  // as tcpPacket() at the run's first segment (the maps it and ECE's look-up touch differ)
       run.tcp_known = true;
@@ -654,7 +654,6 @@ struct EvidenceAggregator::Impl {
       for (; p != end; ++p) add(*p, run);
       return;
     }
-    last_ns = end[-1].ts_ns;  // first_ns is set by add() at the first record of all, which opens the first bin
     TcpConn& conn = *run.conn;
     TcpDir& fwd = conn.dir[run.d];
     TcpDir& rev = conn.dir[1 - run.d];
@@ -685,6 +684,9 @@ struct EvidenceAggregator::Impl {
         charge(r.key, run, &KeyEvents::tcp_retransmissions, bin, kSignalTcpRetransmission);
       }
     }
+    // Every record sets last_ns, as add() does (after the loop: a record through add() sets it to its own time);
+    // first_ns is set by add() at the first record of all, which opens the first bin.
+    last_ns = end[-1].ts_ns;
     EvidenceCounts& c = dirs[static_cast<int>(dir)];
     if (packets > 0) dir_seen[static_cast<int>(dir)] = true;
     c.ip_packets += packets;

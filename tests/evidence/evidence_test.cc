@@ -185,6 +185,13 @@ void expectSameEvidence(const EvidenceReport& a, const EvidenceReport& b) {
   }
   EXPECT_EQ(a.microbursts, b.microbursts);
   EXPECT_EQ(a.congesting, b.congesting);
+  EXPECT_EQ(a.congesting_sizes_bytes.counts, b.congesting_sizes_bytes.counts);
+  EXPECT_EQ(a.congesting_sizes_bytes.sum, b.congesting_sizes_bytes.sum);
+  EXPECT_EQ(a.after_ns, b.after_ns);
+  EXPECT_EQ(a.span_ns, b.span_ns);  // from the first record's time and the last's
+  EXPECT_TRUE(same(a.pause, b.pause));
+  ASSERT_EQ(a.cnp_targets.size(), b.cnp_targets.size());
+  EXPECT_EQ(a.listed_dropped, b.listed_dropped);
 }
 
 TEST(TcpEvidence, RunsOfCommonSegmentsCountWhatTheGeneralStepsCount) {

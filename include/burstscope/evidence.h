@@ -175,6 +175,9 @@ class EvidenceAggregator final : public Aggregator, public EngineObserver {
   void finish() override;
   void result(EngineResult* out) const override;
   void onMicroburst(const Microburst& m) override;
+  // How many TCP segments took the run-level common step (EvidenceConfig::common_segments_by_run) so far. No output
+  // reads it: the tests and evidence_bench do, so that a change which quietly stopped using the path is seen.
+  uint64_t segmentsTakenByRun() const;
 
  private:
   struct Impl;

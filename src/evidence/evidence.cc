@@ -476,6 +476,7 @@ struct EvidenceAggregator::Impl {
   uint64_t slot_misses = 0;          // connection look-ups that missed tcp_slots, so far
   uint64_t misses_before = 0;        // slot_misses before the last batch
   size_t runs_before = 0;            // the last batch's runs
+  uint64_t segments_by_run = 0;      // TCP segments that took tcpRun's common step, so far
 
   // What the packets of one run (findFlowRuns: one key) share, found at the first that needs it.
   struct Run {
@@ -693,6 +694,7 @@ struct EvidenceAggregator::Impl {
     c.ect += ect;
     c.tcp_data_segments += data;
     c.tcp_ack_lost_segments += ack_lost;
+    segments_by_run += packets;
   }
 
   // Fetches what findConnection will read for a TCP record some runs ahead, unless its connection is a recent one:
@@ -960,6 +962,8 @@ void EvidenceAggregator::addRunsHinted(std::span<const PacketRecord> records, st
 }
 
 void EvidenceAggregator::onMicroburst(const Microburst& m) { impl_->pending.push_back(m); }
+
+uint64_t EvidenceAggregator::segmentsTakenByRun() const { return impl_->segments_by_run; }
 
 void EvidenceAggregator::closeInterval(const IntervalContext& c, IntervalReport* out) {
   Impl& m = *impl_;

@@ -209,6 +209,9 @@ struct FlowHint {
   uintptr_t value = 0;
   uint64_t epoch = 0;
 };
+// A flow entry holds this many hints: one for each of the first aggregators that want them (the congestion
+// evidence's TCP connection and the training aggregator's flow, when one engine runs both).
+inline constexpr size_t kFlowHintOwners = 2;
 
 // One aggregate of the packet stream. The engine calls it on its own thread: add() with records in
 // non-decreasing time, all inside the current report interval; closeInterval() at each interval's end
@@ -223,8 +226,8 @@ class Aggregator {
     add(records);
   }
   // An aggregator that keeps state per flow and would use the engine's flow table's FlowHint. The engine gives
-  // hints to the first added one that wants them (one owner: a hint holds one aggregator's state), and only when
-  // it runs the pair and flow tables.
+  // hints to the first kFlowHintOwners added ones that want them, each a hint of its own in every entry (a hint
+  // holds one aggregator's state), and only when it runs the pair and flow tables.
   virtual bool wantsFlowHints() const { return false; }
   // addRuns() with each run's hint (nullptr: none, for a non-IP run, or one whose entry may have moved since):
   // called instead of addRuns() for the aggregator that has the hints.

@@ -37,10 +37,17 @@ class TrainingAggregator final : public Aggregator {
   }
   // A flow is looked up once per run of its packets (findFlowRuns).
   void addRuns(std::span<const PacketRecord> records, std::span<const uint32_t> starts) override {
+    addRunsHinted(records, starts, {});
+  }
+  // With the engine's flow table, a run's flow comes from its entry's hint (the flow's index while the epoch is
+  // current): with many jobs interleaved, most runs would miss the recent flows and probe index_ again.
+  bool wantsFlowHints() const override { return true; }
+  void addRunsHinted(std::span<const PacketRecord> records, std::span<const uint32_t> starts,
+                     std::span<FlowHint* const> hints) override {
     for (size_t k = 0; k + 1 < starts.size(); ++k) {
       const std::span<const PacketRecord> run = records.subspan(starts[k], starts[k + 1] - starts[k]);
       if (run.front().key.family == 0) continue;
-      Flow* f = find(run.front().key);
+      Flow* f = find(run.front().key, hints.empty() ? nullptr : hints[k]);
       if (f == nullptr) {
         untracked_packets_ += run.size();
         for (const PacketRecord& r : run) untracked_bytes_ += r.wire_len;
@@ -133,9 +140,27 @@ class TrainingAggregator final : public Aggregator {
     return ahead <= (int32_t{1} << 30) ? static_cast<uint32_t>(ahead) : r.len;
   }
 
-  // The flow of `key`, made if new (nullptr when max_flows are kept), and listed for the next hand-over. A recent
-  // flow (direct-mapped by FlowKey::recentSlot) costs a key comparison instead of absl's hash and probe.
-  Flow* find(const FlowKey& key) {
+  // The flow of `key`, made if new (nullptr when max_flows are kept), and listed for the next hand-over. A hinted
+  // flow (`hint`, the engine's flow table's for the key) costs nothing more; a recent one (direct-mapped by
+  // FlowKey::recentSlot) a key comparison instead of absl's hash and probe. A found flow is put in the hint.
+  Flow* find(const FlowKey& key, FlowHint* hint) {
+    uint32_t i;
+    if (hint != nullptr && hint->epoch == epoch_) {
+      i = static_cast<uint32_t>(hint->value);
+    } else {
+      i = lookUp(key);
+      if (i == kNone) return nullptr;
+      if (hint != nullptr) *hint = FlowHint{i, epoch_};
+    }
+    Flow* f = &flows_[i];
+    if (!f->listed) {
+      f->listed = true;
+      active_.push_back(i);
+    }
+    return f;
+  }
+  // The index of the flow of `key`, made if new (kNone when max_flows are kept).
+  uint32_t lookUp(const FlowKey& key) {
     Recent& recent = recent_[key.recentSlot(kRecentBits)];
     uint32_t i = recent.index;
     if (i == kNone || !(flows_[i].key == key)) {
@@ -143,7 +168,7 @@ class TrainingAggregator final : public Aggregator {
       if (it != index_.end()) {
         i = it->second;
       } else {
-        if (index_.size() >= cfg_.max_flows) return nullptr;
+        if (index_.size() >= cfg_.max_flows) return kNone;
         if (!free_.empty()) {
           i = free_.back();
           free_.pop_back();
@@ -157,12 +182,7 @@ class TrainingAggregator final : public Aggregator {
       }
       recent.index = i;
     }
-    Flow* f = &flows_[i];
-    if (!f->listed) {
-      f->listed = true;
-      active_.push_back(i);
-    }
-    return f;
+    return i;
   }
 
   std::shared_ptr<const TrainingDelta> take(int64_t start, int64_t end) {
@@ -197,6 +217,7 @@ class TrainingAggregator final : public Aggregator {
 
   void evictIdle(int64_t before_ns) {
     std::fill(recent_.begin(), recent_.end(), Recent{});  // freed slots are reused by other keys
+    ++epoch_;                                             // and so are the hints' indices
     for (auto it = index_.begin(); it != index_.end();) {
       const Flow& f = flows_[it->second];
       if (!f.listed && f.last_ns < before_ns) {
@@ -223,6 +244,9 @@ class TrainingAggregator final : public Aggregator {
   static constexpr int kRecentBits = 8;
   std::vector<Recent> recent_ = std::vector<Recent>(size_t{1} << kRecentBits);
   std::vector<uint32_t> run_starts_;  // scratch for add() without the engine's runs
+  // The epoch of the hints written (FlowHint): it changes when flows are freed, so that a hint never names a slot
+  // that another flow has taken since.
+  uint64_t epoch_ = 1;
   uint64_t untracked_packets_ = 0, untracked_bytes_ = 0;
   int64_t first_ns_ = std::numeric_limits<int64_t>::max();
   int64_t last_ns_ = std::numeric_limits<int64_t>::min();

@@ -216,9 +216,10 @@ class HeavyAggregator final : public Aggregator {
     const bool churn = flows_.recentMisses() - misses_before_ > runs_before_ / 8;
     misses_before_ = flows_.recentMisses();
     runs_before_ = starts.size() - 1;
-    // Each run's flow entry's hint, for the engine's hinted aggregator: valid for the runs looked up after the
-    // batch's last change to the flow table (an insertion or an eviction may move or remove entries).
-    if (hints_ != nullptr) hints_->assign(starts.size() - 1, nullptr);
+    // Each run's flow entry's hints, one list for each of the engine's hinted aggregators: valid for the runs
+    // looked up after the batch's last change to the flow table (an insertion or an eviction may move or remove
+    // entries).
+    for (size_t o = 0; o < hint_owners_; ++o) hints_[o]->assign(starts.size() - 1, nullptr);
     uint64_t generation = flows_.generation();
     size_t valid_from = 0;
     for (size_t k = 0; k + 1 < starts.size(); ++k) {
@@ -239,15 +240,15 @@ class HeavyAggregator final : public Aggregator {
         flow = &addRun(r.key, r.ts_ns, records[j - 1].ts_ns, bytes, j - i);
         i = j;
       }
-      if (hints_ != nullptr) {
-        (*hints_)[k] = &flow->hint;
+      if (hint_owners_ > 0) {
+        for (size_t o = 0; o < hint_owners_; ++o) (*hints_[o])[k] = &flow->hints[o];
         if (flows_.generation() != generation) {
           generation = flows_.generation();
           valid_from = k;
         }
       }
     }
-    if (hints_ != nullptr) std::fill_n(hints_->begin(), valid_from, nullptr);
+    for (size_t o = 0; o < hint_owners_; ++o) std::fill_n(hints_[o]->begin(), valid_from, nullptr);
   }
   // The flow's entry: valid until the flow table's generation changes.
   HeavyTable::Entry& addRun(const FlowKey& key, int64_t first_ts, int64_t last_ts, uint64_t bytes, uint64_t packets) {
@@ -261,8 +262,9 @@ class HeavyAggregator final : public Aggregator {
     flows_.account(key, flow, first_ts, last_ts, bytes, packets);
     return flow;
   }
-  // Where addRuns() leaves each run's hint (nullptr: the engine hands hints to nobody).
-  void setHintsOut(std::vector<FlowHint*>* hints) { hints_ = hints; }
+  // Where addRuns() leaves each run's hint for the next owner (FlowHint; at most kFlowHintOwners of them, in the
+  // order added): the owner's number is its index into every entry's hints.
+  void addHintsOut(std::vector<FlowHint*>* hints) { hints_.at(hint_owners_++) = hints; }
 
   void closeInterval(const IntervalContext&, IntervalReport* out) override {
     if (cfg_.report_top_k == 0) return;
@@ -288,7 +290,8 @@ class HeavyAggregator final : public Aggregator {
   std::vector<uint32_t> run_starts_;  // scratch for add() without the engine's runs
   uint64_t misses_before_ = 0;        // the flow table's recent misses before the last batch
   size_t runs_before_ = 0;            // the last batch's runs
-  std::vector<FlowHint*>* hints_ = nullptr;
+  std::array<std::vector<FlowHint*>*, kFlowHintOwners> hints_{};
+  size_t hint_owners_ = 0;
 };
 
 // Forwards the port stream's detail to every subscriber.
@@ -347,9 +350,11 @@ struct Engine::Impl {
   std::function<void(const IntervalReport&)> sink;
   uint64_t steps = 0;
   std::deque<std::pair<uint64_t, Microburst>> forwarded;
-  std::vector<uint32_t> run_starts;       // scratch: the flow runs of the records being added (findFlowRuns)
-  Aggregator* hinted = nullptr;           // the added aggregator that has the flow table's hints (FlowHint)
-  std::vector<FlowHint*> run_hints;       // scratch: each run's hint, from the heavy aggregator to `hinted`
+  std::vector<uint32_t> run_starts;  // scratch: the flow runs of the records being added (findFlowRuns)
+  // The added aggregators that have the flow table's hints (FlowHint), and for each, each run's hint (scratch,
+  // from the heavy aggregator to them).
+  std::array<Aggregator*, kFlowHintOwners> hinted{};
+  std::array<std::vector<FlowHint*>, kFlowHintOwners> run_hints;
   bool needs_runs = cfg.pairs_and_flows;  // an aggregator takes them (the streams alone do not)
 
   // Report intervals [interval_start, interval_end); interval_end is INT64_MAX without intervals and
@@ -410,9 +415,14 @@ Engine::~Engine() = default;
 
 void Engine::addAggregator(std::unique_ptr<Aggregator> a) {
   Impl& m = *impl_;
-  if (m.hinted == nullptr && m.cfg.pairs_and_flows && a->wantsFlowHints()) {
-    m.hinted = a.get();
-    m.heavy.setHintsOut(&m.run_hints);
+  if (m.cfg.pairs_and_flows && a->wantsFlowHints()) {
+    for (size_t o = 0; o < kFlowHintOwners; ++o) {
+      if (m.hinted[o] == nullptr) {
+        m.hinted[o] = a.get();
+        m.heavy.addHintsOut(&m.run_hints[o]);
+        break;
+      }
+    }
   }
   m.added.push_back(std::move(a));
   m.needs_runs = true;
@@ -445,9 +455,11 @@ void Engine::add(std::span<const PacketRecord> records) {
     const std::span<const uint32_t> starts(m.run_starts);
     m.step([&m, run, starts](auto& a) {
       if constexpr (std::is_same_v<std::remove_cvref_t<decltype(a)>, Aggregator>) {
-        if (&a == m.hinted) {
-          a.addRunsHinted(run, starts, m.run_hints);  // filled by the heavy aggregator, which comes before
-          return;
+        for (size_t o = 0; o < kFlowHintOwners; ++o) {
+          if (&a == m.hinted[o]) {
+            a.addRunsHinted(run, starts, m.run_hints[o]);  // filled by the heavy aggregator, which comes before
+            return;
+          }
         }
       }
       a.addRuns(run, starts);

@@ -5,6 +5,7 @@
 // carries 25% more bytes (hysteresis against churn). The result says from when each key's windows count.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -35,7 +36,8 @@ class HeavyTable {
     // generation is unchanged: one hash lookup per packet instead of two.
     Entry* link = nullptr;
     uint64_t link_generation = 0;
-    FlowHint hint = {};  // a flow entry's: the hinted aggregator's state of the flow (window.h); a pair's: unused
+    // A flow entry's: each hinted aggregator's state of the flow (window.h), one hint an owner; a pair's: unused.
+    std::array<FlowHint, kFlowHintOwners> hints = {};
   };
 
   HeavyTable(const EngineConfig& cfg, size_t capacity);

@@ -12,6 +12,7 @@
 #include <random>
 #include <set>
 
+#include "burstscope/evidence.h"
 #include "burstscope/training.h"
 #include "burstscope/window.h"
 #include "src/training/period.h"
@@ -929,6 +930,86 @@ TEST(TrainingTest, FlowBinsEqualABruteForceAtEveryBinEdge) {
   }
   ASSERT_EQ(r.training->flows.size(), want.size());
   for (const TrainingFlowBins& f : r.training->flows) EXPECT_EQ(f.bins, want[f.key.src[3]]);
+}
+
+// With the engine's pair and flow tables on, the training aggregator finds a run's flow through the flow table's
+// hint (second to the congestion evidence's, as `run` adds them); its deltas are those of the same records without
+// the tables, interval by interval. Flows come and go so that idle ones are freed and their slots taken by new
+// ones (a hint still naming a freed slot would put a returning flow's bytes in another's bins), some are beyond
+// max_flows (untracked), and a small flow table evicts entries (their hints start afresh).
+TEST(TrainingTest, FlowBinsThroughTheFlowTablesHintsEqualThoseWithout) {
+  std::mt19937_64 rng(11);
+  std::vector<PacketRecord> v;
+  std::map<int, uint32_t> seq;
+  // Phases of 4 ms: the flows of group 0 (hosts 1..12), then group 1 (13..24), then 0 again, then both together
+  // (more than max_flows), then 1 again; in each, random flows of the group interleaved packet by packet and in
+  // runs.
+  const std::vector<std::vector<int>> phases = {{0}, {1}, {0}, {0, 1}, {1}};
+  int64_t t = kT0;
+  for (const std::vector<int>& groups : phases) {
+    const int64_t end = t + 4'000'000;
+    while (t < end) {
+      const int g = groups[rng() % groups.size()];
+      const int host = 1 + g * 12 + static_cast<int>(rng() % 12);
+      const int run = 1 + static_cast<int>(rng() % 4);
+      for (int i = 0; i < run; ++i) {
+        PacketRecord r;
+        r.ts_ns = t;
+        r.key = flow(host, 30);
+        r.l4 = static_cast<uint8_t>(L4Kind::kTcp);
+        r.len = rng() % 5 == 0 ? 0 : 1448;
+        r.seq = seq[host];
+        if (rng() % 9 != 0) seq[host] += r.len;  // now and then a segment is sent again
+        r.wire_len = 66 + r.len;
+        v.push_back(r);
+        t += 1'000 + static_cast<int64_t>(rng() % 3'000);
+      }
+    }
+  }
+  TrainingConfig tc;
+  tc.max_flows = 16;         // idle flows are freed at a close with 12 or more kept
+  tc.window_ns = 2'000'000;  // idle for 2 ms
+  const auto deltas = [&](bool tables, size_t flow_table) {
+    EngineConfig ec;
+    ec.report_interval_ns = 1'000'000;
+    ec.pairs_and_flows = tables;
+    ec.flow_table_capacity = flow_table;
+    Engine e(ec);
+    auto evidence = std::make_unique<EvidenceAggregator>(EvidenceConfig{}, ec, true);
+    e.subscribe(evidence.get());
+    e.addAggregator(std::move(evidence));
+    e.addAggregator(makeTrainingAggregator(tc, true));
+    std::vector<std::shared_ptr<const TrainingDelta>> out;
+    e.setIntervalSink([&](const IntervalReport& r) { out.push_back(r.training); });
+    for (size_t i = 0; i < v.size(); i += 64) e.add(std::span(v).subspan(i, std::min<size_t>(64, v.size() - i)));
+    e.finish();
+    return out;
+  };
+  const auto want = deltas(false, 65536);
+  ASSERT_GE(want.size(), 20u);
+  uint64_t untracked = 0;
+  for (const auto& d : want) untracked += d->untracked_packets;
+  EXPECT_GT(untracked, 100u);  // the mix holds what it is meant to: flows beyond max_flows
+  for (const size_t flow_table : {size_t{65536}, size_t{8}}) {
+    SCOPED_TRACE(::testing::Message() << "flow table " << flow_table);
+    const auto got = deltas(true, flow_table);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      SCOPED_TRACE(::testing::Message() << "interval " << i);
+      EXPECT_EQ(got[i]->untracked_packets, want[i]->untracked_packets);
+      EXPECT_EQ(got[i]->untracked_bytes, want[i]->untracked_bytes);
+      ASSERT_EQ(got[i]->flows.size(), want[i]->flows.size());
+      for (size_t f = 0; f < got[i]->flows.size(); ++f) {
+        const TrainingFlowBins& x = got[i]->flows[f];
+        const TrainingFlowBins& y = want[i]->flows[f];
+        EXPECT_TRUE(x.key == y.key) << "flow " << f;
+        EXPECT_EQ(x.packets, y.packets) << "flow " << f;
+        EXPECT_EQ(x.bytes, y.bytes) << "flow " << f;
+        EXPECT_EQ(x.bins, y.bins) << "flow " << f;
+        EXPECT_EQ(x.payload, y.payload) << "flow " << f;
+      }
+    }
+  }
 }
 
 // The most bytes of a job in any window of each scale that ends in the analysed stretch (the file, or the

@@ -1023,9 +1023,11 @@ TEST(EngineAggregatorTest, AnAddedAggregatorAndAnObserverSeeEveryPacketOnce) {
 }
 
 // An aggregator that takes the flow table's hints (FlowHint) and says, per run, whether it had one and whether what
-// it had written there for the run's flow before came back.
+// it had written there for the run's flow before came back. Each writes its own `tag` with the flow's number, so
+// that a hint another owner wrote is told from its own.
 class HintTaker final : public Aggregator {
  public:
+  explicit HintTaker(uintptr_t tag) : tag_(tag) {}
   void add(std::span<const PacketRecord>) override { ++plain_batches; }
   bool wantsFlowHints() const override { return true; }
   void addRunsHinted(std::span<const PacketRecord> records, std::span<const uint32_t> starts,
@@ -1033,8 +1035,8 @@ class HintTaker final : public Aggregator {
     for (size_t k = 0; k + 1 < starts.size(); ++k) {
       const uint8_t id = records[starts[k]].key.src[3];  // the flow's own number
       FlowHint* h = hints[k];
-      runs.push_back(h == nullptr ? '-' : h->epoch == 0 ? 'n' : h->value == id ? 'y' : 'x');
-      if (h != nullptr) *h = FlowHint{id, 1};
+      runs.push_back(h == nullptr ? '-' : h->epoch == 0 ? 'n' : h->value == tag_ + id ? 'y' : 'x');
+      if (h != nullptr) *h = FlowHint{tag_ + id, 1};
     }
     runs.push_back('|');
   }
@@ -1043,12 +1045,16 @@ class HintTaker final : public Aggregator {
   void result(EngineResult*) const override {}
   std::string runs;  // per run: '-' no hint, 'n' a hint never written, 'y' its own, 'x' another's; '|' per batch
   int plain_batches = 0;
+
+ private:
+  const uintptr_t tag_;
 };
 
-// The engine hands each run its flow's hint, written by the first aggregator that wants them and kept for it
-// alone, except a non-IP run and the runs looked up before the batch's last new flow (an insertion may move the
-// table's entries); a second aggregator that wants them, or any without the tables, gets addRuns().
-TEST(EngineAggregatorTest, AFlowsHintComesBackToTheFirstAggregatorThatWantsThemWhileItsEntryStays) {
+// The engine hands each run its flow's hints, one for each of the first two aggregators that want them (the evidence
+// and the training aggregator, in an engine that runs both), each written by its owner and kept for it alone,
+// except a non-IP run and the runs looked up before the batch's last new flow (an insertion may move the table's
+// entries); a third aggregator that wants them, or any without the tables, gets addRuns().
+TEST(EngineAggregatorTest, AFlowsHintComesBackToEachOfTheFirstAggregatorsThatWantThemWhileItsEntryStays) {
   auto rec = [](uint8_t flow) {
     PacketRecord r;
     r.ts_ns = 1'000'000'000;
@@ -1065,25 +1071,29 @@ TEST(EngineAggregatorTest, AFlowsHintComesBackToTheFirstAggregatorThatWantsThemW
     EngineConfig c;
     c.pairs_and_flows = tables;
     Engine e(c);
-    auto first = std::make_unique<HintTaker>(), second = std::make_unique<HintTaker>();
+    auto first = std::make_unique<HintTaker>(0), second = std::make_unique<HintTaker>(1000),
+         third = std::make_unique<HintTaker>(2000);
     HintTaker* a = first.get();
     HintTaker* b = second.get();
+    HintTaker* c3 = third.get();
     e.addAggregator(std::move(first));
     e.addAggregator(std::move(second));
+    e.addAggregator(std::move(third));
     for (const std::vector<uint8_t>& batch : std::vector<std::vector<uint8_t>>{{1, 2, 3, 1}, {1, 2, 0, 3}, {4, 1}}) {
       std::vector<PacketRecord> v;
       for (uint8_t f : batch) v.push_back(rec(f));
       e.add(v);
     }
     e.finish();
-    return std::make_pair(std::make_pair(a->runs, a->plain_batches), std::make_pair(b->runs, b->plain_batches));
+    return std::vector<std::pair<std::string, int>>{
+        {a->runs, a->plain_batches}, {b->runs, b->plain_batches}, {c3->runs, c3->plain_batches}};
   };
+  using Seen = std::vector<std::pair<std::string, int>>;
   // Flows 1, 2, 3 are new in the first batch: only the runs after 3's insertion have hints. None is new in the
   // second: all but the non-IP run do, and what was written for 1 and 3 comes back. 4 is new in the third, its
   // own run the batch's first: both have hints.
-  EXPECT_EQ(run(true),
-            std::make_pair(std::make_pair(std::string("--nn|yn-y|ny|"), 0), std::make_pair(std::string(), 3)));
-  EXPECT_EQ(run(false), std::make_pair(std::make_pair(std::string(), 3), std::make_pair(std::string(), 3)));
+  EXPECT_EQ(run(true), (Seen{{"--nn|yn-y|ny|", 0}, {"--nn|yn-y|ny|", 0}, {"", 3}}));
+  EXPECT_EQ(run(false), (Seen{{"", 3}, {"", 3}, {"", 3}}));
 }
 
 TEST(EngineAggregatorTest, BatchesGiveTheSameResultAsOneRecordAtATime) {

@@ -1,10 +1,15 @@
 // burstscope command line: the top level and the dispatch to the commands, one file each in src/app (cli.h).
 // Flags live only in src/app; modules take plain config structs.
 #include <malloc.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <csignal>
+#include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -30,6 +35,42 @@ void keepFreedMemory() {
   // trim threshold is set, the opposite of the intent.
   if (mallopt(M_MMAP_THRESHOLD, 256 << 20) == 0 && mallopt(M_MMAP_THRESHOLD, 32 << 20) == 0) return;
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  // NOLINTEND(concurrency-mt-unsafe)
+}
+
+// The offline commands (analyze, report, compare, whatif) take their memory on transparent huge pages, where the
+// kernel gives them only to who asks (Debian's default "madvise" mode). A file's analysis touches tens of MB once
+// (reading queues, exact windows, the training analysis's series of a million bins); at a 4 KiB page each that is
+// thousands of page faults, a third of `analyze`'s time on a minute-long file here (bench/README.md, issue 41).
+// Every thread allocates from the one heap (M_ARENA_MAX 1: the reader's and the worker's blocks too; they allocate
+// rarely once running). The heap is grown by kHugeHeap at once (M_TOP_PAD for one allocation) and what it grew by
+// is advised MADV_HUGEPAGE before anything is in it; it stays the heap's free top (keepFreedMemory), untouched
+// until used. Not `run`: a live port's worker must not wait on the kernel compacting memory for a huge page, and
+// its packet memory is DPDK's or AF_XDP's own. BURSTSCOPE_SMALL_PAGES in the environment leaves it out; so does an
+// allocator that refuses glibc's settings (a sanitizer's).
+void onHugePages(std::string_view command) {
+  if (command != "analyze" && command != "report" && command != "compare" && command != "whatif") return;
+  // NOLINTBEGIN(concurrency-mt-unsafe): one thread yet
+  if (std::getenv("BURSTSCOPE_SMALL_PAGES") != nullptr) return;
+  std::string mode;
+  std::getline(std::ifstream("/sys/kernel/mm/transparent_hugepage/enabled"), mode);
+  if (mode.find("[madvise]") == std::string::npos) return;  // "always" gives them anyway, "never" to no one
+  constexpr size_t kHugePage = size_t{2} << 20, kHugeHeap = size_t{256} << 20, kFirst = size_t{1} << 20;
+  constexpr int kDefaultTopPad = 128 << 10;  // glibc's
+  if (mallopt(M_ARENA_MAX, 1) == 0 || mallopt(M_TOP_PAD, static_cast<int>(kHugeHeap)) == 0) return;
+  // The first block past the heap's free top makes it grow by kHugeHeap more than the block (only the block is
+  // written, should MALLOC_PERTURB_ fill what it hands out).
+  void* block = std::malloc(kFirst);
+  mallopt(M_TOP_PAD, kDefaultTopPad);
+  if (block == nullptr) return;
+  const auto at = reinterpret_cast<uintptr_t>(block);
+  const auto end = reinterpret_cast<uintptr_t>(::sbrk(0));
+  const uintptr_t from = (at + kHugePage - 1) & ~(kHugePage - 1);
+  const uintptr_t to = end & ~(kHugePage - 1);
+  // Only if the block came from the heap and the heap grew (not a mapping of its own, or a heap that could not).
+  if (end > at && end - at >= kHugeHeap && to > from)
+    ::madvise(reinterpret_cast<void*>(from), to - from, MADV_HUGEPAGE);
+  std::free(block);
   // NOLINTEND(concurrency-mt-unsafe)
 }
 
@@ -71,6 +112,7 @@ int mainImpl(int argc, char** argv) {
   // per job and host pair (8 MB per million); glibc maps such blocks afresh and every page faults in again:
   // half of the analysis of a minute-long file with pairs, 30% of an interval's (bench/README.md).
   keepFreedMemory();
+  onHugePages(argc > 1 ? argv[1] : "");
   for (const std::unique_ptr<Command>& c : commands) {
     if (c->given()) return c->run();
   }

@@ -231,7 +231,7 @@ class HeavyAggregator final : public Aggregator {
       const size_t end = starts[k + 1];
       if (records[i].key.family == 0) continue;
       HeavyTable::Entry* flow = nullptr;
-      while (i < end) {
+      do {  // a run has one record or more
         const PacketRecord& r = records[i];
         if (r.ts_ns >= bin_end_) bin_end_ = (r.ts_ns / cfg_.base_bin_ns + 1) * cfg_.base_bin_ns;
         uint64_t bytes = r.wire_len;
@@ -239,7 +239,7 @@ class HeavyAggregator final : public Aggregator {
         while (j < end && records[j].ts_ns < bin_end_) bytes += records[j++].wire_len;
         flow = &addRun(r.key, r.ts_ns, records[j - 1].ts_ns, bytes, j - i);
         i = j;
-      }
+      } while (i < end);
       if (hint_owners_ > 0) {
         for (size_t o = 0; o < hint_owners_; ++o) (*hints_[o])[k] = &flow->hints[o];
         if (flows_.generation() != generation) {

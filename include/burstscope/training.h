@@ -112,6 +112,10 @@ struct TrainingDelta {
 // IntervalReport::training at each interval's close; without, the whole input is one delta in
 // EngineResult::training.
 std::unique_ptr<Aggregator> makeTrainingAggregator(const TrainingConfig& c, bool report_intervals);
+// How many flow runs the training aggregator `a` (makeTrainingAggregator's) found through the engine's flow table's
+// hint (FlowHint) so far; 0 for any other aggregator. No output reads it: the tests do, so that a change which
+// quietly stopped the hints reaching it is seen.
+uint64_t trainingRunsByHint(const Aggregator& a);
 
 // ---- What the analyzer reports ------------------------------------------------------------------------
 

@@ -100,6 +100,7 @@ class TrainingAggregator final : public Aggregator {
   }
 
   void result(EngineResult* out) const override { out->training = pending_; }
+  uint64_t runsByHint() const { return by_hint_; }
 
  private:
   struct Flow {
@@ -147,6 +148,7 @@ class TrainingAggregator final : public Aggregator {
     uint32_t i;
     if (hint != nullptr && hint->epoch == epoch_) {
       i = static_cast<uint32_t>(hint->value);
+      ++by_hint_;
     } else {
       i = lookUp(key);
       if (i == kNone) return nullptr;
@@ -216,8 +218,7 @@ class TrainingAggregator final : public Aggregator {
   }
 
   void evictIdle(int64_t before_ns) {
-    std::fill(recent_.begin(), recent_.end(), Recent{});  // freed slots are reused by other keys
-    ++epoch_;                                             // and so are the hints' indices
+    const size_t freed = free_.size();
     for (auto it = index_.begin(); it != index_.end();) {
       const Flow& f = flows_[it->second];
       if (!f.listed && f.last_ns < before_ns) {
@@ -226,6 +227,10 @@ class TrainingAggregator final : public Aggregator {
       } else {
         ++it;
       }
+    }
+    if (free_.size() != freed) {
+      std::fill(recent_.begin(), recent_.end(), Recent{});  // freed slots are reused by other keys
+      ++epoch_;                                             // and so are the hints' indices
     }
   }
 
@@ -247,6 +252,8 @@ class TrainingAggregator final : public Aggregator {
   // The epoch of the hints written (FlowHint): it changes when flows are freed, so that a hint never names a slot
   // that another flow has taken since.
   uint64_t epoch_ = 1;
+  uint64_t by_hint_ = 0;  // runs whose flow came from its hint, so far (trainingRunsByHint)
+
   uint64_t untracked_packets_ = 0, untracked_bytes_ = 0;
   int64_t first_ns_ = std::numeric_limits<int64_t>::max();
   int64_t last_ns_ = std::numeric_limits<int64_t>::min();
@@ -254,6 +261,11 @@ class TrainingAggregator final : public Aggregator {
 };
 
 }  // namespace
+
+uint64_t trainingRunsByHint(const Aggregator& a) {
+  const auto* t = dynamic_cast<const TrainingAggregator*>(&a);
+  return t != nullptr ? t->runsByHint() : 0;
+}
 
 std::unique_ptr<Aggregator> makeTrainingAggregator(const TrainingConfig& c, bool report_intervals) {
   return std::make_unique<TrainingAggregator>(c, report_intervals);

@@ -230,7 +230,7 @@ class Aggregator {
   // holds one aggregator's state), and only when it runs the pair and flow tables.
   virtual bool wantsFlowHints() const { return false; }
   // addRuns() with each run's hint (nullptr: none, for a non-IP run, or one whose entry may have moved since):
-  // called instead of addRuns() for the aggregator that has the hints.
+  // called instead of addRuns() for each aggregator that has hints.
   virtual void addRunsHinted(std::span<const PacketRecord> records, std::span<const uint32_t> run_starts,
                              std::span<FlowHint* const> /*hints*/) {
     addRuns(records, run_starts);

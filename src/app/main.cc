@@ -4,6 +4,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
@@ -43,32 +44,38 @@ void keepFreedMemory() {
 // (reading queues, exact windows, the training analysis's series of a million bins); at a 4 KiB page each that is
 // thousands of page faults, a third of `analyze`'s time on a minute-long file here (bench/README.md, issue 41).
 // Every thread allocates from the one heap (M_ARENA_MAX 1: the reader's and the worker's blocks too; they allocate
-// rarely once running). The heap is grown by kHugeHeap at once (M_TOP_PAD for one allocation) and what it grew by
-// is advised MADV_HUGEPAGE before anything is in it; it stays the heap's free top (keepFreedMemory), untouched
-// until used. Not `run`: a live port's worker must not wait on the kernel compacting memory for a huge page, and
-// its packet memory is DPDK's or AF_XDP's own. BURSTSCOPE_SMALL_PAGES in the environment leaves it out; so does an
-// allocator that refuses glibc's settings (a sanitizer's).
+// rarely once running). The heap is grown by kHugeHeap at once (M_TOP_PAD for one allocation), and what it grew by
+// past the block and the free top's header is advised MADV_HUGEPAGE before anything is in it; it stays the heap's
+// free top (keepFreedMemory), untouched until used. Not `run`: a live port's worker must not wait on the kernel
+// compacting memory for a huge page, and its packet memory is DPDK's or AF_XDP's own. BURSTSCOPE_SMALL_PAGES in
+// the environment (set to anything) leaves it out; so does the caller's own top pad (MALLOC_TOP_PAD_ or its
+// tunable, which this would override), and an allocator that refuses glibc's settings (a sanitizer's).
 void onHugePages(std::string_view command) {
   if (command != "analyze" && command != "report" && command != "compare" && command != "whatif") return;
   // NOLINTBEGIN(concurrency-mt-unsafe): one thread yet
-  if (std::getenv("BURSTSCOPE_SMALL_PAGES") != nullptr) return;
+  if (std::getenv("BURSTSCOPE_SMALL_PAGES") != nullptr || std::getenv("MALLOC_TOP_PAD_") != nullptr) return;
+  if (const char* t = std::getenv("GLIBC_TUNABLES");
+      t != nullptr && std::string_view(t).find("top_pad") != std::string_view::npos)
+    return;
   std::string mode;
   std::getline(std::ifstream("/sys/kernel/mm/transparent_hugepage/enabled"), mode);
   if (mode.find("[madvise]") == std::string::npos) return;  // "always" gives them anyway, "never" to no one
   constexpr size_t kHugePage = size_t{2} << 20, kHugeHeap = size_t{256} << 20, kFirst = size_t{1} << 20;
   constexpr int kDefaultTopPad = 128 << 10;  // glibc's
   if (mallopt(M_ARENA_MAX, 1) == 0 || mallopt(M_TOP_PAD, static_cast<int>(kHugeHeap)) == 0) return;
-  // The first block past the heap's free top makes it grow by kHugeHeap more than the block (only the block is
-  // written, should MALLOC_PERTURB_ fill what it hands out).
+  // The first block past the heap's free top makes it grow by kHugeHeap more than the block (only the block and the
+  // new top's header are written, should MALLOC_PERTURB_ fill what it hands out).
+  const auto start = reinterpret_cast<uintptr_t>(::sbrk(0));
   void* block = std::malloc(kFirst);
   mallopt(M_TOP_PAD, kDefaultTopPad);
   if (block == nullptr) return;
   const auto at = reinterpret_cast<uintptr_t>(block);
   const auto end = reinterpret_cast<uintptr_t>(::sbrk(0));
-  const uintptr_t from = (at + kHugePage - 1) & ~(kHugePage - 1);
+  // What the break moved by, past the block and the new top's header: the heap's new free top and nothing else,
+  // if the break moved by kHugeHeap (the block came from the heap, which grew; not from a mapping of its own).
+  const uintptr_t from = (std::max(start, at + kFirst + 64) + kHugePage - 1) & ~(kHugePage - 1);
   const uintptr_t to = end & ~(kHugePage - 1);
-  // Only if the block came from the heap and the heap grew (not a mapping of its own, or a heap that could not).
-  if (end > at && end - at >= kHugeHeap && to > from)
+  if (end >= start + kHugeHeap && at < end && to > from)
     ::madvise(reinterpret_cast<void*>(from), to - from, MADV_HUGEPAGE);
   std::free(block);
   // NOLINTEND(concurrency-mt-unsafe)
@@ -112,7 +119,7 @@ int mainImpl(int argc, char** argv) {
   // per job and host pair (8 MB per million); glibc maps such blocks afresh and every page faults in again:
   // half of the analysis of a minute-long file with pairs, 30% of an interval's (bench/README.md).
   keepFreedMemory();
-  onHugePages(argc > 1 ? argv[1] : "");
+  onHugePages(app.get_subcommands().empty() ? "" : app.get_subcommands().front()->get_name());
   for (const std::unique_ptr<Command>& c : commands) {
     if (c->given()) return c->run();
   }

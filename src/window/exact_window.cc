@@ -107,6 +107,9 @@ void ExactWindows::addMicroburstScale(std::span<const Arrival> batch) {
     endBurst(t);
     burst = false;
   };
+  // A microburst left below the threshold by an interval's close (expireMicroburstScale) ended then, unless this
+  // batch's first arrival is at that very time (it is judged with those departures, below).
+  if (burst && sum < threshold && batch.front().ts > unjudged_end_ns_) end(unjudged_end_ns_);
   for (const Arrival& a : batch) {
     const uint64_t bound = sum + a.len;
     if (!burst && bound <= max && bound < threshold) {
@@ -158,6 +161,10 @@ void ExactWindows::expireMicroburstScale(int64_t limit) {
     if (e.ts < limit) depart(e.ts + s.tau, sum);
   }
   while (first != end && fifo_[first].ts <= limit) sum -= fifo_[first++].bytes;
+  // What left exactly at `limit` is judged with an arrival at limit + τ, if one comes (addMicroburstScale); if it
+  // took the window below, the microburst ends then unless that arrival lifts it back. (A window already below
+  // keeps its earlier time: a second close in silence ends nothing.)
+  if (in_burst_ && s.sum >= mb_threshold_ && sum < mb_threshold_) unjudged_end_ns_ = limit + s.tau;
   s.first = first;
   s.sum = sum;
 }
@@ -235,6 +242,7 @@ void ExactWindows::startBurst(int64_t t, uint64_t sum) {
 void ExactWindows::finish() {
   if (mb_scale_ < 0) return;
   Scale& s = scales_[mb_scale_];
+  if (in_burst_ && s.sum < mb_threshold_) endBurst(unjudged_end_ns_);  // no arrival came at that time
   while (s.first != fifo_.end()) {
     const Entry& e = fifo_[s.first];
     s.sum -= e.bytes;

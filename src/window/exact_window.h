@@ -83,6 +83,9 @@ class ExactWindows {
   Microburst cur_;         // the open microburst (its peak_bps set when it ends)
   uint64_t peak_sum_ = 0;  // the open microburst's largest window sum
   int64_t last_end_ns_ = 0;
+  // Set when an interval's close leaves the open microburst's window below the threshold by departures at exactly
+  // its limit: the time the microburst ends unless an arrival then lifts the window back.
+  int64_t unjudged_end_ns_ = 0;
   std::optional<MicroburstResult> mb_result_;
   EngineObserver* observer_ = nullptr;
 };

@@ -748,6 +748,51 @@ TEST(EngineIntervalTest, EveryIntervalMatchesBruteForce) {
   }
 }
 
+// A microburst whose last packet leaves exactly at an interval's end, with no packet there: the interval's close
+// takes that departure out of the window without judging it (an arrival at that very time would be judged with
+// it), so the next packet, later, must still end the microburst at the departure's time, not at its own. Then the
+// same with packets that leave before the next arrival's window (their departures are walked at that arrival).
+TEST(EngineIntervalTest, AMicroburstEndingAtAnIntervalsEndEndsThere) {
+  EngineConfig c = intervalConfig();
+  c.link_capacity_bps = 1e9;                     // 50% of 1 Gbit/s over 100 us: 6250 bytes
+  const int64_t t0 = 1'795'294'232'000'000'000;  // an interval's start
+  const int64_t end = t0 + c.report_interval_ns;
+  const std::vector<std::vector<Pkt>> traces = {
+      // One packet takes the window above; it leaves at `end`; the next packet comes 500 us later.
+      {{t0 + 10'000, 100}, {end - 100'000, 7000}, {end + 500'000, 100}},
+      // The same, with two small packets after `end` that leave before the one after them arrives.
+      {{t0 + 10'000, 100}, {end - 100'000, 7000}, {end + 20'000, 100}, {end + 30'000, 100}, {end + 600'000, 100}},
+      // A packet exactly at `end` that keeps the window above: the microburst goes on.
+      {{t0 + 10'000, 100}, {end - 100'000, 7000}, {end, 6300}, {end + 500'000, 100}},
+      // No packet after: the interval closes in silence (advance, as a live port's clock does), then the run ends.
+      {{t0 + 10'000, 100}, {end - 100'000, 7000}},
+  };
+  for (size_t k = 0; k < traces.size(); ++k) {
+    SCOPED_TRACE(testing::Message() << "trace " << k);
+    const std::vector<Pkt>& v = traces[k];
+    const std::vector<Microburst> want = bruteMicrobursts(v, c.microburst_tau_ns, 6250.0);
+    ASSERT_EQ(want.size(), 1u);
+    for (bool intervals : {false, true}) {
+      EngineConfig ci = c;
+      if (!intervals) ci.report_interval_ns = 0;
+      ci.baseline_ns = intervals ? c.baseline_ns : 0;
+      ASSERT_TRUE(validateConfig(ci).ok()) << validateConfig(ci);
+      Engine e(ci);
+      e.setIntervalSink([](const IntervalReport&) {});
+      for (const Pkt& p : v) e.add(record(p));
+      e.advance(v.back().ts + 2 * c.report_interval_ns);
+      e.finish();
+      const EngineResult r = e.result();
+      ASSERT_TRUE(r.port.microbursts);
+      const MicroburstResult& got = *r.port.microbursts;
+      ASSERT_EQ(got.events.size(), 1u) << "intervals " << intervals;
+      EXPECT_EQ(got.events[0].start_ns, want[0].start_ns) << "intervals " << intervals;
+      EXPECT_EQ(got.events[0].end_ns, want[0].end_ns) << "intervals " << intervals;
+      EXPECT_EQ(got.events[0].bytes, want[0].bytes) << "intervals " << intervals;
+    }
+  }
+}
+
 TEST(EngineIntervalTest, AdvanceClosesIntervalsInSilenceAndLongGapsAreSkippedInConstantWork) {
   EngineConfig c = intervalConfig();
   c.exact_max_tau_ns = 2'000'000;  // all exact, so that the expected values are exact

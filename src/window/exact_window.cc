@@ -98,6 +98,11 @@ void ExactWindows::addMicroburstScale(std::span<const Arrival> batch) {
   uint64_t first = s.first, sum = s.sum, max = s.max;
   const uint64_t threshold = mb_threshold_;
   const int64_t tau = s.tau;
+  // The FIFO's slots in registers: the calls below (endBurst, startBurst) do not touch it, which the compiler
+  // cannot see, and it reloaded them at every arrival.
+  const Entry* const slots = fifo_.slots();
+  const uint64_t mask = fifo_.mask();
+  auto at = [&](uint64_t pos) -> const Entry& { return slots[pos & mask]; };
   // The open microburst's state in registers; the members are brought up to date around the rare calls.
   bool burst = in_burst_;
   uint64_t burst_bytes = cur_.bytes, peak = peak_sum_;
@@ -117,13 +122,13 @@ void ExactWindows::addMicroburstScale(std::span<const Arrival> batch) {
       continue;
     }
     const int64_t limit = a.ts - tau;
-    while (burst && fifo_[first].ts <= limit) {
-      const Entry& e = fifo_[first++];
+    while (burst && at(first).ts <= limit) {
+      const Entry& e = at(first++);
       sum -= e.bytes;
       // A packet leaving exactly now is judged together with the arrival (S is right-continuous).
       if (sum < threshold && e.ts < limit) end(e.ts + tau);
     }
-    while (fifo_[first].ts <= limit) sum -= fifo_[first++].bytes;
+    while (at(first).ts <= limit) sum -= at(first++).bytes;
     sum += a.len;
     if (burst) {
       if (sum < threshold) {

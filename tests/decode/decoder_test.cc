@@ -2,8 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <pcap/pcap.h>
+
+#include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 
 #include "tests/common/frames.h"
 
@@ -544,6 +548,130 @@ TEST(DecoderTest, BrokenHostLinkHeadersAreCountedByReasonAndNeverReadPast) {
             DecodeError::kNone);
   EXPECT_EQ(r.key.family, 0);
   EXPECT_EQ(d.stats().non_ip, 1u);
+}
+
+// The duplicate key as docs/analyze.md defines it, the slow, obvious way: each field's bytes one at a time, zero past
+// the captured length, each field's word plus its number times its multiplier, summed and mixed.
+std::optional<uint64_t> referenceDuplicateKey(std::span<const uint8_t> d, uint16_t type) {
+  static constexpr uint64_t kMul[] = {0x9E3779B97F4A7C15ull, 0xC2B2AE3D27D4EB4Full, 0x165667B19E3779F9ull,
+                                      0xD6E8FEB86659FD93ull, 0xA0761D6478BD642Full, 0xE7037ED1A0B428DBull,
+                                      0x8EBC6AF09C88C6E3ull, 0x589965CC75374CC3ull, 0x1D8E4E27C47D124Full,
+                                      0xFF51AFD7ED558CCDull, 0xC4CEB9FE1A85EC53ull, 0x94D049BB133111EBull};
+  auto word = [&](size_t from, size_t len) {
+    uint64_t w = 0;
+    for (size_t i = 0; i < len; ++i) {
+      if (from + i < d.size()) w |= uint64_t{d[from + i]} << (8 * i);
+    }
+    return w;
+  };
+  std::vector<uint64_t> words;
+  size_t l4 = 0;
+  uint8_t proto = 0;
+  if (type == 0x0800) {
+    if (d.size() < 20 || d[0] >> 4 != 4) return std::nullopt;
+    words = {word(0, 1), word(2, 6), word(9, 1), word(12, 8)};
+    const bool later_fragment = (d[6] & 0x1F) != 0 || d[7] != 0;
+    proto = later_fragment ? 0 : d[9];
+    l4 = std::max<size_t>(20, (d[0] & 0x0Fu) * 4u);
+  } else if (type == 0x86DD) {
+    if (d.size() < 40 || d[0] >> 4 != 6) return std::nullopt;
+    // The flow label's 20 bits, the payload length and the next header: byte 1's low half, bytes 2-6.
+    words = {(word(1, 1) & 0x0F) << 8 | word(2, 5) << 16, word(8, 8), word(16, 8), word(24, 8), word(32, 8)};
+    proto = d[6];
+    l4 = 40;
+  } else {
+    return std::nullopt;
+  }
+  size_t payload = l4;
+  if (proto == 6) {
+    words.push_back(word(l4, 8));
+    words.push_back(word(l4 + 8, 8));
+    payload = l4 + 4 * (l4 + 12 < d.size() ? d[l4 + 12] >> 4 : 5);
+  } else if (proto == 17) {
+    words.push_back(word(l4, 6));
+    payload = l4 + 8;
+  }
+  words.push_back(word(payload, 8));
+  words.push_back(word(payload + 8, 8));
+  uint64_t h = 0;
+  for (size_t i = 0; i < words.size(); ++i) h += (words[i] + i + 1) * kMul[i];
+  h ^= h >> 32;
+  h *= 0xD6E8FEB86659FD93ull;
+  return h ^ (h >> 29);
+}
+
+// Checks duplicateKeyFromIp against the reference on `ip` cut at every length up to `max_cut` (and whole), each from
+// a heap buffer of exactly that many bytes (AddressSanitizer catches a read past it). Returns the checks made.
+size_t expectKeysAtEveryCut(const std::vector<uint8_t>& ip, uint16_t type, size_t max_cut, const std::string& what) {
+  size_t checks = 0;
+  for (size_t n = 0; n <= ip.size(); n = n < max_cut ? n + 1 : std::max(n + 1, ip.size())) {
+    std::unique_ptr<uint8_t[]> copy(new uint8_t[n == 0 ? 1 : n]);
+    std::copy(ip.begin(), ip.begin() + static_cast<ptrdiff_t>(n), copy.get());
+    uint64_t key = 0;
+    const bool ok = duplicateKeyFromIp({copy.get(), n}, type, &key);
+    const std::optional<uint64_t> want = referenceDuplicateKey({copy.get(), n}, type);
+    EXPECT_EQ(ok, want.has_value()) << what << " cut at " << n;
+    if (ok && want) {
+      EXPECT_EQ(key, *want) << what << " cut at " << n;
+    }
+    ++checks;
+    if (::testing::Test::HasFailure()) break;
+  }
+  return checks;
+}
+
+// Every IP frame of the committed traces (TCP data and ACKs, RoCEv2's UDP, IPv6, ERSPAN's GRE) keyed as the
+// reference keys it: whole, and the first frames of each file cut at every length the key reads; then TCP headers
+// with every header length and data offset, sensible or not. The decoder keys the usual frames (IPv4 TCP and UDP,
+// whole headers, payload captured for 16 bytes or not at all) another way than the rest: both must agree with this.
+TEST(DuplicateKeyTest, EqualsTheDefinitionOnEveryCommittedFrameAndEveryCut) {
+  const std::filesystem::path data = std::filesystem::path(BURSTSCOPE_SOURCE_ROOT) / "data";
+  size_t files = 0, frames = 0, fast_shaped = 0, checks = 0;
+  std::vector<std::vector<uint8_t>> tcp4;  // a few IPv4 TCP packets to mutate below
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(data)) {
+    if (entry.path().extension() != ".pcap") continue;
+    char err[PCAP_ERRBUF_SIZE];
+    pcap_t* p = pcap_open_offline(entry.path().c_str(), err);
+    ASSERT_NE(p, nullptr) << err;
+    ASSERT_EQ(pcap_datalink(p), DLT_EN10MB) << entry.path();
+    ++files;
+    size_t in_file = 0;
+    pcap_pkthdr* h;
+    const u_char* bytes;
+    while (pcap_next_ex(p, &h, &bytes) == 1) {
+      if (h->caplen < 14) continue;
+      const uint16_t type = static_cast<uint16_t>(bytes[12] << 8 | bytes[13]);
+      if (type != 0x0800 && type != 0x86DD) continue;
+      const std::vector<uint8_t> ip(bytes + 14, bytes + h->caplen);
+      ++frames;
+      if (type == 0x0800 && ip.size() >= 20 && (ip[9] == 6 || ip[9] == 17)) ++fast_shaped;
+      const std::string what = entry.path().filename().string() + " frame " + std::to_string(in_file);
+      checks += expectKeysAtEveryCut(ip, type, in_file < 100 ? 160 : 0, what);
+      if (type == 0x0800 && ip.size() >= 40 && ip[9] == 6 && tcp4.size() < 40) tcp4.push_back(ip);
+      ++in_file;
+      if (::testing::Test::HasFailure()) break;
+    }
+    pcap_close(p);
+    if (::testing::Test::HasFailure()) return;
+  }
+  ASSERT_GE(files, 10u) << "the committed traces under data/";
+  ASSERT_GT(fast_shaped, frames / 2) << "most frames must take the decoder's straight-line way";
+  ASSERT_EQ(tcp4.size(), 40u);
+  for (size_t i = 0; i < tcp4.size(); ++i) {
+    for (uint8_t ihl : {5, 6, 15}) {
+      for (uint8_t doff : {0, 1, 4, 5, 8, 15}) {
+        std::vector<uint8_t> ip = tcp4[i];
+        ip[0] = static_cast<uint8_t>(0x40 | ihl);
+        ip.resize(std::max<size_t>(ip.size(), 160), 0xA5);
+        ip[size_t{ihl} * 4 + 12] = static_cast<uint8_t>(doff << 4 | (ip[size_t{ihl} * 4 + 12] & 0x0F));
+        checks += expectKeysAtEveryCut(ip, 0x0800, 160,
+                                       "mutated frame " + std::to_string(i) + " ihl " + std::to_string(ihl) +
+                                           " data offset " + std::to_string(doff));
+        if (::testing::Test::HasFailure()) return;
+      }
+    }
+  }
+  EXPECT_GT(checks, 100'000u);
 }
 
 TEST(DecoderTest, LinkTypesFromPcapNumbers) {

@@ -159,7 +159,10 @@ void ExactWindows::expireMicroburstScale(int64_t limit) {
   Scale& s = scales_[mb_scale_];
   uint64_t first = s.first, sum = s.sum;
   const uint64_t end = fifo_.end();
-  while (in_burst_ && first != end && fifo_[first].ts <= limit) {
+  // A microburst already below the threshold (an earlier close left it so, below) ended at that close's time,
+  // which the next batch or finish() gives it: no later departure may end it again.
+  const bool judging = in_burst_ && s.sum >= mb_threshold_;
+  while (judging && in_burst_ && first != end && fifo_[first].ts <= limit) {
     const Entry& e = fifo_[first++];
     sum -= e.bytes;
     // A packet leaving exactly now is judged together with the arrival (S is right-continuous).
@@ -167,9 +170,8 @@ void ExactWindows::expireMicroburstScale(int64_t limit) {
   }
   while (first != end && fifo_[first].ts <= limit) sum -= fifo_[first++].bytes;
   // What left exactly at `limit` is judged with an arrival at limit + τ, if one comes (addMicroburstScale); if it
-  // took the window below, the microburst ends then unless that arrival lifts it back. (A window already below
-  // keeps its earlier time: a second close in silence ends nothing.)
-  if (in_burst_ && s.sum >= mb_threshold_ && sum < mb_threshold_) unjudged_end_ns_ = limit + s.tau;
+  // took the window below, the microburst ends then unless that arrival lifts it back.
+  if (judging && in_burst_ && sum < mb_threshold_) unjudged_end_ns_ = limit + s.tau;
   s.first = first;
   s.sum = sum;
 }

@@ -621,13 +621,14 @@ size_t expectKeysAtEveryCut(const std::vector<uint8_t>& ip, uint16_t type, size_
 }
 
 // Every IP frame of the committed traces (TCP data and ACKs, RoCEv2's UDP, IPv6, ERSPAN's GRE) keyed as the
-// reference keys it: whole, and the first frames of each file cut at every length the key reads; then TCP headers
-// with every header length and data offset, sensible or not. The decoder keys the usual frames (IPv4 TCP and UDP,
-// whole headers, payload captured for 16 bytes or not at all) another way than the rest: both must agree with this.
+// reference keys it: whole, and the first frames of each file cut at every length the key reads; then TCP and UDP
+// packets with a sample of IP header lengths, fragment fields and (TCP) data offsets, sensible or not. The decoder keys
+// the usual frames (IPv4 TCP and UDP, whole headers, payload captured for 16 bytes or not at all) another way than the
+// rest: both must agree with this.
 TEST(DuplicateKeyTest, EqualsTheDefinitionOnEveryCommittedFrameAndEveryCut) {
   const std::filesystem::path data = std::filesystem::path(BURSTSCOPE_SOURCE_ROOT) / "data";
   size_t files = 0, frames = 0, fast_shaped = 0, checks = 0;
-  std::vector<std::vector<uint8_t>> tcp4;  // a few IPv4 TCP packets to mutate below
+  std::vector<std::vector<uint8_t>> tcp4, udp4;  // a few IPv4 TCP and UDP packets to mutate below
   for (const auto& entry : std::filesystem::recursive_directory_iterator(data)) {
     if (entry.path().extension() != ".pcap") continue;
     char err[PCAP_ERRBUF_SIZE];
@@ -648,6 +649,7 @@ TEST(DuplicateKeyTest, EqualsTheDefinitionOnEveryCommittedFrameAndEveryCut) {
       const std::string what = entry.path().filename().string() + " frame " + std::to_string(in_file);
       checks += expectKeysAtEveryCut(ip, type, in_file < 100 ? 160 : 0, what);
       if (type == 0x0800 && ip.size() >= 40 && ip[9] == 6 && tcp4.size() < 40) tcp4.push_back(ip);
+      if (type == 0x0800 && ip.size() >= 40 && ip[9] == 17 && udp4.size() < 10) udp4.push_back(ip);
       ++in_file;
       if (::testing::Test::HasFailure()) break;
     }
@@ -657,17 +659,32 @@ TEST(DuplicateKeyTest, EqualsTheDefinitionOnEveryCommittedFrameAndEveryCut) {
   ASSERT_GE(files, 10u) << "the committed traces under data/";
   ASSERT_GT(fast_shaped, frames / 2) << "most frames must take the decoder's straight-line way";
   ASSERT_EQ(tcp4.size(), 40u);
-  for (size_t i = 0; i < tcp4.size(); ++i) {
-    for (uint8_t ihl : {5, 6, 15}) {
-      for (uint8_t doff : {0, 1, 4, 5, 8, 15}) {
-        std::vector<uint8_t> ip = tcp4[i];
-        ip[0] = static_cast<uint8_t>(0x40 | ihl);
-        ip.resize(std::max<size_t>(ip.size(), 160), 0xA5);
-        ip[size_t{ihl} * 4 + 12] = static_cast<uint8_t>(doff << 4 | (ip[size_t{ihl} * 4 + 12] & 0x0F));
-        checks += expectKeysAtEveryCut(ip, 0x0800, 160,
-                                       "mutated frame " + std::to_string(i) + " ihl " + std::to_string(ihl) +
-                                           " data offset " + std::to_string(doff));
-        if (::testing::Test::HasFailure()) return;
+  ASSERT_EQ(udp4.size(), 10u) << "RoCEv2's UDP frames under data/roce";
+  // Every IP header length (0-4 are taken as 20), the fragment fields (none, don't fragment, a first fragment, later
+  // fragments: no transport header in those) and, for TCP, data offsets sensible or not; the bytes past the frame's
+  // end filled in, so that every cut up to 160 has something to read.
+  const std::vector<std::pair<const char*, const std::vector<std::vector<uint8_t>>*>> kinds = {{"tcp", &tcp4},
+                                                                                               {"udp", &udp4}};
+  for (const auto& [kind, frames_of_kind] : kinds) {
+    const bool tcp = frames_of_kind == &tcp4;
+    for (size_t i = 0; i < frames_of_kind->size(); ++i) {
+      for (uint8_t ihl : {0, 4, 5, 6, 15}) {
+        for (uint16_t frag : {0x0000, 0x4000, 0x2000, 0x0001, 0x1FFF}) {
+          for (int doff : tcp ? std::vector<int>{0, 1, 4, 5, 8, 15} : std::vector<int>{-1}) {
+            std::vector<uint8_t> ip = (*frames_of_kind)[i];
+            ip.resize(std::max<size_t>(ip.size(), 160), 0xA5);
+            ip[0] = static_cast<uint8_t>(0x40 | ihl);
+            ip[6] = static_cast<uint8_t>(frag >> 8);
+            ip[7] = static_cast<uint8_t>(frag);
+            const size_t l4 = std::max<size_t>(20, size_t{ihl} * 4);
+            if (doff >= 0) ip[l4 + 12] = static_cast<uint8_t>(doff << 4 | (ip[l4 + 12] & 0x0F));
+            checks += expectKeysAtEveryCut(ip, 0x0800, 160,
+                                           std::string(kind) + " frame " + std::to_string(i) + " ihl " +
+                                               std::to_string(ihl) + " fragment field " + std::to_string(frag) +
+                                               " data offset " + std::to_string(doff));
+            if (::testing::Test::HasFailure()) return;
+          }
+        }
       }
     }
   }

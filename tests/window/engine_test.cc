@@ -766,6 +766,9 @@ TEST(EngineIntervalTest, AMicroburstEndingAtAnIntervalsEndEndsThere) {
       {{t0 + 10'000, 100}, {end - 100'000, 7000}, {end, 6300}, {end + 500'000, 100}},
       // No packet after: the interval closes in silence (advance, as a live port's clock does), then the run ends.
       {{t0 + 10'000, 100}, {end - 100'000, 7000}},
+      // The same with a packet still in the window at the first close: the second close, in silence, takes it out
+      // and must not end the microburst again, later.
+      {{t0 + 10'000, 100}, {end - 100'000, 7000}, {end - 50'000, 100}},
   };
   for (size_t k = 0; k < traces.size(); ++k) {
     SCOPED_TRACE(testing::Message() << "trace " << k);
@@ -785,7 +788,8 @@ TEST(EngineIntervalTest, AMicroburstEndingAtAnIntervalsEndEndsThere) {
       const EngineResult r = e.result();
       ASSERT_TRUE(r.port.microbursts);
       const MicroburstResult& got = *r.port.microbursts;
-      ASSERT_EQ(got.events.size(), 1u) << "intervals " << intervals;
+      EXPECT_EQ(got.events.size(), 1u) << "intervals " << intervals;
+      if (got.events.size() != 1) continue;  // the traces after this one still run
       EXPECT_EQ(got.events[0].start_ns, want[0].start_ns) << "intervals " << intervals;
       EXPECT_EQ(got.events[0].end_ns, want[0].end_ns) << "intervals " << intervals;
       EXPECT_EQ(got.events[0].bytes, want[0].bytes) << "intervals " << intervals;

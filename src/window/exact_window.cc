@@ -90,9 +90,11 @@ void ExactWindows::addBatch(std::span<const Arrival> batch) {
   if (mb_scale_ >= 0) addMicroburstScale(batch);
 }
 
-// The microburst scale: as a plain scale, except inside a microburst, where each departure's time may end it,
-// and near the threshold, where an arrival may start one. Outside both, an arrival that cannot pass the
-// maximum only adds to the bound. The walks never pass the arrival (its own entry is in the FIFO, after them).
+// The microburst scale: as a plain scale, except inside a microburst, where a departure's time may end it, and
+// near the threshold, where an arrival may start one. Outside both, an arrival that cannot pass the maximum only
+// adds to the bound; inside one, so does an arrival that can pass neither maximum (the interval's, the
+// microburst's peak) while what is due to leave is known not to end it (the safe entries, below). The walks
+// never pass the arrival (its own entry is in the FIFO, after them).
 void ExactWindows::addMicroburstScale(std::span<const Arrival> batch) {
   Scale& s = scales_[mb_scale_];
   uint64_t first = s.first, sum = s.sum, max = s.max;
@@ -115,12 +117,42 @@ void ExactWindows::addMicroburstScale(std::span<const Arrival> batch) {
   // A microburst left below the threshold by an interval's close (expireMicroburstScale) ended then, unless this
   // batch's first arrival is at that very time (it is judged with those departures, below).
   if (burst && sum < threshold && batch.front().ts > unjudged_end_ns_) end(unjudged_end_ns_);
+  // Inside a microburst, the entries from `first` up to `safe` may leave unjudged: with `safe_bytes` their bytes,
+  // safe_bytes + threshold <= sum held when they were marked, so the window just after any of them leaves holds at
+  // least the threshold (the header says why). An arrival that sets no maximum and finds nothing due to leave at
+  // or after `safe` needs no walk: its departures wait, as a plain scale's do, and the walk comes once every few
+  // arrivals instead of at each. A walk's departures leave the inequality as it was (both sides lose them).
+  uint64_t safe = safe_pos_, safe_bytes = safe_bytes_;
+  if (safe < first) {  // an interval's close took the window past the safe entries
+    safe = first;
+    safe_bytes = 0;
+  }
+  // Entries that may be marked safe: not the FIFO's last, to which the next batch's arrivals at its time add.
+  const uint64_t safe_cap = fifo_.end() - 1;
+  uint64_t unwalked = 0;
   for (const Arrival& a : batch) {
     const uint64_t bound = sum + a.len;
-    if (!burst && bound <= max && bound < threshold) {
-      sum = bound;
-      continue;
+    if (!burst) {
+      if (bound <= max && bound < threshold) {
+        sum = bound;
+        continue;
+      }
+    } else if (bound <= peak && bound <= max && bound >= threshold) {
+      // No maximum to set, and the microburst goes on if what is due to leave is safe to leave unjudged (and the
+      // window is not below the threshold already, as an interval's close may leave it for this arrival). More
+      // entries are marked safe only here, by the window before this arrival: an entry not yet safe leaves after
+      // the last arrival (which walked what was due then, or found it safe), so after everything in `sum`.
+      if (at(safe).ts <= a.ts - tau) {
+        while (safe < safe_cap && safe_bytes + at(safe).bytes + threshold <= sum) safe_bytes += at(safe++).bytes;
+      }
+      if (at(safe).ts > a.ts - tau) {
+        sum = bound;
+        burst_bytes += a.len;
+        ++unwalked;
+        continue;
+      }
     }
+    const uint64_t before = sum;
     const int64_t limit = a.ts - tau;
     while (burst && at(first).ts <= limit) {
       const Entry& e = at(first++);
@@ -129,6 +161,12 @@ void ExactWindows::addMicroburstScale(std::span<const Arrival> batch) {
       if (sum < threshold && e.ts < limit) end(e.ts + tau);
     }
     while (at(first).ts <= limit) sum -= at(first++).bytes;
+    if (first <= safe) {
+      safe_bytes -= before - sum;  // what left was all safe
+    } else {
+      safe = first;
+      safe_bytes = 0;
+    }
     sum += a.len;
     if (burst) {
       if (sum < threshold) {
@@ -148,6 +186,9 @@ void ExactWindows::addMicroburstScale(std::span<const Arrival> batch) {
   s.first = first;
   s.sum = sum;
   s.max = max;
+  safe_pos_ = safe;
+  safe_bytes_ = safe_bytes;
+  unwalked_in_burst_ += unwalked;
   cur_.bytes = burst_bytes;
   peak_sum_ = peak;
 }

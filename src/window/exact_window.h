@@ -44,6 +44,8 @@ class ExactWindows {
   uint64_t maxBytes(size_t i) const { return std::max(scales_[i].max, scales_[i].closed_max); }
   bool exact(size_t i) const { return scales_[i].active; }
   const std::optional<MicroburstResult>& microbursts() const { return mb_result_; }
+  // Arrivals inside a microburst that left their departures waiting (no output reads it; the tests do).
+  uint64_t unwalkedInBurst() const { return unwalked_in_burst_; }
   // Told of every microburst as it ends (nullptr: nobody).
   void setObserver(EngineObserver* o) { observer_ = o; }
 
@@ -86,6 +88,14 @@ class ExactWindows {
   // Set when an interval's close leaves the open microburst's window below the threshold by departures at exactly
   // its limit: the time the microburst ends unless an arrival then lifts the window back.
   int64_t unjudged_end_ns_ = 0;
+  // The microburst scale's FIFO entries from its `first` up to `safe_pos_` may leave its window unjudged: they
+  // hold `safe_bytes_` (or less, once an interval's close has taken some out), and safe_bytes_ + threshold was at
+  // most the window's bytes when they were marked, every one of them still to leave after every arrival counted
+  // there. So the window just after any of them leaves holds at least what arrived by then less safe_bytes_:
+  // the threshold or more. Arrivals only raise the window; departures lower both sides alike.
+  uint64_t safe_pos_ = 0;
+  uint64_t safe_bytes_ = 0;
+  uint64_t unwalked_in_burst_ = 0;
   std::optional<MicroburstResult> mb_result_;
   EngineObserver* observer_ = nullptr;
 };

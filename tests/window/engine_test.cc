@@ -16,6 +16,7 @@
 #include "burstscope/mirror.h"
 #include "burstscope/training.h"
 #include "burstscope/window.h"
+#include "src/window/exact_window.h"
 #include "src/window/large_pages.h"
 #include "src/window/stream.h"
 
@@ -450,6 +451,81 @@ TEST(EngineTest, MicroburstsAboutTheThresholdMatchBruteForce) {
         EXPECT_EQ(got.events[i].end_ns, want[i].end_ns);
         EXPECT_EQ(got.events[i].bytes, want[i].bytes);
         EXPECT_DOUBLE_EQ(got.events[i].peak_bps, want[i].peak_bps);
+      }
+    }
+  }
+}
+
+// Long microbursts far above the threshold, their window rising and falling inside them (stretches of small
+// packets at different rates), then thinning out until departures between arrivals end them. Inside such a
+// microburst most arrivals set no new peak and leave their departures waiting (ExactWindows' safe entries);
+// the walk that comes later must still end each microburst at the departure the brute force ends it at. Fed one
+// by one and in batches, with report intervals closed inside the microbursts and without.
+TEST(ExactWindowsTest, LongMicroburstsWhoseDeparturesWaitMatchBruteForce) {
+  const int64_t tau = 100'000;
+  const uint64_t threshold = 6250;
+  for (uint32_t seed = 81; seed <= 84; ++seed) {
+    std::mt19937_64 rng(seed);
+    std::vector<Pkt> v;
+    int64_t t = 1'795'294'232'000'000'000;
+    for (int i = 0; i < 5000; ++i) {
+      // Stretches of 100 packets: five busy ones, then two thin ones.
+      const int stretch = (i / 100) % 7;
+      if (stretch >= 5) {  // 20-60 us apart: the window falls below the threshold by departures between arrivals
+        v.push_back({t, static_cast<uint32_t>(60 + rng() % 1400)});
+        t += static_cast<int64_t>(20'000 + rng() % 40'000);
+      } else {  // 60-300 byte packets at 7, 3.6, 1.8, 0.5 (about the threshold) and 3.6 Gbit/s
+        constexpr int64_t kSpread[] = {200, 600, 1400, 5400, 600};
+        v.push_back({t, static_cast<uint32_t>(60 + rng() % 240)});
+        t += static_cast<int64_t>(100 + rng() % static_cast<uint64_t>(kSpread[stretch]));
+      }
+    }
+    if (seed % 2) {
+      for (Pkt& p : v) p.ts -= p.ts % 1000;  // a microsecond grid: equal times, departures exactly at arrivals
+    }
+    const std::vector<Microburst> want = bruteMicrobursts(v, tau, static_cast<double>(threshold));
+    ASSERT_GT(want.size(), 10u);
+    const uint64_t want_max = bruteEnvelope(v, tau);
+    for (size_t batch : {size_t{1}, size_t{7}, size_t{256}}) {
+      for (int64_t interval : {int64_t{0}, int64_t{250'000}}) {
+        SCOPED_TRACE(testing::Message() << "seed " << seed << " batch " << batch << " interval " << interval);
+        internal::ExactWindows w({tau}, size_t{1} << 20, internal::MicroburstSpec{tau, threshold, 100'000});
+        int64_t next_close = interval > 0 ? v.front().ts - v.front().ts % interval + interval : INT64_MAX;
+        uint64_t got_max = 0;
+        std::vector<uint64_t> maxima;
+        std::vector<internal::Arrival> pending;
+        auto flush = [&] {
+          w.addBatch(pending);
+          pending.clear();
+        };
+        for (const Pkt& p : v) {
+          if (p.ts >= next_close) {
+            flush();
+            while (p.ts >= next_close) {
+              w.closeInterval(next_close, &maxima);
+              got_max = std::max(got_max, maxima[0]);
+              next_close += interval;
+            }
+          }
+          pending.push_back({p.ts, p.len});
+          if (pending.size() == batch) flush();
+        }
+        flush();
+        w.finish();
+        EXPECT_EQ(std::max(got_max, w.maxBytes(0)), want_max);
+        const MicroburstResult& got = *w.microbursts();
+        ASSERT_EQ(got.events.size(), want.size());
+        for (size_t i = 0; i < want.size(); ++i) {
+          SCOPED_TRACE(testing::Message() << "microburst " << i);
+          EXPECT_EQ(got.events[i].start_ns, want[i].start_ns);
+          EXPECT_EQ(got.events[i].end_ns, want[i].end_ns);
+          EXPECT_EQ(got.events[i].bytes, want[i].bytes);
+          EXPECT_DOUBLE_EQ(got.events[i].peak_bps, want[i].peak_bps);
+        }
+        // The path this test is for: many arrivals inside the microbursts left their departures waiting (13-15%).
+        if (batch > 1) {
+          EXPECT_GT(w.unwalkedInBurst(), v.size() / 10);
+        }
       }
     }
   }

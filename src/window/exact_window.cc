@@ -119,15 +119,17 @@ void ExactWindows::addMicroburstScale(std::span<const Arrival> batch) {
   if (burst && sum < threshold && batch.front().ts > unjudged_end_ns_) end(unjudged_end_ns_);
   // Inside a microburst, the entries from `first` up to `safe` may leave unjudged: with `safe_bytes` their bytes,
   // safe_bytes + threshold <= sum held when they were marked, so the window just after any of them leaves holds at
-  // least the threshold (the header says why). An arrival that sets no maximum and finds nothing due to leave at
-  // or after `safe` needs no walk: its departures wait, as a plain scale's do, and the walk comes once every few
-  // arrivals instead of at each. A walk's departures leave the inequality as it was (both sides lose them).
+  // least the threshold (the header says why). `sum` is the lazy one (departures that wait are still in it), but
+  // their bytes are on both sides. An arrival that sets no maximum and finds nothing due to leave at or after
+  // `safe` needs no walk: its departures wait, as a plain scale's do, and the walk comes once every few arrivals
+  // instead of at each. A walk's departures leave the inequality as it was (both sides lose them).
   uint64_t safe = safe_pos_, safe_bytes = safe_bytes_;
-  if (safe < first) {  // an interval's close took the window past the safe entries
+  if (safe < first) {  // an interval's close, or catchUp at the FIFO's bound, took the window past them
     safe = first;
     safe_bytes = 0;
   }
-  // Entries that may be marked safe: not the FIFO's last, to which the next batch's arrivals at its time add.
+  // Entries that may be marked safe: not the FIFO's last, to which the next batch's arrivals at its time add. (A
+  // safeguard: with a threshold of a byte or more the marking stops before the arriving packet's entry anyway.)
   const uint64_t safe_cap = fifo_.end() - 1;
   uint64_t unwalked = 0;
   for (const Arrival& a : batch) {
@@ -138,8 +140,9 @@ void ExactWindows::addMicroburstScale(std::span<const Arrival> batch) {
         continue;
       }
     } else if (bound <= peak && bound <= max && bound >= threshold) {
-      // No maximum to set, and the microburst goes on if what is due to leave is safe to leave unjudged (and the
-      // window is not below the threshold already, as an interval's close may leave it for this arrival). More
+      // No maximum to set, and the microburst goes on if what is due to leave is safe to leave unjudged. (Where an
+      // interval's close left the window below the threshold, `bound <= max` fails, max being that window, unless
+      // the arrival has no bytes: `bound >= threshold` is for that.) More
       // entries are marked safe only here, by the window before this arrival: an entry not yet safe leaves after
       // the last arrival (which walked what was due then, or found it safe), so after everything in `sum`.
       if (at(safe).ts <= a.ts - tau) {

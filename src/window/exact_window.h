@@ -90,9 +90,11 @@ class ExactWindows {
   int64_t unjudged_end_ns_ = 0;
   // The microburst scale's FIFO entries from its `first` up to `safe_pos_` may leave its window unjudged: they
   // hold `safe_bytes_` (or less, once an interval's close has taken some out), and safe_bytes_ + threshold was at
-  // most the window's bytes when they were marked, every one of them still to leave after every arrival counted
-  // there. So the window just after any of them leaves holds at least what arrived by then less safe_bytes_:
-  // the threshold or more. Arrivals only raise the window; departures lower both sides alike.
+  // most the scale's sum when they were marked (the lazy sum: departures that waited are in it, and in
+  // safe_bytes_ too), every one of them still to leave after every arrival counted there. So the window just after
+  // any of them leaves holds at least what arrived by then less safe_bytes_: the threshold or more. Arrivals only
+  // raise the window; departures lower both sides alike. `safe_pos_` may fall behind `first` (an interval's
+  // close, catchUp); the next batch starts it again there.
   uint64_t safe_pos_ = 0;
   uint64_t safe_bytes_ = 0;
   uint64_t unwalked_in_burst_ = 0;

@@ -486,45 +486,77 @@ TEST(ExactWindowsTest, LongMicroburstsWhoseDeparturesWaitMatchBruteForce) {
     const std::vector<Microburst> want = bruteMicrobursts(v, tau, static_cast<double>(threshold));
     ASSERT_GT(want.size(), 10u);
     const uint64_t want_max = bruteEnvelope(v, tau);
-    for (size_t batch : {size_t{1}, size_t{7}, size_t{256}}) {
-      for (int64_t interval : {int64_t{0}, int64_t{250'000}}) {
-        SCOPED_TRACE(testing::Message() << "seed " << seed << " batch " << batch << " interval " << interval);
-        internal::ExactWindows w({tau}, size_t{1} << 20, internal::MicroburstSpec{tau, threshold, 100'000});
-        int64_t next_close = interval > 0 ? v.front().ts - v.front().ts % interval + interval : INT64_MAX;
-        uint64_t got_max = 0;
-        std::vector<uint64_t> maxima;
-        std::vector<internal::Arrival> pending;
-        auto flush = [&] {
-          w.addBatch(pending);
-          pending.clear();
-        };
+    // Each interval's E(τ), [close - interval, close): the bytes still in the window at its start, and the window at
+    // every arrival in it.
+    const int64_t interval = 250'000;
+    std::map<int64_t, uint64_t> want_interval;
+    for (int64_t close = v.front().ts - v.front().ts % interval + interval; close - interval <= v.back().ts;
+         close += interval) {
+      const int64_t start = close - interval;
+      uint64_t best = 0;
+      for (const Pkt& p : v) {
+        if (p.ts > start - tau && p.ts < start) best += p.len;
+      }
+      for (const Pkt& q : v) {
+        if (q.ts < start || q.ts >= close) continue;
+        uint64_t sum = 0;
         for (const Pkt& p : v) {
-          if (p.ts >= next_close) {
-            flush();
-            while (p.ts >= next_close) {
-              w.closeInterval(next_close, &maxima);
-              got_max = std::max(got_max, maxima[0]);
-              next_close += interval;
+          if (p.ts > q.ts - tau && p.ts <= q.ts) sum += p.len;
+        }
+        best = std::max(best, sum);
+      }
+      want_interval[close] = best;
+    }
+    // Also with scales about it and a FIFO bound that demotes the longest (never the microburst scale): the windows
+    // are brought up to date (catchUp) at arrivals while safe entries wait.
+    for (bool bounded : {false, true}) {
+      const std::vector<int64_t> taus = bounded ? std::vector<int64_t>{tau / 2, tau, 3 * tau} : std::vector{tau};
+      const size_t k = bounded ? 1 : 0;  // the microburst scale
+      for (size_t batch : {size_t{1}, size_t{7}, size_t{256}}) {
+        for (bool intervals : {false, true}) {
+          SCOPED_TRACE(testing::Message() << "seed " << seed << " bounded " << bounded << " batch " << batch
+                                          << " intervals " << intervals);
+          internal::ExactWindows w(taus, bounded ? 120 : size_t{1} << 20,
+                                   internal::MicroburstSpec{tau, threshold, 100'000});
+          int64_t next_close = intervals ? want_interval.begin()->first : INT64_MAX;
+          uint64_t got_max = 0;
+          std::vector<uint64_t> maxima;
+          std::vector<internal::Arrival> pending;
+          auto flush = [&] {
+            w.addBatch(pending);
+            pending.clear();
+          };
+          for (const Pkt& p : v) {
+            if (p.ts >= next_close) {
+              flush();
+              while (p.ts >= next_close) {
+                w.closeInterval(next_close, &maxima);
+                EXPECT_EQ(maxima[k], want_interval[next_close]) << "the interval closed at " << next_close;
+                got_max = std::max(got_max, maxima[k]);
+                next_close += interval;
+              }
             }
+            pending.push_back({p.ts, p.len});
+            if (pending.size() == batch) flush();
           }
-          pending.push_back({p.ts, p.len});
-          if (pending.size() == batch) flush();
-        }
-        flush();
-        w.finish();
-        EXPECT_EQ(std::max(got_max, w.maxBytes(0)), want_max);
-        const MicroburstResult& got = *w.microbursts();
-        ASSERT_EQ(got.events.size(), want.size());
-        for (size_t i = 0; i < want.size(); ++i) {
-          SCOPED_TRACE(testing::Message() << "microburst " << i);
-          EXPECT_EQ(got.events[i].start_ns, want[i].start_ns);
-          EXPECT_EQ(got.events[i].end_ns, want[i].end_ns);
-          EXPECT_EQ(got.events[i].bytes, want[i].bytes);
-          EXPECT_DOUBLE_EQ(got.events[i].peak_bps, want[i].peak_bps);
-        }
-        // The path this test is for: many arrivals inside the microbursts left their departures waiting (13-15%).
-        if (batch > 1) {
+          flush();
+          w.finish();
+          EXPECT_TRUE(w.exact(k));
+          EXPECT_EQ(std::max(got_max, w.maxBytes(k)), want_max);
+          const MicroburstResult& got = *w.microbursts();
+          ASSERT_EQ(got.events.size(), want.size());
+          for (size_t i = 0; i < want.size(); ++i) {
+            SCOPED_TRACE(testing::Message() << "microburst " << i);
+            EXPECT_EQ(got.events[i].start_ns, want[i].start_ns);
+            EXPECT_EQ(got.events[i].end_ns, want[i].end_ns);
+            EXPECT_EQ(got.events[i].bytes, want[i].bytes);
+            EXPECT_DOUBLE_EQ(got.events[i].peak_bps, want[i].peak_bps);
+          }
+          // The path this test is for: many arrivals inside the microbursts left their departures waiting (13-15%).
           EXPECT_GT(w.unwalkedInBurst(), v.size() / 10);
+          if (bounded) {
+            EXPECT_FALSE(w.exact(2)) << "the FIFO bound must have demoted the longest scale";
+          }
         }
       }
     }

@@ -61,6 +61,24 @@ uint64_t bruteEnvelope(const std::vector<Pkt>& v, int64_t tau) {
   return best;
 }
 
+// E(τ) over a report interval [s, e): the maximum over every t in it of A(t-τ, t), which is attained at an arrival
+// inside or at t = s (the packets still in the window, those at s excluded: they arrive at s).
+uint64_t bruteIntervalEnvelope(const std::vector<Pkt>& v, int64_t s, int64_t e, int64_t tau) {
+  uint64_t best = 0;
+  for (const Pkt& p : v) {
+    if (p.ts > s - tau && p.ts < s) best += p.len;
+  }
+  for (const Pkt& q : v) {
+    if (q.ts < s || q.ts >= e) continue;
+    uint64_t sum = 0;
+    for (const Pkt& p : v) {
+      if (p.ts > q.ts - tau && p.ts <= q.ts) sum += p.len;
+    }
+    best = std::max(best, sum);
+  }
+  return best;
+}
+
 uint64_t brutePeakBin(const std::vector<Pkt>& v, int64_t w) {
   std::map<int64_t, uint64_t> bins;
   for (const Pkt& p : v) bins[p.ts / w] += p.len;
@@ -486,26 +504,12 @@ TEST(ExactWindowsTest, LongMicroburstsWhoseDeparturesWaitMatchBruteForce) {
     const std::vector<Microburst> want = bruteMicrobursts(v, tau, static_cast<double>(threshold));
     ASSERT_GT(want.size(), 10u);
     const uint64_t want_max = bruteEnvelope(v, tau);
-    // Each interval's E(τ), [close - interval, close): the bytes still in the window at its start, and the window at
-    // every arrival in it.
+    // Each interval's E(τ), [close - interval, close).
     const int64_t interval = 250'000;
     std::map<int64_t, uint64_t> want_interval;
     for (int64_t close = v.front().ts - v.front().ts % interval + interval; close - interval <= v.back().ts;
          close += interval) {
-      const int64_t start = close - interval;
-      uint64_t best = 0;
-      for (const Pkt& p : v) {
-        if (p.ts > start - tau && p.ts < start) best += p.len;
-      }
-      for (const Pkt& q : v) {
-        if (q.ts < start || q.ts >= close) continue;
-        uint64_t sum = 0;
-        for (const Pkt& p : v) {
-          if (p.ts > q.ts - tau && p.ts <= q.ts) sum += p.len;
-        }
-        best = std::max(best, sum);
-      }
-      want_interval[close] = best;
+      want_interval[close] = bruteIntervalEnvelope(v, close - interval, close, tau);
     }
     // Also with scales about it and a FIFO bound that demotes the longest (never the microburst scale): the windows
     // are brought up to date (catchUp) at arrivals while safe entries wait.
@@ -735,21 +739,7 @@ struct BruteInterval {
 
 BruteInterval bruteInterval(const std::vector<Pkt>& v, int64_t s, int64_t e, const EngineConfig& c) {
   BruteInterval b;
-  for (int64_t tau : c.scales_ns) {
-    uint64_t best = 0;
-    for (const Pkt& p : v) {
-      if (p.ts > s - tau && p.ts < s) best += p.len;
-    }
-    for (const Pkt& q : v) {
-      if (q.ts < s || q.ts >= e) continue;
-      uint64_t sum = 0;
-      for (const Pkt& p : v) {
-        if (p.ts > q.ts - tau && p.ts <= q.ts) sum += p.len;
-      }
-      best = std::max(best, sum);
-    }
-    b.envelope.push_back(best);
-  }
+  for (int64_t tau : c.scales_ns) b.envelope.push_back(bruteIntervalEnvelope(v, s, e, tau));
   for (const Pkt& p : v) {
     if (p.ts >= s && p.ts < e) {
       ++b.packets;

@@ -142,9 +142,9 @@ void ExactWindows::addMicroburstScale(std::span<const Arrival> batch) {
     } else if (bound <= peak && bound <= max && bound >= threshold) {
       // No maximum to set, and the microburst goes on if what is due to leave is safe to leave unjudged. (Where an
       // interval's close left the window below the threshold, `bound <= max` fails, max being that window, unless
-      // the arrival has no bytes: `bound >= threshold` is for that.) More
-      // entries are marked safe only here, by the window before this arrival: an entry not yet safe leaves after
-      // the last arrival (which walked what was due then, or found it safe), so after everything in `sum`.
+      // the arrival has no bytes: `bound >= threshold` is for that.) More entries are marked safe only here, by
+      // the window before this arrival: an entry not yet safe leaves after the last arrival (which walked what was
+      // due then, or found it safe), so after everything in `sum`.
       if (at(safe).ts <= a.ts - tau) {
         while (safe < safe_cap && safe_bytes + at(safe).bytes + threshold <= sum) safe_bytes += at(safe++).bytes;
       }

@@ -729,8 +729,7 @@ TEST(EngineTest, DirectionsGetTheirOwnStreams) {
   EXPECT_EQ(r.port.packets, v.size());
 }
 
-// Per report interval [s, e): E(τ) is the maximum over every t in it of A(t-τ, t), which is attained at an
-// arrival inside or at t = s (the packets still in the window, those at s excluded: they arrive at s).
+// Per report interval [s, e): E(τ) of each scale (bruteIntervalEnvelope), packets, bytes and backlogs.
 struct BruteInterval {
   uint64_t packets = 0, bytes = 0;
   std::vector<uint64_t> envelope;

@@ -1083,6 +1083,77 @@ TEST(TrainingTest, AJobsEnvelopesEqualABruteForce) {
   EXPECT_GT(checked, 10);
 }
 
+// The largest backlog of a job's bytes, for each drain rate, at a bin that ends in the analysed stretch (the file, or
+// the interval): a brute force over every 100 µs bin from the first, the queue fed each bin's bytes and drained the
+// rate's bytes of a bin, in the same arithmetic (doubles) as the analysis, so that the figures are equal to the bit.
+std::vector<double> bruteJobBacklogs(const std::vector<PacketRecord>& v, int64_t from_ns, int64_t to_ns,
+                                     const std::vector<double>& rates) {
+  std::map<int64_t, uint64_t> bins;  // every bin of the job up to to_ns
+  int64_t first = INT64_MAX;
+  for (const PacketRecord& p : v) {
+    first = std::min(first, p.ts_ns / 100'000);
+    if (p.ts_ns < to_ns && p.key.src[3] <= 4 && p.key.dst[3] <= 4) bins[p.ts_ns / 100'000] += p.wire_len;
+  }
+  std::vector<double> out;
+  for (double rate : rates) {
+    const double drain = rate * 100'000.0 / 8e9;
+    double q = 0, top = 0;
+    for (int64_t b = first; b <= (to_ns - 1) / 100'000; ++b) {
+      auto it = bins.find(b);
+      q = std::max(0.0, q + static_cast<double>(it == bins.end() ? 0 : it->second) - drain);
+      if (b >= from_ns / 100'000) top = std::max(top, q);
+    }
+    out.push_back(top);
+  }
+  return out;
+}
+
+// The backlogs walk the job's nonzero bins and drain over the empty ones only while the queue changes: the same
+// figures as the walk over every bin. The queue at 1 Gbit/s drains over many empty bins after each burst, at 100
+// Gbit/s within one; a burst of two hosts of no job lies between.
+TEST(TrainingTest, AJobsBacklogsEqualABruteForce) {
+  auto v = ringJob(4, steps(12, 250'000'000, 0.2), {{0, 300'000}, {0.3, 40'000}, {0.5, 100'000}});
+  burst(&v, kT0 + 500'000'000, 7, 8, 5'000'000);
+  const std::vector<double> rates = EngineConfig{}.rates_bps;
+  const std::vector<std::string> hosts{ip(1), ip(2), ip(3), ip(4)};
+  auto ofJob = [&](const TrainingReport& r) -> const JobReport* {
+    for (const JobReport& j : r.jobs) {
+      if (j.hosts == hosts) return &j;
+    }
+    return nullptr;
+  };
+  const TrainingReport whole = analyse(v);
+  const JobReport* j = ofJob(whole);
+  ASSERT_NE(j, nullptr);
+  int64_t first = INT64_MAX, last = INT64_MIN;
+  for (const PacketRecord& p : v) {
+    first = std::min(first, p.ts_ns);
+    last = std::max(last, p.ts_ns);
+  }
+  const std::vector<double> want = bruteJobBacklogs(v, first, last + 1, rates);
+  EXPECT_EQ(j->backlog_bytes, want);
+  // A queue that builds up over a burst and drains over the bins after it: the slowest rate's is above a burst's
+  // bins' drain, and the fastest's below the slowest's.
+  ASSERT_EQ(want.size(), rates.size());
+  EXPECT_GT(want.front(), 2 * rates.front() * 100'000.0 / 8e9);
+  EXPECT_LT(want.back(), want.front());
+
+  LiveRig rig(100'000'000);
+  int checked = 0;
+  int64_t from = INT64_MIN;
+  rig.run(v, [&](const IntervalReport& ir, TrainingAnalyzer& an) {
+    if (from == INT64_MIN) from = ir.start_ns;
+    const TrainingReport r = an.analyze();
+    const int64_t start = from;
+    from = ir.end_ns;
+    const JobReport* lj = ofJob(r);
+    if (lj == nullptr) return;
+    EXPECT_EQ(lj->backlog_bytes, bruteJobBacklogs(v, start, ir.end_ns, rates)) << "interval ending " << ir.end_ns;
+    ++checked;
+  });
+  EXPECT_GT(checked, 10);
+}
+
 // A live analyzer's window slides: the bins that leave it are dropped from the front of each flow's array, which
 // is compacted from time to time. Its job figures at every interval equal those of a fresh analyzer given only
 // the intervals inside the window. One flow sends a frame every 50 µs, so that it holds 20,000 bins in the window

@@ -72,6 +72,54 @@ double largest(std::span<const double> x) {
   return std::max(std::max(m[0], m[1]), std::max(m[2], m[3]));
 }
 
+// As envelopes() below, over every fine bin: where most bins hold bytes (a job that sends all the time, a live
+// interval's bins), a walk that reads each bin once beats one that first lists the nonzero ones. The scales go four
+// side by side: each running sum waits only on itself (one pass at a time, each addition waited on the last; a million
+// bins per job at the end of a long file).
+std::vector<double> denseEnvelopes(std::span<const double> fine, size_t interval_from, std::span<const size_t> widths) {
+  std::vector<double> best(widths.size(), 0.0);
+  const size_t nf = fine.size();
+  for (size_t g = 0; g < widths.size(); g += 4) {
+    std::array<size_t, 4> k{}, from{};
+    std::array<double, 4> sum{}, top{};
+    size_t start = nf;
+    for (size_t l = 0; l < 4; ++l) {
+      const bool used = g + l < widths.size() && widths[g + l] > 0;
+      k[l] = used ? widths[g + l] : 0;
+      // Windows ending inside the interval, which reach back up to k bins before it.
+      from[l] = !used ? nf : interval_from > k[l] ? interval_from - k[l] : 0;
+      start = std::min(start, from[l]);
+    }
+    for (size_t i = start; i < nf; ++i) {
+      for (size_t l = 0; l < 4; ++l) {
+        if (i < from[l]) continue;
+        sum[l] += fine[i];
+        if (i >= from[l] + k[l]) sum[l] -= fine[i - k[l]];
+        if (i >= interval_from) top[l] = std::max(top[l], sum[l]);
+      }
+    }
+    for (size_t l = 0; l < 4 && g + l < widths.size(); ++l) best[g + l] = top[l];
+  }
+  return best;
+}
+
+// As backlogs() below, over every fine bin, four queues side by side (each queue's steps are a chain).
+std::vector<double> denseBacklogs(std::span<const double> fine, size_t interval_from, std::span<const double> drains) {
+  std::vector<double> out;
+  for (size_t g = 0; g < drains.size(); g += 4) {
+    std::array<double, 4> drain{}, q{}, qmax{};
+    for (size_t l = 0; l < 4; ++l) drain[l] = g + l < drains.size() ? drains[g + l] : 0;
+    for (size_t i = 0; i < fine.size(); ++i) {
+      for (size_t l = 0; l < 4; ++l) {
+        q[l] = std::max(0.0, q[l] + fine[i] - drain[l]);
+        if (i >= interval_from) qmax[l] = std::max(qmax[l], q[l]);
+      }
+    }
+    for (size_t l = 0; l < 4 && g + l < drains.size(); ++l) out.push_back(qmax[l]);
+  }
+  return out;
+}
+
 // A job's fine bins by their nonzero ones alone: bin at[j] holds value[j] (at ascending), the rest nothing. On a
 // training job most 100 µs bins are empty (compute between the bursts: 95% of the 30x trace's 594,000), and the
 // envelopes and backlogs below walk these, not every bin.
@@ -104,11 +152,14 @@ std::vector<double> envelopes(const NonzeroBins& bins, size_t nf, size_t interva
   for (size_t s = 0; s < widths.size(); ++s) {
     const size_t k = widths[s];
     if (k == 0) continue;
-    size_t lo = 0, hi = 0;  // the nonzero bins in the window (end - k, end]: [lo, hi)
+    // The nonzero bins in the window (end - k, end]: [lo, hi). Live, the interval is the window's last second: the
+    // walk starts at the first bin its first window holds, not at the window's start.
+    size_t lo = static_cast<size_t>(
+        std::lower_bound(at.begin(), at.end(), interval_from + 1 > k ? interval_from + 1 - k : 0) - at.begin());
+    size_t hi = lo;
     double sum = 0;
     // The first window, ending at interval_from; then each that ends with a nonzero bin.
     while (hi < at.size() && at[hi] <= interval_from) sum += value[hi++];
-    while (lo < hi && at[lo] + k <= interval_from) sum -= value[lo++];
     double top = sum;
     for (; hi < at.size(); ++hi) {
       sum += value[hi];
@@ -121,33 +172,42 @@ std::vector<double> envelopes(const NonzeroBins& bins, size_t nf, size_t interva
 }
 
 // The largest backlog, at or after interval_from, of a queue fed the fine bins and drained `drains[r]` bytes per bin,
-// for each r. Over a run of empty bins the queue drains bin by bin (the same roundings as over every bin) until it
-// stops changing (empty), and the rest of the run leaves it as it is.
+// for each r; four queues side by side (each one's steps are a chain). Over a run of empty bins the queues drain bin
+// by bin (the same roundings as over every bin) until none of them changes (each empty, or drained by too little to
+// show), and the rest of the run leaves them as they are.
 std::vector<double> backlogs(const NonzeroBins& bins, size_t nf, size_t interval_from, std::span<const double> drains) {
   std::vector<double> out;
   const size_t n = bins.at.size();
-  for (const double drain : drains) {
-    double q = 0, qmax = 0;
+  for (size_t g = 0; g < drains.size(); g += 4) {
+    std::array<double, 4> drain{}, q{}, qmax{};  // unused lanes: no drain, always empty
+    for (size_t l = 0; l < 4; ++l) drain[l] = g + l < drains.size() ? drains[g + l] : 0;
     size_t i = 0;  // the next bin
     for (size_t j = 0; j <= n; ++j) {
       const size_t next = j < n ? bins.at[j] : nf;
       while (i < next) {  // the empty bins before the next nonzero one
-        const double x = std::max(0.0, q + 0.0 - drain);
-        if (x == q) {  // so it stays up to `next`
-          if (next > interval_from) qmax = std::max(qmax, q);
-          i = next;
-          break;
+        bool moved = false;
+        for (size_t l = 0; l < 4; ++l) {
+          const double x = std::max(0.0, q[l] + 0.0 - drain[l]);
+          moved |= x != q[l];
+          q[l] = x;
+          if (i >= interval_from) qmax[l] = std::max(qmax[l], q[l]);
         }
-        q = x;
-        if (i >= interval_from) qmax = std::max(qmax, q);
         ++i;
+        if (!moved) {  // so they stay up to `next`
+          if (next > interval_from) {
+            for (size_t l = 0; l < 4; ++l) qmax[l] = std::max(qmax[l], q[l]);
+          }
+          i = next;
+        }
       }
       if (j == n) break;
-      q = std::max(0.0, q + bins.value[j] - drain);
-      if (i >= interval_from) qmax = std::max(qmax, q);
+      for (size_t l = 0; l < 4; ++l) {
+        q[l] = std::max(0.0, q[l] + bins.value[j] - drain[l]);
+        if (i >= interval_from) qmax[l] = std::max(qmax[l], q[l]);
+      }
       ++i;
     }
-    out.push_back(qmax);
+    for (size_t l = 0; l < 4 && g + l < drains.size(); ++l) out.push_back(qmax[l]);
   }
   return out;
 }
@@ -1151,8 +1211,13 @@ TrainingReport TrainingAnalyzer::Impl::analyze() {
     }
     fine.assign(nf, 0.0);
     int64_t last_bin = kMin;
+    size_t filled = 0;  // nonzero fine bins
     for (const FlowHist* h : jf) {
-      for (const FlowHist::Bin& x : h->bins) fine[fineOf(x.first)] += x.second;
+      for (const FlowHist::Bin& x : h->bins) {
+        double& b = fine[fineOf(x.first)];
+        filled += b == 0 && x.second != 0 ? 1 : 0;
+        b += static_cast<double>(x.second);
+      }
       last_bin = std::max(last_bin, h->last_bin);
     }
     r.idle_s = last_bin == kMin ? window_s : std::max(0.0, static_cast<double>(now_ns - (last_bin + 1) * bin) / 1e9);
@@ -1191,8 +1256,13 @@ TrainingReport TrainingAnalyzer::Impl::analyze() {
     std::vector<size_t> widths;  // each scale in fine bins; 0: a window longer than 419 s is held in coarser
                                  // bins, no figure below their width
     for (int64_t tau : scales) widths.push_back(tau < bin * f ? 0 : static_cast<size_t>(tau / (bin * f)));
-    nonzero.of(fine);
-    const std::vector<double> best = envelopes(nonzero, nf, interval_from, widths);
+    // The nonzero bins listed where they are at most a sixteenth of all: listing them costs a pass of its own, and a
+    // queue that does not empty between bursts drains bin by bin anyway. Measured: the 30x trace's job (5% of its
+    // bins) gains 3 ms of 3.8; BM_Training_Interval's jobs (10%, their 1 Gbit/s queue seldom empty) lost 1 ms each.
+    const bool sparse = 16 * filled <= nf;
+    if (sparse) nonzero.of(fine);
+    const std::vector<double> best =
+        sparse ? envelopes(nonzero, nf, interval_from, widths) : denseEnvelopes(fine, interval_from, widths);
     for (size_t s = 0; s < scales.size(); ++s) {
       r.envelope_bytes.push_back(widths[s] == 0 ? 0 : static_cast<uint64_t>(std::llround(best[s])));
       r.ptm.push_back(widths[s] != 0 && scales[s] <= rep.window_ns
@@ -1201,7 +1271,8 @@ TrainingReport TrainingAnalyzer::Impl::analyze() {
     }
     std::vector<double> drains;
     for (double rate : rates) drains.push_back(rate * fine_ns / 8e9);
-    r.backlog_bytes = backlogs(nonzero, nf, interval_from, drains);
+    r.backlog_bytes =
+        sparse ? backlogs(nonzero, nf, interval_from, drains) : denseBacklogs(fine, interval_from, drains);
     // Period, steps, bytes per step.
     // The job's steps are placed once its period is known: at its own reading, or at its pairs' (which only needs
     // the steps at the job's own reading for the pairs' busy share, and then places them again).

@@ -1108,12 +1108,23 @@ std::vector<double> bruteJobBacklogs(const std::vector<PacketRecord>& v, int64_t
   return out;
 }
 
-// The backlogs walk the job's nonzero bins and drain over the empty ones only while the queue changes: the same
-// figures as the walk over every bin. The queue at 1 Gbit/s drains over many empty bins after each burst, at 100
-// Gbit/s within one; a burst of two hosts of no job lies between.
+// Where at most a sixteenth of a job's bins hold bytes, the envelopes and backlogs walk those alone, and the
+// backlogs drain over the empty ones only while a queue changes; otherwise they walk every bin. Both give the same
+// figures as the brute force: the ring job of a few bursts a step (sparse; the queue at 1 Gbit/s drains over many
+// empty bins after each burst, at 100 Gbit/s within one), and the same job with a flow of a frame every 50 µs
+// between two of its hosts (every bin). A burst of two hosts of no job lies between.
 TEST(TrainingTest, AJobsBacklogsEqualABruteForce) {
-  auto v = ringJob(4, steps(12, 250'000'000, 0.2), {{0, 300'000}, {0.3, 40'000}, {0.5, 100'000}});
-  burst(&v, kT0 + 500'000'000, 7, 8, 5'000'000);
+  auto sparse = ringJob(4, steps(12, 250'000'000, 0.2), {{0, 300'000}, {0.3, 40'000}, {0.5, 100'000}});
+  burst(&sparse, kT0 + 500'000'000, 7, 8, 5'000'000);
+  auto dense = sparse;
+  for (int64_t t = kT0; t < kT0 + 3'100'000'000; t += 50'000) {
+    PacketRecord r;
+    r.ts_ns = t;
+    r.wire_len = 200;
+    r.key = flow(1, 2, 6000);
+    dense.push_back(r);
+  }
+  const std::vector<int64_t> scales = EngineConfig{}.scales_ns;
   const std::vector<double> rates = EngineConfig{}.rates_bps;
   const std::vector<std::string> hosts{ip(1), ip(2), ip(3), ip(4)};
   auto ofJob = [&](const TrainingReport& r) -> const JobReport* {
@@ -1122,36 +1133,41 @@ TEST(TrainingTest, AJobsBacklogsEqualABruteForce) {
     }
     return nullptr;
   };
-  const TrainingReport whole = analyse(v);
-  const JobReport* j = ofJob(whole);
-  ASSERT_NE(j, nullptr);
-  int64_t first = INT64_MAX, last = INT64_MIN;
-  for (const PacketRecord& p : v) {
-    first = std::min(first, p.ts_ns);
-    last = std::max(last, p.ts_ns);
-  }
-  const std::vector<double> want = bruteJobBacklogs(v, first, last + 1, rates);
-  EXPECT_EQ(j->backlog_bytes, want);
-  // A queue that builds up over a burst and drains over the bins after it: the slowest rate's is above a burst's
-  // bins' drain, and the fastest's below the slowest's.
-  ASSERT_EQ(want.size(), rates.size());
-  EXPECT_GT(want.front(), 2 * rates.front() * 100'000.0 / 8e9);
-  EXPECT_LT(want.back(), want.front());
+  for (const auto* v : {&sparse, &dense}) {
+    SCOPED_TRACE(v == &sparse ? "sparse" : "dense");
+    const TrainingReport whole = analyse(*v);
+    const JobReport* j = ofJob(whole);
+    ASSERT_NE(j, nullptr);
+    int64_t first = INT64_MAX, last = INT64_MIN;
+    for (const PacketRecord& p : *v) {
+      first = std::min(first, p.ts_ns);
+      last = std::max(last, p.ts_ns);
+    }
+    const std::vector<double> want = bruteJobBacklogs(*v, first, last + 1, rates);
+    EXPECT_EQ(j->backlog_bytes, want);
+    EXPECT_EQ(j->envelope_bytes, bruteJobEnvelopes(*v, first, last + 1, scales));
+    // A queue that builds up over a burst and drains over the bins after it: the slowest rate's is above a burst's
+    // bins' drain, and the fastest's below the slowest's.
+    ASSERT_EQ(want.size(), rates.size());
+    EXPECT_GT(want.front(), 2 * rates.front() * 100'000.0 / 8e9);
+    EXPECT_LT(want.back(), want.front());
 
-  LiveRig rig(100'000'000);
-  int checked = 0;
-  int64_t from = INT64_MIN;
-  rig.run(v, [&](const IntervalReport& ir, TrainingAnalyzer& an) {
-    if (from == INT64_MIN) from = ir.start_ns;
-    const TrainingReport r = an.analyze();
-    const int64_t start = from;
-    from = ir.end_ns;
-    const JobReport* lj = ofJob(r);
-    if (lj == nullptr) return;
-    EXPECT_EQ(lj->backlog_bytes, bruteJobBacklogs(v, start, ir.end_ns, rates)) << "interval ending " << ir.end_ns;
-    ++checked;
-  });
-  EXPECT_GT(checked, 10);
+    LiveRig rig(100'000'000);
+    int checked = 0;
+    int64_t from = INT64_MIN;
+    rig.run(*v, [&](const IntervalReport& ir, TrainingAnalyzer& an) {
+      if (from == INT64_MIN) from = ir.start_ns;
+      const TrainingReport r = an.analyze();
+      const int64_t start = from;
+      from = ir.end_ns;
+      const JobReport* lj = ofJob(r);
+      if (lj == nullptr) return;
+      EXPECT_EQ(lj->backlog_bytes, bruteJobBacklogs(*v, start, ir.end_ns, rates)) << "interval ending " << ir.end_ns;
+      EXPECT_EQ(lj->envelope_bytes, bruteJobEnvelopes(*v, start, ir.end_ns, scales)) << "interval ending " << ir.end_ns;
+      ++checked;
+    });
+    EXPECT_GT(checked, 10);
+  }
 }
 
 // A live analyzer's window slides: the bins that leave it are dropped from the front of each flow's array, which

@@ -318,19 +318,25 @@ std::vector<double> autocorrelation(std::span<const double> x, size_t lags) {
     fftw_free(out);
     return rho;
   }
-  // All lags' sums at once, each in its own accumulator (vectorised across lags; each lag's sum still runs
-  // in the order of i).
-  std::vector<double> sum(lags, 0.0);
-  size_t i = 0;
-  for (; i + lags <= n; ++i) {
-    const double di = d[i];
-    const double* next = d.data() + i;
-    for (size_t l = 0; l < lags; ++l) sum[l] += di * next[l];
+  // Eight lags' sums at once, in registers (vectorised across the lags; each lag's sum still runs in the order of i,
+  // so every figure is the definition's to the bit). Sums kept in memory, all lags at once, waited at every i on
+  // the last i's store: a sixth of a long file's training analysis (perf annotate).
+  for (size_t l0 = 0; l0 < lags; l0 += 8) {
+    const size_t w = std::min<size_t>(8, lags - l0);
+    double sum[8] = {};
+    size_t i = 0;
+    if (w == 8) {
+      for (; i + l0 + 8 <= n; ++i) {  // every one of the eight lags has its term at i
+        const double di = d[i];
+        const double* next = d.data() + i + l0;
+        for (size_t l = 0; l < 8; ++l) sum[l] += di * next[l];
+      }
+    }
+    for (; i < n; ++i) {
+      for (size_t l = 0; l < w && i + l0 + l < n; ++l) sum[l] += d[i] * d[i + l0 + l];
+    }
+    for (size_t l = 0; l < w; ++l) rho[l0 + l] = sum[l] / (static_cast<double>(n - l0 - l) * var);
   }
-  for (; i < n; ++i) {
-    for (size_t l = 0; i + l < n; ++l) sum[l] += d[i] * d[i + l];
-  }
-  for (size_t l = 0; l < lags; ++l) rho[l] = sum[l] / (static_cast<double>(n - l) * var);
   return rho;
 }
 

@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 
 #include <algorithm>
+#include <atomic>
 #include <array>
 #include <cctype>
 #include <chrono>
@@ -123,20 +124,32 @@ std::vector<double> denseBacklogs(std::span<const double> fine, size_t interval_
 // A job's fine bins by their nonzero ones alone: bin at[j] holds value[j] (at ascending), the rest nothing. On a
 // training job most 100 µs bins are empty (compute between the bursts: 95% of the 30x trace's 594,000), and the
 // envelopes and backlogs below walk these, not every bin.
+std::atomic<bool> sparse_allowed{true};  // training::setSparseBins (the tests compare both ways)
+
 struct NonzeroBins {
   std::vector<size_t> at;
   std::vector<double> value;
+  std::vector<double> sum_to;  // [j]: the bytes of the first j nonzero bins, added in order
+  double top = 0;              // the largest bin (0 with none)
 
   void of(std::span<const double> fine) {
     at.clear();
     value.clear();
+    sum_to.assign(1, 0.0);
+    top = 0;
     for (size_t i = 0; i < fine.size(); ++i) {
       if (fine[i] != 0) {
         at.push_back(i);
         value.push_back(fine[i]);
+        sum_to.push_back(sum_to.back() + fine[i]);
+        top = std::max(top, fine[i]);
       }
     }
   }
+  // How many nonzero bins lie below bin x.
+  size_t below(size_t x) const { return static_cast<size_t>(std::lower_bound(at.begin(), at.end(), x) - at.begin()); }
+  // The bytes of bins [0, x): bit for bit the running sum over every bin (adding an empty bin's zero changes nothing).
+  double sumBelow(size_t x) const { return sum_to[below(x)]; }
 };
 
 // The most bytes in `widths[s]` consecutive fine bins, over the windows that end at interval_from or later (of the
@@ -302,7 +315,9 @@ Pace readPace(const std::vector<double>& fine, double fine_ns, const TrainingCon
 
 // Where the steps of a series at its pace fall (`cut`), and the steps and duty cycle of its report: none (and no
 // period) without a counted step.
-void placeSteps(const std::vector<double>& fine, Pace* pace, training::StepCut* cut) {
+// `nz`: the series' nonzero bins, where the caller has them (a sparse job's); the steps' bytes and the duty cycle are
+// then read from them instead of from every bin, with the same figures.
+void placeSteps(const std::vector<double>& fine, Pace* pace, training::StepCut* cut, const NonzeroBins* nz = nullptr) {
   PeriodReport& pr = pace->report;
   if (!pr.period_s) return;
   const size_t region = pace->region;
@@ -351,8 +366,11 @@ void placeSteps(const std::vector<double>& fine, Pace* pace, training::StepCut* 
   // Running sums of the bins: a step's bytes in one subtraction (exact: the bins hold whole bytes, and their sum
   // stays below 2^53). Kept per thread, a window's worth, so that each reading does not allocate it again.
   thread_local std::vector<double> to;
-  to.assign(fine.size() + 1, 0.0);
-  for (size_t i = 0; i < fine.size(); ++i) to[i + 1] = to[i] + fine[i];
+  if (nz == nullptr) {
+    to.assign(fine.size() + 1, 0.0);
+    for (size_t i = 0; i < fine.size(); ++i) to[i + 1] = to[i] + fine[i];
+  }
+  const auto sumBelow = [&](size_t x) { return nz != nullptr ? nz->sumBelow(x) : to[x]; };
   auto cutAt = [&](double origin) {
     cut->period = period;
     cut->origin = origin;
@@ -364,7 +382,8 @@ void placeSteps(const std::vector<double>& fine, Pace* pace, training::StepCut* 
     cut->counted.assign(cut->count, false);
     cut->bytes.assign(cut->count, 0.0);
     std::vector<double>& step_bytes = cut->bytes;
-    cut->forEachStep(fine.size(), [&](size_t k, size_t begin, size_t end) { step_bytes[k] = to[end] - to[begin]; });
+    cut->forEachStep(fine.size(),
+                     [&](size_t k, size_t begin, size_t end) { step_bytes[k] = sumBelow(end) - sumBelow(begin); });
     // Steps of typical volume: at least three quarters of the median step's bytes (a step cut off by the start
     // of the job or of the capture, or a pause, would skew bytes per step).
     std::vector<double> nonzero;
@@ -457,13 +476,17 @@ void placeSteps(const std::vector<double>& fine, Pace* pace, training::StepCut* 
     }
   }
   // Duty cycle: the share of the counted steps' time above a tenth of the series' busiest bin.
-  const double peak = largest(fine);
+  const double peak = nz != nullptr && !fine.empty() ? nz->top : largest(fine);
   uint64_t busy = 0, all = 0;
   const double tenth = 0.1 * peak;
   cut->forEachStep(fine.size(), [&](size_t k, size_t begin, size_t end) {
     if (!cut->counted[k]) return;
     all += end - begin;
-    for (size_t i = begin; i < end; ++i) busy += fine[i] >= tenth && fine[i] > 0;
+    if (nz != nullptr) {
+      for (size_t j = nz->below(begin); j < nz->at.size() && nz->at[j] < end; ++j) busy += nz->value[j] >= tenth;
+    } else {
+      for (size_t i = begin; i < end; ++i) busy += fine[i] >= tenth && fine[i] > 0;
+    }
   });
   pr.steps = static_cast<uint64_t>(std::count(cut->counted.begin(), cut->counted.end(), true));
   pr.duty_cycle = all ? static_cast<double>(busy) / static_cast<double>(all) : 0;
@@ -491,10 +514,12 @@ struct PhaseCut {
 // job's burst threshold: ACKs and stray packets stay below it), joined across gaps shorter than 0.5 ms or a
 // hundredth of the period, whichever is longer (the round trips inside one collective); then the most frequent
 // count among the counted steps, and each phase's offset, length and bytes averaged over the steps that have it.
-PhaseCut cutPhases(std::span<const double> fine, double fine_ns, const training::StepCut& cut) {
+// `nz` as placeSteps' (the runs then from the nonzero bins alone).
+PhaseCut cutPhases(std::span<const double> fine, double fine_ns, const training::StepCut& cut,
+                   const NonzeroBins* nz = nullptr) {
   PhaseCut pc;
   pc.runs.resize(cut.count);
-  const double threshold = 0.02 * largest(fine);
+  const double threshold = 0.02 * (nz != nullptr && !fine.empty() ? nz->top : largest(fine));
   const double period_ns = cut.period * fine_ns;
   const size_t join = std::max<size_t>(1, static_cast<size_t>(std::llround(std::max(5e5, period_ns / 100) / fine_ns)));
   std::vector<std::vector<std::pair<size_t, size_t>>> all(cut.count);
@@ -502,12 +527,20 @@ PhaseCut cutPhases(std::span<const double> fine, double fine_ns, const training:
   cut.forEachStep(fine.size(), [&](size_t k, size_t begin, size_t end) {
     if (!cut.counted[k]) return;
     std::vector<std::pair<size_t, size_t>>& r = all[k];
-    for (size_t i = begin; i < end; ++i) {
-      if (!(fine[i] > 0 && fine[i] >= threshold)) continue;
+    auto take = [&](size_t i) {
       if (!r.empty() && i - r.back().second < join) {
         r.back().second = i + 1;
       } else {
         r.emplace_back(i, i + 1);
+      }
+    };
+    if (nz != nullptr) {
+      for (size_t j = nz->below(begin); j < nz->at.size() && nz->at[j] < end; ++j) {
+        if (nz->value[j] >= threshold) take(nz->at[j]);
+      }
+    } else {
+      for (size_t i = begin; i < end; ++i) {
+        if (fine[i] > 0 && fine[i] >= threshold) take(i);
       }
     }
     ++counts[r.size()];
@@ -748,6 +781,8 @@ void timePairs(const std::vector<const Flow*>& jf, const std::map<Host, size_t>&
 }
 
 }  // namespace
+
+void training::setSparseBins(bool allowed) { sparse_allowed.store(allowed, std::memory_order_relaxed); }
 
 bool Cidr::contains(const std::array<uint8_t, 16>& a, uint8_t fam) const {
   if (fam != family) return false;
@@ -1259,7 +1294,7 @@ TrainingReport TrainingAnalyzer::Impl::analyze() {
     // The nonzero bins listed where they are at most a sixteenth of all: listing them costs a pass of its own, and a
     // queue that does not empty between bursts drains bin by bin anyway. Measured: the 30x trace's job (5% of its
     // bins) gains 3 ms of 3.8; BM_Training_Interval's jobs (10%, their 1 Gbit/s queue seldom empty) lost 1 ms each.
-    const bool sparse = 16 * filled <= nf;
+    const bool sparse = 16 * filled <= nf && sparse_allowed.load(std::memory_order_relaxed);
     if (sparse) nonzero.of(fine);
     const std::vector<double> best =
         sparse ? envelopes(nonzero, nf, interval_from, widths) : denseEnvelopes(fine, interval_from, widths);
@@ -1280,7 +1315,7 @@ TrainingReport TrainingAnalyzer::Impl::analyze() {
     training::StepCut cut;
     bool placed = false;
     auto jobCut = [&]() -> const training::StepCut& {
-      if (!placed) placeSteps(fine, &pace, &cut);
+      if (!placed) placeSteps(fine, &pace, &cut, sparse ? &nonzero : nullptr);
       placed = true;
       return cut;
     };
@@ -1288,7 +1323,7 @@ TrainingReport TrainingAnalyzer::Impl::analyze() {
     if (const auto given = pairsStep(job_pairs, own, jobCut, fineOf, nf, ws / f, fine_ns, cfg, &pair_fine)) {
       Pace again = readPace(fine, fine_ns, cfg, &*given);
       training::StepCut again_cut;
-      placeSteps(fine, &again, &again_cut);
+      placeSteps(fine, &again, &again_cut, sparse ? &nonzero : nullptr);
       if (again.report.period_s) {
         pace = std::move(again);
         cut = std::move(again_cut);
@@ -1345,7 +1380,7 @@ TrainingReport TrainingAnalyzer::Impl::analyze() {
       }
     }
     if (r.period.period_s && n <= kMaxTopologyHosts) {
-      PhaseCut pc = cutPhases(fine, fine_ns, cut);
+      PhaseCut pc = cutPhases(fine, fine_ns, cut, sparse ? &nonzero : nullptr);
       timePairs(jf, at, fineOf, cut, walk, &pc, &topo);
       topo.period_s = *r.period.period_s;
       r.phases = std::move(pc.report);

@@ -101,4 +101,8 @@ struct StepCut {
   };
 };
 
+// Whether a sparse job's analysis may read its nonzero bins alone (the default; analyzer.cc): the tests compare it
+// with the walks over every bin, whose figures it must give.
+void setSparseBins(bool allowed);
+
 }  // namespace burstscope::training

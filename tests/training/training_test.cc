@@ -15,6 +15,7 @@
 #include "burstscope/evidence.h"
 #include "burstscope/training.h"
 #include "burstscope/window.h"
+#include "src/analysis/report.h"
 #include "src/training/period.h"
 #include "src/training/topology.h"
 
@@ -627,6 +628,61 @@ std::vector<PacketRecord> sharded(int n, int layers, uint64_t shard, const std::
     }
   }
   return v;
+}
+
+// A job whose bins are mostly empty has its envelopes, backlogs, steps' bytes, duty cycle and phases read from its
+// nonzero bins alone; they must be the walks over every bin to the bit. The whole training report (every job's
+// figures, as JSON) both ways, for a ring job with a burst of no job's hosts between its steps, a hybrid of two
+// pipelines, a sharded job, and the ring job beside a flow that fills every bin (always every bin); offline and at
+// every interval of a live run.
+TEST(TrainingTest, ANonzeroBinsReadingEqualsTheWalkOverEveryBin) {
+  auto ring = ringJob(4, steps(12, 250'000'000, 0.2), {{0, 300'000}, {0.3, 40'000}, {0.5, 100'000}});
+  burst(&ring, kT0 + 500'000'000, 7, 8, 5'000'000);
+  auto filled = ring;
+  for (int64_t t = kT0; t < kT0 + 3'100'000'000; t += 50'000) {
+    PacketRecord r;
+    r.ts_ns = t;
+    r.wire_len = 200;
+    r.key = flow(1, 2, 6000);
+    filled.push_back(r);
+  }
+  const std::vector<std::pair<std::string, std::vector<PacketRecord>>> jobs{
+      {"ring", ring},
+      {"hybrid", gpipe({{1, 5, 3}, {2, 6, 4}}, 4, 10 * kMs, 20 * kMs, 11, 440, steps(14, 400 * kMs, 0.03))},
+      {"sharded", sharded(4, 4, 20, steps(14, 300 * kMs, 0.02))},
+      {"filled", filled}};
+  const EngineConfig ec;
+  auto json = [&](const TrainingReport& r) {
+    auto j = trainingJson(r, ec);
+    j.erase("analysis_ms");  // the analysis' own run time
+    return j.dump();
+  };
+  struct Got {
+    std::string whole;
+    std::vector<std::string> intervals;
+  };
+  auto both = [&](const std::vector<PacketRecord>& v) {
+    std::array<Got, 2> got;
+    for (bool sparse : {true, false}) {
+      training::setSparseBins(sparse);
+      Got& g = got[sparse ? 0 : 1];
+      g.whole = json(analyse(v));
+      LiveRig rig(100'000'000);
+      rig.run(v, [&](const IntervalReport&, TrainingAnalyzer& an) { g.intervals.push_back(json(an.analyze())); });
+    }
+    training::setSparseBins(true);
+    return got;
+  };
+  for (const auto& [name, v] : jobs) {
+    SCOPED_TRACE(name);
+    const auto got = both(v);
+    EXPECT_EQ(got[0].whole, got[1].whole);
+    ASSERT_EQ(got[0].intervals.size(), got[1].intervals.size());
+    EXPECT_GT(got[0].intervals.size(), 20u);
+    for (size_t i = 0; i < got[0].intervals.size(); ++i) EXPECT_EQ(got[0].intervals[i], got[1].intervals[i]) << i;
+    // Each job's period is read, so that its steps, duty cycle and phases are compared too.
+    EXPECT_NE(got[0].whole.find("\"period_s\":0."), std::string::npos) << got[0].whole.substr(0, 400);
+  }
 }
 
 TEST(TrainingTest, AShardedJobIsNotPlainDataParallel) {

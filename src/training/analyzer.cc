@@ -3,8 +3,8 @@
 #include <arpa/inet.h>
 
 #include <algorithm>
-#include <atomic>
 #include <array>
+#include <atomic>
 #include <cctype>
 #include <chrono>
 #include <cmath>
@@ -225,12 +225,13 @@ std::vector<double> backlogs(const NonzeroBins& bins, size_t nf, size_t interval
   return out;
 }
 
-training::PeriodEstimate estimatePeriod(std::span<const double> fine, double fine_ns, const TrainingConfig& cfg) {
+training::PeriodEstimate estimatePeriod(std::span<const double> fine, double fine_ns, const TrainingConfig& cfg,
+                                        const training::NonzeroView* nz = nullptr) {
   PeriodOptions o;
   o.min_period_bins = cfg.min_period_s * 1e9 / fine_ns;
   o.max_period_bins = cfg.max_period_s * 1e9 / fine_ns;
   o.min_quality = cfg.min_period_quality;
-  return findPeriod(fine, o);
+  return findPeriod(fine, o, nz);
 }
 
 // Options that look for a period within 8% of `bins` only.
@@ -252,11 +253,18 @@ struct Pace {
 
 // The pace of a series of fine bins (each `fine_ns` wide); with `given` (a job's step as its pairs read it), that
 // period over the whole series.
+// `nz`: the series' nonzero bins, where listed (placeSteps').
 Pace readPace(const std::vector<double>& fine, double fine_ns, const TrainingConfig& cfg,
-              const training::PeriodEstimate* given = nullptr) {
+              const training::PeriodEstimate* given = nullptr, const NonzeroBins* nz = nullptr) {
   Pace pace;
   PeriodReport& pr = pace.report;
-  training::PeriodEstimate e = given != nullptr ? *given : estimatePeriod(fine, fine_ns, cfg);
+  // The nonzero bins of fine.subspan(from, ...), for findPeriod.
+  auto view = [&](size_t from) -> std::optional<training::NonzeroView> {
+    if (nz == nullptr) return std::nullopt;
+    return training::NonzeroView{nz->at, nz->value, from};
+  };
+  auto viewOf = [](const std::optional<training::NonzeroView>& v) { return v ? &*v : nullptr; };
+  training::PeriodEstimate e = given != nullptr ? *given : estimatePeriod(fine, fine_ns, cfg, viewOf(view(0)));
   size_t region = 0;  // first fine bin of the analysed region
   if (e.found && given == nullptr) {
     // A period that changed: read it again from the last eight periods alone.
@@ -268,7 +276,7 @@ Pace readPace(const std::vector<double>& fine, double fine_ns, const TrainingCon
     if (tail < 0.75 * static_cast<double>(end - begin)) {
       const size_t from = end - static_cast<size_t>(std::ceil(tail));
       training::PeriodEstimate recent =
-          estimatePeriod(std::span<const double>(fine).subspan(from, end - from), fine_ns, cfg);
+          estimatePeriod(std::span<const double>(fine).subspan(from, end - from), fine_ns, cfg, viewOf(view(from)));
       // A real change of pace: the recent steps no longer repeat at the window's period as well as at the new
       // one, the steps before them did repeat at the window's period (a job whose earlier traffic, its start-up
       // and a step or two, shows no pace of its own has not changed pace), and they did not repeat at the new one
@@ -277,20 +285,20 @@ Pace readPace(const std::vector<double>& fine, double fine_ns, const TrainingCon
       bool still = false;
       if (recent.found && std::abs(recent.period_bins - e.period_bins) > 0.08 * e.period_bins) {
         auto near = [&](double bins) { return nearPeriod(bins, cfg); };
-        const training::PeriodEstimate old =
-            findPeriod(std::span<const double>(fine).subspan(from, end - from), near(e.period_bins));
-        const training::PeriodEstimate head =
-            findPeriod(std::span<const double>(fine).subspan(begin, from - begin), near(e.period_bins));
+        const training::PeriodEstimate old = findPeriod(std::span<const double>(fine).subspan(from, end - from),
+                                                        near(e.period_bins), viewOf(view(from)));
+        const training::PeriodEstimate head = findPeriod(std::span<const double>(fine).subspan(begin, from - begin),
+                                                         near(e.period_bins), viewOf(view(begin)));
         // A recent reading that the earlier steps repeat at as well is no new pace. Shorter than the window's, it
         // is the steps' inner rhythm (a sharded job's layer after layer), there all along; longer, it is the
         // fundamental of every step, and the window's reading was a part of each (a pipeline's forward and
         // backward waves look alike): the whole window is read again at it.
-        const training::PeriodEstimate head_recent =
-            findPeriod(std::span<const double>(fine).subspan(begin, from - begin), near(recent.period_bins));
+        const training::PeriodEstimate head_recent = findPeriod(
+            std::span<const double>(fine).subspan(begin, from - begin), near(recent.period_bins), viewOf(view(begin)));
         still = (old.found && old.quality >= recent.quality) || !head.found || head_recent.found;
         if (head_recent.found && recent.period_bins > e.period_bins) {
-          const training::PeriodEstimate whole =
-              findPeriod(std::span<const double>(fine).subspan(begin, end - begin), near(recent.period_bins));
+          const training::PeriodEstimate whole = findPeriod(std::span<const double>(fine).subspan(begin, end - begin),
+                                                            near(recent.period_bins), viewOf(view(begin)));
           e = whole.found ? whole : recent;
         }
       }
@@ -1311,7 +1319,7 @@ TrainingReport TrainingAnalyzer::Impl::analyze() {
     // Period, steps, bytes per step.
     // The job's steps are placed once its period is known: at its own reading, or at its pairs' (which only needs
     // the steps at the job's own reading for the pairs' busy share, and then places them again).
-    Pace pace = readPace(fine, fine_ns, cfg);
+    Pace pace = readPace(fine, fine_ns, cfg, nullptr, sparse ? &nonzero : nullptr);
     training::StepCut cut;
     bool placed = false;
     auto jobCut = [&]() -> const training::StepCut& {

@@ -96,17 +96,24 @@ struct Curve {
   }
 };
 
-Curve buildCurve(std::span<const double> y, double max_lag) {
+// `at`/`value`: y's nonzero bins (positions in y), or empty spans to read y itself.
+Curve buildCurve(std::span<const double> y, double max_lag, std::span<const size_t> at = {},
+                 std::span<const double> value = {}) {
   Curve c;
   size_t g = 1;
   while (y.size() / g > (size_t{1} << 17)) g *= 2;
-  // The first level's sums, then each level from the last one's (groups of four): O(n) in all.
+  // The first level's sums, then each level from the last one's (groups of four): O(n) in all. From the nonzero
+  // bins where they are listed: each sum takes the same bins in the same order (an empty bin's zero adds nothing).
   std::vector<double> coarse((y.size() + g - 1) / g, 0.0);
-  for (size_t i = 0, k = 0, left = g; i < y.size(); ++i) {
-    coarse[k] += y[i];
-    if (--left == 0) {
-      ++k;
-      left = g;
+  if (!at.empty()) {
+    for (size_t j = 0; j < at.size(); ++j) coarse[at[j] / g] += value[j];
+  } else {
+    for (size_t i = 0, k = 0, left = g; i < y.size(); ++i) {
+      coarse[k] += y[i];
+      if (--left == 0) {
+        ++k;
+        left = g;
+      }
     }
   }
   bool first = true;
@@ -340,11 +347,20 @@ std::vector<double> autocorrelation(std::span<const double> x, size_t lags) {
   return rho;
 }
 
-PeriodEstimate findPeriod(std::span<const double> x, const PeriodOptions& o) {
+PeriodEstimate findPeriod(std::span<const double> x, const PeriodOptions& o, const NonzeroView* nz) {
   PeriodEstimate e;
   size_t a = 0, b = x.size();
-  while (a < b && x[a] == 0) ++a;
-  while (b > a && x[b - 1] == 0) --b;
+  // x's nonzero bins, where listed: [j0, j1) of nz.
+  size_t j0 = 0, j1 = 0;
+  if (nz != nullptr) {
+    j0 = static_cast<size_t>(std::lower_bound(nz->at.begin(), nz->at.end(), nz->offset) - nz->at.begin());
+    j1 = static_cast<size_t>(std::lower_bound(nz->at.begin(), nz->at.end(), nz->offset + x.size()) - nz->at.begin());
+    a = j0 < j1 ? nz->at[j0] - nz->offset : 0;
+    b = j0 < j1 ? nz->at[j1 - 1] - nz->offset + 1 : 0;
+  } else {
+    while (a < b && x[a] == 0) ++a;
+    while (b > a && x[b - 1] == 0) --b;
+  }
   if (a == b) {
     e.why = "no traffic";
     return e;
@@ -358,7 +374,18 @@ PeriodEstimate findPeriod(std::span<const double> x, const PeriodOptions& o) {
     e.why = "too few steps";
     return e;
   }
-  const Curve c = buildCurve(y, n / 2);
+  // y's nonzero bins, positions in y (listed or found).
+  thread_local std::vector<size_t> at;
+  thread_local std::vector<double> value;
+  at.clear();
+  value.clear();
+  if (nz != nullptr) {
+    for (size_t j = j0; j < j1; ++j) {
+      at.push_back(nz->at[j] - nz->offset - a);
+      value.push_back(nz->value[j]);
+    }
+  }
+  const Curve c = nz != nullptr ? buildCurve(y, n / 2, at, value) : buildCurve(y, n / 2);
   const size_t m = c.lag.size();
   // Peaks after the first zero crossing: before it, rho only measures the width of one burst.
   size_t z = 0;
@@ -420,18 +447,14 @@ PeriodEstimate findPeriod(std::span<const double> x, const PeriodOptions& o) {
     if (k >= 64) break;
   }
   e.found = true;
-  {
-    thread_local std::vector<size_t> at;  // y's non-empty bins
-    thread_local std::vector<double> value;
-    at.clear();
-    value.clear();
+  if (nz == nullptr) {
     for (size_t i = 0; i < y.size(); ++i) {
       if (y[i] == 0) continue;
       at.push_back(i);
       value.push_back(y[i]);
     }
-    e.period_bins = followSteps(Sparse{at, value, 0, y.size()}, den > 0 ? num / den : t);
   }
+  e.period_bins = followSteps(Sparse{at, value, 0, y.size()}, den > 0 ? num / den : t);
   e.quality = std::clamp(first.value, 0.0, 1.0);
   return e;
 }

@@ -33,7 +33,15 @@ std::vector<double> autocorrelation(std::span<const double> x, size_t lags);
 
 // The period of `x` (bins of equal width), or why there is none. Leading and trailing empty bins are
 // ignored. The series must hold at least two periods after its first non-empty bin (three steps' starts).
-PeriodEstimate findPeriod(std::span<const double> x, const PeriodOptions& o);
+// A series' nonzero bins where the caller has them listed: the series x is bins [offset, offset + x.size()) of a
+// longer one whose nonzero bins are at[j] (ascending) holding value[j]. findPeriod then sums the coarse levels and
+// lists the steps' bins from these instead of from every bin of x, with the same figures.
+struct NonzeroView {
+  std::span<const size_t> at;
+  std::span<const double> value;
+  size_t offset = 0;
+};
+PeriodEstimate findPeriod(std::span<const double> x, const PeriodOptions& o, const NonzeroView* nz = nullptr);
 
 // The period of a series known to lie near `p0` bins, sharpened by findPeriod's last stage alone (its steps
 // followed one by one) without the autocorrelation; p0 where fewer than three steps are anchored or they do not

@@ -630,22 +630,36 @@ std::vector<PacketRecord> sharded(int n, int layers, uint64_t shard, const std::
   return v;
 }
 
+// A ring job of a few bursts a step (sparse: most of its 100 µs bins empty), with a burst of two hosts of no job
+// (7 and 8) between its steps.
+std::vector<PacketRecord> ringWithABurstBetween() {
+  auto v = ringJob(4, steps(12, 250'000'000, 0.2), {{0, 300'000}, {0.3, 40'000}, {0.5, 100'000}});
+  burst(&v, kT0 + 500'000'000, 7, 8, 5'000'000);
+  return v;
+}
+
+// `v` beside a flow of a 200-byte frame every 50 µs from host 1 to host 2 over [from, to): every bin of the job
+// filled (by default over the 3.1 s of ringWithABurstBetween).
+std::vector<PacketRecord> everyBinFilled(std::vector<PacketRecord> v, int64_t from = kT0,
+                                         int64_t to = kT0 + 3'100'000'000) {
+  for (int64_t t = from; t < to; t += 50'000) {
+    PacketRecord r;
+    r.ts_ns = t;
+    r.wire_len = 200;
+    r.key = flow(1, 2, 6000);
+    v.push_back(r);
+  }
+  return v;
+}
+
 // A job whose bins are mostly empty has its envelopes, backlogs, steps' bytes, duty cycle and phases read from its
 // nonzero bins alone; they must be the walks over every bin to the bit. The whole training report (every job's
 // figures, as JSON) both ways, for a ring job with a burst of no job's hosts between its steps, a hybrid of two
 // pipelines, a sharded job, and the ring job beside a flow that fills every bin (always every bin); offline and at
 // every interval of a live run.
 TEST(TrainingTest, ANonzeroBinsReadingEqualsTheWalkOverEveryBin) {
-  auto ring = ringJob(4, steps(12, 250'000'000, 0.2), {{0, 300'000}, {0.3, 40'000}, {0.5, 100'000}});
-  burst(&ring, kT0 + 500'000'000, 7, 8, 5'000'000);
-  auto filled = ring;
-  for (int64_t t = kT0; t < kT0 + 3'100'000'000; t += 50'000) {
-    PacketRecord r;
-    r.ts_ns = t;
-    r.wire_len = 200;
-    r.key = flow(1, 2, 6000);
-    filled.push_back(r);
-  }
+  const auto ring = ringWithABurstBetween();
+  const auto filled = everyBinFilled(ring);
   const std::vector<std::pair<std::string, std::vector<PacketRecord>>> jobs{
       {"ring", ring},
       {"hybrid", gpipe({{1, 5, 3}, {2, 6, 4}}, 4, 10 * kMs, 20 * kMs, 11, 440, steps(14, 400 * kMs, 0.03))},
@@ -1102,43 +1116,6 @@ std::vector<uint64_t> bruteJobEnvelopes(const std::vector<PacketRecord>& v, int6
   return out;
 }
 
-TEST(TrainingTest, AJobsEnvelopesEqualABruteForce) {
-  auto v = ringJob(4, steps(12, 250'000'000, 0.2), {{0, 300'000}, {0.3, 40'000}, {0.5, 100'000}});
-  burst(&v, kT0 + 500'000'000, 7, 8, 5'000'000);  // two hosts of no job, heavier than any step
-  const std::vector<int64_t> scales = EngineConfig{}.scales_ns;
-  const std::vector<std::string> hosts{ip(1), ip(2), ip(3), ip(4)};
-  auto ofJob = [&](const TrainingReport& r) -> const JobReport* {
-    for (const JobReport& j : r.jobs) {
-      if (j.hosts == hosts) return &j;
-    }
-    return nullptr;
-  };
-  const TrainingReport whole = analyse(v);
-  const JobReport* j = ofJob(whole);
-  ASSERT_NE(j, nullptr);
-  int64_t first = INT64_MAX, last = INT64_MIN;
-  for (const PacketRecord& p : v) {
-    first = std::min(first, p.ts_ns);
-    last = std::max(last, p.ts_ns);
-  }
-  EXPECT_EQ(j->envelope_bytes, bruteJobEnvelopes(v, first, last + 1, scales));
-
-  LiveRig rig(100'000'000);
-  int checked = 0;
-  int64_t from = INT64_MIN;
-  rig.run(v, [&](const IntervalReport& ir, TrainingAnalyzer& an) {
-    if (from == INT64_MIN) from = ir.start_ns;
-    const TrainingReport r = an.analyze();
-    const int64_t start = from;
-    from = ir.end_ns;
-    const JobReport* lj = ofJob(r);
-    if (lj == nullptr) return;
-    EXPECT_EQ(lj->envelope_bytes, bruteJobEnvelopes(v, start, ir.end_ns, scales)) << "interval ending " << ir.end_ns;
-    ++checked;
-  });
-  EXPECT_GT(checked, 10);
-}
-
 // The largest backlog of a job's bytes, for each drain rate, at a bin that ends in the analysed stretch (the file, or
 // the interval): a brute force over every 100 µs bin from the first, the queue fed each bin's bytes and drained the
 // rate's bytes of a bin, in the same arithmetic (doubles) as the analysis, so that the figures are equal to the bit.
@@ -1169,17 +1146,9 @@ std::vector<double> bruteJobBacklogs(const std::vector<PacketRecord>& v, int64_t
 // figures as the brute force: the ring job of a few bursts a step (sparse; the queue at 1 Gbit/s drains over many
 // empty bins after each burst, at 100 Gbit/s within one), and the same job with a flow of a frame every 50 µs
 // between two of its hosts (every bin). A burst of two hosts of no job lies between.
-TEST(TrainingTest, AJobsBacklogsEqualABruteForce) {
-  auto sparse = ringJob(4, steps(12, 250'000'000, 0.2), {{0, 300'000}, {0.3, 40'000}, {0.5, 100'000}});
-  burst(&sparse, kT0 + 500'000'000, 7, 8, 5'000'000);
-  auto dense = sparse;
-  for (int64_t t = kT0; t < kT0 + 3'100'000'000; t += 50'000) {
-    PacketRecord r;
-    r.ts_ns = t;
-    r.wire_len = 200;
-    r.key = flow(1, 2, 6000);
-    dense.push_back(r);
-  }
+TEST(TrainingTest, AJobsEnvelopesAndBacklogsEqualABruteForce) {
+  const auto sparse = ringWithABurstBetween();
+  const auto dense = everyBinFilled(sparse);
   const std::vector<int64_t> scales = EngineConfig{}.scales_ns;
   const std::vector<double> rates = EngineConfig{}.rates_bps;
   const std::vector<std::string> hosts{ip(1), ip(2), ip(3), ip(4)};
@@ -1232,14 +1201,8 @@ TEST(TrainingTest, AJobsBacklogsEqualABruteForce) {
 // and its array is compacted several times (a bug there shifts or loses the window's bins); the job's three other
 // flows hold a few bins per step, and are compacted at every few steps.
 TEST(TrainingTest, ASlidingWindowsJobFiguresEqualThoseOfTheWindowsIntervalsAlone) {
-  auto v = ringJob(4, steps(40, 250'000'000, 0.05), {{0, 300'000}, {0.5, 100'000}});
-  for (int64_t t = kT0 + 123'456'789; t < kT0 + 10'400'000'000; t += 50'000) {
-    PacketRecord r;
-    r.ts_ns = t;
-    r.wire_len = 200;
-    r.key = flow(1, 2, 6000);
-    v.push_back(r);
-  }
+  const auto v = everyBinFilled(ringJob(4, steps(40, 250'000'000, 0.05), {{0, 300'000}, {0.5, 100'000}}),
+                                kT0 + 123'456'789, kT0 + 10'400'000'000);
   TrainingConfig cfg;
   cfg.window_ns = 2'000'000'000;
   constexpr int64_t kInterval = 100'000'000;

@@ -506,9 +506,9 @@ void placeSteps(const std::vector<double>& fine, Pace* pace, training::StepCut* 
 
 // The period of a series of fine bins and where its steps fall (readPace, then placeSteps).
 PeriodReport readPeriod(const std::vector<double>& fine, double fine_ns, const TrainingConfig& cfg,
-                        training::StepCut* cut) {
-  Pace pace = readPace(fine, fine_ns, cfg);
-  placeSteps(fine, &pace, cut);
+                        training::StepCut* cut, const NonzeroBins* nz = nullptr) {
+  Pace pace = readPace(fine, fine_ns, cfg, nullptr, nz);
+  placeSteps(fine, &pace, cut, nz);
   return pace.report;
 }
 
@@ -1626,8 +1626,12 @@ TrainingReport TrainingAnalyzer::Impl::analyze() {
     for (const PairAgg* p : order) {
       fine.assign(nf, 0.0);
       addBins(p->flows, fineOf, 1, &fine);
+      // A pair's bins are sparser still than its job's (a pair carries a part of each step).
+      nonzero.of(fine);
+      const bool sparse = 16 * nonzero.at.size() <= nf && sparse_allowed.load(std::memory_order_relaxed);
       training::StepCut cut;
-      rep.pairs.push_back(PairPeriod{hostName(p->s), hostName(p->d), p->bytes, readPeriod(fine, fine_ns, cfg, &cut)});
+      rep.pairs.push_back(PairPeriod{hostName(p->s), hostName(p->d), p->bytes,
+                                     readPeriod(fine, fine_ns, cfg, &cut, sparse ? &nonzero : nullptr)});
     }
   }
   rep.analysis_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();

@@ -680,8 +680,10 @@ TEST(TrainingTest, ANonzeroBinsReadingEqualsTheWalkOverEveryBin) {
     for (bool sparse : {true, false}) {
       training::setSparseBins(sparse);
       Got& g = got[sparse ? 0 : 1];
-      g.whole = json(analyse(v));
-      LiveRig rig(100'000'000);
+      TrainingConfig cfg;
+      cfg.pair_periods = true;  // each heavy pair's period too (analyze --json)
+      g.whole = json(analyse(v, cfg));
+      LiveRig rig(100'000'000, cfg);
       rig.run(v, [&](const IntervalReport&, TrainingAnalyzer& an) { g.intervals.push_back(json(an.analyze())); });
     }
     training::setSparseBins(true);

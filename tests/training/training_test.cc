@@ -339,6 +339,42 @@ TEST(TrainingTest, AutocorrelationOfTheFirstLagsEqualsTheDefinitionAndTheTransfo
   }
 }
 
+// The direct sums are the definition to the bit, whichever way they run (eight lags at a time, or thirty-two in
+// AVX-512 registers where this CPU has them): the reference sums each lag in the order of i, with the same mean and
+// variance, each product and addition rounded on its own (this file is built without fused multiply-adds).
+TEST(TrainingTest, AutocorrelationsDirectSumsAreTheDefinitionToTheBit) {
+  std::mt19937 rng(9);
+  std::uniform_real_distribution<double> u(0, 1);
+  for (size_t n : {40u, 1000u, 1001u, 74'000u}) {
+    std::vector<double> x(n);
+    for (double& v : x) v = u(rng) < 0.1 ? std::floor(u(rng) * 150'000) : 0;
+    double mean = 0;
+    for (double v : x) mean += v;
+    mean /= static_cast<double>(n);
+    std::vector<double> d(n);
+    double var = 0;
+    for (size_t i = 0; i < n; ++i) {
+      d[i] = x[i] - mean;
+      var += d[i] * d[i];
+    }
+    var /= static_cast<double>(n);
+    size_t big = 1, log2 = 0;  // the transform's size: lags beyond 4·log2 of it take the transform instead
+    for (; big < 2 * n; big <<= 1) ++log2;
+    for (size_t lags : {7u, 8u, 32u, 40u}) {
+      if (lags > 4 * log2) continue;
+      const std::vector<double> r = training::autocorrelation(x, lags);
+      for (size_t l = 0; l < lags; ++l) {
+        double sum = 0;
+        for (size_t i = 0; i + l < n; ++i) {
+          const double p = d[i] * d[i + l];
+          sum += p;
+        }
+        ASSERT_EQ(r[l], sum / (static_cast<double>(n - l) * var)) << "n " << n << " lags " << lags << " lag " << l;
+      }
+    }
+  }
+}
+
 // Steps are found at their edges (forEachStep) instead of by a division per bin (stepOf): the same bins, for
 // fractional, sub-bin and large origins and periods, series ending inside a step and before the first.
 TEST(TrainingTest, StepRunsAndTheWalkHoldExactlyTheBinsOfEachStep) {

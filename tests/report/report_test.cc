@@ -19,7 +19,8 @@ double rankOf(std::vector<double> v, double q) {
 
 // The p50, p90, p99 and maximum of the microbursts' durations, gaps, volumes and peaks are the elements of their
 // ranks in the sorted sample, for samples of 1 to 20,001 (the three ranks equal for the smallest, apart for the
-// larger), with ties (volumes from a few values) and without.
+// larger), with ties (volumes from a few values, a quarter of the gaps 0) and without, over twenty binary orders of
+// magnitude (durations of nanoseconds to 0.5 ms, peaks to 100 Gbit/s).
 TEST(ReportTest, MicroburstQuantilesAreTheSamplesElementsOfTheirRanks) {
   std::mt19937_64 rng(5);
   for (size_t n : {1u, 2u, 3u, 10u, 11u, 99u, 100u, 101u, 1000u, 20001u}) {
@@ -31,7 +32,7 @@ TEST(ReportTest, MicroburstQuantilesAreTheSamplesElementsOfTheirRanks) {
     int64_t t = 1'000'000'000;
     for (size_t i = 0; i < n; ++i) {
       Microburst e;
-      e.start_ns = t + static_cast<int64_t>(rng() % 1'000'000);
+      e.start_ns = t + (rng() % 4 == 0 ? 0 : static_cast<int64_t>(rng() % 1'000'000));  // ties of gaps at 0
       e.end_ns = e.start_ns + 1 + static_cast<int64_t>(rng() % 500'000);
       e.bytes = 1000 * (1 + rng() % 7);  // ties
       e.peak_bps = static_cast<double>(rng() % 100'000'000'000);

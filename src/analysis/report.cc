@@ -38,7 +38,8 @@ std::optional<double> ptm(const StreamResult& s, const ScaleResult& sc) {
 // sign's flipped and a negative one's inverted, order as the doubles do. A pass counts the candidates by their next
 // digit (12 bits: sign and exponent, then 13 at a time) and keeps those in the digit that holds rank k. No
 // comparisons to mispredict: std::nth_element, a pass over half of its range per partition with a coin-toss branch
-// in each, was a millisecond of the report of 20,000 microbursts (perf, bench/README.md). -0.0 counts as 0.
+// in each, was a millisecond of the report of 20,000 microbursts (perf, bench/README.md). -0.0 counts as 0; v holds
+// no NaN (the report's samples are times, bytes and rates) and more than k elements.
 double ofRank(std::span<const double> v, size_t k) {
   constexpr int kDigits[] = {52, 39, 26, 13, 0};  // each digit's lowest bit
   thread_local std::vector<uint64_t> cand, next;

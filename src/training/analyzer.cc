@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <bit>
 #include <cctype>
 #include <chrono>
 #include <cmath>
@@ -124,7 +125,8 @@ std::vector<double> denseBacklogs(std::span<const double> fine, size_t interval_
 // A job's fine bins by their nonzero ones alone: bin at[j] holds value[j] (at ascending), the rest nothing. On a
 // training job most 100 µs bins are empty (compute between the bursts: 95% of the 30x trace's 594,000), and the
 // envelopes and backlogs below walk these, not every bin.
-std::atomic<bool> sparse_allowed{true};  // training::setSparseBins (the tests compare both ways)
+std::atomic<bool> sparse_allowed{true};    // training::setSparseBins (the tests compare both ways)
+std::atomic<uint64_t> sparse_readings{0};  // training::sparseReadings
 
 struct NonzeroBins {
   std::vector<size_t> at;
@@ -323,8 +325,41 @@ Pace readPace(const std::vector<double>& fine, double fine_ns, const TrainingCon
 
 // Where the steps of a series at its pace fall (`cut`), and the steps and duty cycle of its report: none (and no
 // period) without a counted step.
-// `nz`: the series' nonzero bins, where the caller has them (a sparse job's); the steps' bytes and the duty cycle are
-// then read from them instead of from every bin, with the same figures.
+// The lowest set bit of a nonzero finite double, as the exponent of its power of two.
+int lowestBit(double v) {
+  int e = 0;
+  const double m = std::frexp(std::abs(v), &e);  // |v| = m·2^e, m in [0.5, 1): m·2^53 is a whole number
+  return e - 53 + std::countr_zero(static_cast<uint64_t>(std::ldexp(m, 53)));
+}
+
+// placeSteps' fold of bins [from, to) at the period, from their nonzero bins alone: false (nothing done) where that
+// cannot be shown to give the walk's figures. The walk keeps the phase ph (from ph0) by adding 1 per bin and taking
+// the period off when it reaches it. With q the coarsest power of two that divides 1, the period and ph0, every
+// phase the walk makes is a whole multiple of q below period + 1; while period + 1 < 2^53·q each is a double, so
+// every addition and subtraction is exact, and the phase at bin from + k is (ph0 + k) mod period (one subtraction
+// per wrap suffices as the period is at least 1), computed here in whole multiples of q. Each nonzero bin goes to
+// the same slot as in the walk, in the same order; the walk's additions of empty bins change nothing.
+bool foldNonzero(const NonzeroBins& nz, size_t from, size_t to, double ph0, double period, size_t slots,
+                 std::vector<double>* fd) {
+  if (!(period >= 1 && period < 0x1p52) || !(ph0 >= 0 && ph0 < period)) return false;
+  int q = std::min(0, lowestBit(period));
+  if (ph0 != 0) q = std::min(q, lowestBit(ph0));
+  if (-q > 52) return false;
+  const int64_t unit = int64_t{1} << -q;  // 1, in multiples of q
+  const double p = std::ldexp(period, -q);
+  if (!(p + static_cast<double>(unit) < 0x1p53)) return false;
+  const auto whole = static_cast<__int128>(p);
+  const auto start = static_cast<__int128>(std::ldexp(ph0, -q));
+  for (size_t j = nz.below(from); j < nz.at.size() && nz.at[j] < to; ++j) {
+    const auto ph = static_cast<int64_t>((start + static_cast<__int128>(nz.at[j] - from) * unit) % whole);
+    (*fd)[std::min(slots - 1, static_cast<size_t>(ph / unit))] += nz.value[j];
+  }
+  return true;
+}
+
+// `nz`: the series' nonzero bins, where the caller has them (a sparse job's); the steps' bytes, the fold at the
+// period (where foldNonzero can) and the duty cycle are then read from them instead of from every bin, with the same
+// figures.
 void placeSteps(const std::vector<double>& fine, Pace* pace, training::StepCut* cut, const NonzeroBins* nz = nullptr) {
   PeriodReport& pr = pace->report;
   if (!pr.period_s) return;
@@ -343,6 +378,7 @@ void placeSteps(const std::vector<double>& fine, Pace* pace, training::StepCut* 
     auto add = [&](size_t from, size_t to) {
       const double x = static_cast<double>(from) - start;
       double ph = x - std::floor(x / period) * period;  // (i - start) mod period, kept incrementally
+      if (nz != nullptr && foldNonzero(*nz, from, to, ph, period, slots, &fd)) return;
       for (size_t i = from; i < to; ++i, ph += 1) {
         if (ph >= period) ph -= period;
         fd[std::min(slots - 1, static_cast<size_t>(ph))] += fine[i];
@@ -791,6 +827,7 @@ void timePairs(const std::vector<const Flow*>& jf, const std::map<Host, size_t>&
 }  // namespace
 
 void training::setSparseBins(bool allowed) { sparse_allowed.store(allowed, std::memory_order_relaxed); }
+uint64_t training::sparseReadings() { return sparse_readings.load(std::memory_order_relaxed); }
 
 bool Cidr::contains(const std::array<uint8_t, 16>& a, uint8_t fam) const {
   if (fam != family) return false;
@@ -1303,7 +1340,10 @@ TrainingReport TrainingAnalyzer::Impl::analyze() {
     // queue that does not empty between bursts drains bin by bin anyway. Measured: the 30x trace's job (5% of its
     // bins) gains 3 ms of 3.8; BM_Training_Interval's jobs (10%, their 1 Gbit/s queue seldom empty) lost 1 ms each.
     const bool sparse = 16 * filled <= nf && sparse_allowed.load(std::memory_order_relaxed);
-    if (sparse) nonzero.of(fine);
+    if (sparse) {
+      nonzero.of(fine);
+      sparse_readings.fetch_add(1, std::memory_order_relaxed);
+    }
     const std::vector<double> best =
         sparse ? envelopes(nonzero, nf, interval_from, widths) : denseEnvelopes(fine, interval_from, widths);
     for (size_t s = 0; s < scales.size(); ++s) {
@@ -1629,6 +1669,7 @@ TrainingReport TrainingAnalyzer::Impl::analyze() {
       // A pair's bins are sparser still than its job's (a pair carries a part of each step).
       nonzero.of(fine);
       const bool sparse = 16 * nonzero.at.size() <= nf && sparse_allowed.load(std::memory_order_relaxed);
+      if (sparse) sparse_readings.fetch_add(1, std::memory_order_relaxed);
       training::StepCut cut;
       rep.pairs.push_back(PairPeriod{hostName(p->s), hostName(p->d), p->bytes,
                                      readPeriod(fine, fine_ns, cfg, &cut, sparse ? &nonzero : nullptr)});

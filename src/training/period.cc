@@ -100,17 +100,17 @@ struct Curve {
   }
 };
 
-// `at`/`value`: y's nonzero bins (positions in y), or empty spans to read y itself.
-Curve buildCurve(std::span<const double> y, double max_lag, std::span<const size_t> at = {},
-                 std::span<const double> value = {}) {
+// `nonzero_at`/`nonzero_value`: y's nonzero bins (positions in y), or empty spans to read y itself.
+Curve buildCurve(std::span<const double> y, double max_lag, std::span<const size_t> nonzero_at = {},
+                 std::span<const double> nonzero_value = {}) {
   Curve c;
   size_t g = 1;
   while (y.size() / g > (size_t{1} << 17)) g *= 2;
   // The first level's sums, then each level from the last one's (groups of four): O(n) in all. From the nonzero
   // bins where they are listed: each sum takes the same bins in the same order (an empty bin's zero adds nothing).
   std::vector<double> coarse((y.size() + g - 1) / g, 0.0);
-  if (!at.empty()) {
-    for (size_t j = 0; j < at.size(); ++j) coarse[at[j] / g] += value[j];
+  if (!nonzero_at.empty()) {
+    for (size_t j = 0; j < nonzero_at.size(); ++j) coarse[nonzero_at[j] / g] += nonzero_value[j];
   } else {
     for (size_t i = 0, k = 0, left = g; i < y.size(); ++i) {
       coarse[k] += y[i];
@@ -298,17 +298,12 @@ __attribute__((target("avx512f"))) void lagSums32Avx512(const double* d, size_t 
   for (size_t i = 0; i < end; ++i) {
     const __m512d di = _mm512_set1_pd(d[i]);
     const double* next = d + i + l0;
-    __m512d p0 = _mm512_mul_pd(di, _mm512_loadu_pd(next));
-    __m512d p1 = _mm512_mul_pd(di, _mm512_loadu_pd(next + 8));
-    __m512d p2 = _mm512_mul_pd(di, _mm512_loadu_pd(next + 16));
-    __m512d p3 = _mm512_mul_pd(di, _mm512_loadu_pd(next + 24));
-    // The products rounded on their own, as the scalar sums round them: AVX-512F has fused multiply-adds, which
-    // GCC would otherwise make of a product and the addition after it (-ffp-contract=fast, its default).
-    asm("" : "+v"(p0), "+v"(p1), "+v"(p2), "+v"(p3));
-    s0 = _mm512_add_pd(s0, p0);
-    s1 = _mm512_add_pd(s1, p1);
-    s2 = _mm512_add_pd(s2, p2);
-    s3 = _mm512_add_pd(s3, p3);
+    // Each product rounded before its addition, as the scalar sums round them: AVX-512F has fused multiply-adds,
+    // which GCC makes of the two unless told not to (meson.build: -ffp-contract=off).
+    s0 = _mm512_add_pd(s0, _mm512_mul_pd(di, _mm512_loadu_pd(next)));
+    s1 = _mm512_add_pd(s1, _mm512_mul_pd(di, _mm512_loadu_pd(next + 8)));
+    s2 = _mm512_add_pd(s2, _mm512_mul_pd(di, _mm512_loadu_pd(next + 16)));
+    s3 = _mm512_add_pd(s3, _mm512_mul_pd(di, _mm512_loadu_pd(next + 24)));
   }
   _mm512_storeu_pd(sum, s0);
   _mm512_storeu_pd(sum + 8, s1);
@@ -376,8 +371,7 @@ std::vector<double> autocorrelation(std::span<const double> x, size_t lags) {
   // Each lag's sum runs in the order of i, so every figure is the definition's to the bit; the lags side by side in
   // registers (sums kept in memory, all lags at once, waited at every i on the last i's store: a sixth of a long
   // file's training analysis, perf annotate). Thirty-two at once in four AVX-512 registers where the CPU has them
-  // (a multiplication and an addition, each rounded: no fused multiply-add, which the target does not enable),
-  // else eight at once.
+  // (a multiplication and an addition, each rounded: no fused multiply-add, meson.build), else eight at once.
   for (size_t l0 = 0; l0 < lags;) {
     double sum[32] = {};
     size_t i = 0;
@@ -429,17 +423,17 @@ PeriodEstimate findPeriod(std::span<const double> x, const PeriodOptions& o, con
     return e;
   }
   // y's nonzero bins, positions in y (listed or found).
-  thread_local std::vector<size_t> at;
-  thread_local std::vector<double> value;
-  at.clear();
-  value.clear();
+  thread_local std::vector<size_t> bins_at;
+  thread_local std::vector<double> bins_value;
+  bins_at.clear();
+  bins_value.clear();
   if (nz != nullptr) {
     for (size_t j = j0; j < j1; ++j) {
-      at.push_back(nz->at[j] - nz->offset - a);
-      value.push_back(nz->value[j]);
+      bins_at.push_back(nz->at[j] - nz->offset - a);
+      bins_value.push_back(nz->value[j]);
     }
   }
-  const Curve c = nz != nullptr ? buildCurve(y, n / 2, at, value) : buildCurve(y, n / 2);
+  const Curve c = nz != nullptr ? buildCurve(y, n / 2, bins_at, bins_value) : buildCurve(y, n / 2);
   const size_t m = c.lag.size();
   // Peaks after the first zero crossing: before it, rho only measures the width of one burst.
   size_t z = 0;
@@ -504,11 +498,11 @@ PeriodEstimate findPeriod(std::span<const double> x, const PeriodOptions& o, con
   if (nz == nullptr) {
     for (size_t i = 0; i < y.size(); ++i) {
       if (y[i] == 0) continue;
-      at.push_back(i);
-      value.push_back(y[i]);
+      bins_at.push_back(i);
+      bins_value.push_back(y[i]);
     }
   }
-  e.period_bins = followSteps(Sparse{at, value, 0, y.size()}, den > 0 ? num / den : t);
+  e.period_bins = followSteps(Sparse{bins_at, bins_value, 0, y.size()}, den > 0 ? num / den : t);
   e.quality = std::clamp(first.value, 0.0, 1.0);
   return e;
 }

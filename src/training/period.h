@@ -112,5 +112,8 @@ struct StepCut {
 // Whether a sparse job's analysis may read its nonzero bins alone (the default; analyzer.cc): the tests compare it
 // with the walks over every bin, whose figures it must give.
 void setSparseBins(bool allowed);
+// How many series (jobs' and heavy pairs') this process has read from their nonzero bins (the tests see that the
+// reading they compare ran).
+uint64_t sparseReadings();
 
 }  // namespace burstscope::training

@@ -360,7 +360,7 @@ TEST(TrainingTest, AutocorrelationsDirectSumsAreTheDefinitionToTheBit) {
     var /= static_cast<double>(n);
     size_t big = 1, log2 = 0;  // the transform's size: lags beyond 4·log2 of it take the transform instead
     for (; big < 2 * n; big <<= 1) ++log2;
-    for (size_t lags : {7u, 8u, 32u, 40u}) {
+    for (size_t lags : {7u, 8u, 13u, 32u, 37u, 40u, 64u, 72u}) {  // blocks of 32 and 8 lags, and what is left
       if (lags > 4 * log2) continue;
       const std::vector<double> r = training::autocorrelation(x, lags);
       for (size_t l = 0; l < lags; ++l) {
@@ -711,6 +711,11 @@ TEST(TrainingTest, ANonzeroBinsReadingEqualsTheWalkOverEveryBin) {
     std::string whole;
     std::vector<std::string> intervals;
   };
+  // Each job's own period is read (so that its steps, duty cycle and phases are compared too).
+  auto jobsPeriod = [&](const std::string& whole) {
+    const auto j = nlohmann::ordered_json::parse(whole);
+    return !j.at("jobs").empty() && j.at("jobs")[0].at("period").at("period_s").is_number();
+  };
   auto both = [&](const std::vector<PacketRecord>& v) {
     std::array<Got, 2> got;
     for (bool sparse : {true, false}) {
@@ -727,13 +732,34 @@ TEST(TrainingTest, ANonzeroBinsReadingEqualsTheWalkOverEveryBin) {
   };
   for (const auto& [name, v] : jobs) {
     SCOPED_TRACE(name);
+    const uint64_t readings = training::sparseReadings();
     const auto got = both(v);
+    // The nonzero-bin reading ran for the sparse jobs (and for the filled one's pairs, whose bins it does not fill).
+    EXPECT_GT(training::sparseReadings(), readings);
     EXPECT_EQ(got[0].whole, got[1].whole);
     ASSERT_EQ(got[0].intervals.size(), got[1].intervals.size());
     EXPECT_GT(got[0].intervals.size(), 20u);
     for (size_t i = 0; i < got[0].intervals.size(); ++i) EXPECT_EQ(got[0].intervals[i], got[1].intervals[i]) << i;
-    // Each job's period is read, so that its steps, duty cycle and phases are compared too.
-    EXPECT_NE(got[0].whole.find("\"period_s\":0."), std::string::npos) << got[0].whole.substr(0, 400);
+    EXPECT_TRUE(jobsPeriod(got[0].whole)) << got[0].whole.substr(0, 400);
+  }
+  // The fold at the period from the nonzero bins holds only where the period's and the phase's bits allow it (see
+  // foldNonzero): ring jobs of twenty step periods from 150 to 450 ms, with jitter, each read as a period of its own
+  // bits, offline.
+  std::mt19937 rng(21);
+  for (int k = 0; k < 20; ++k) {
+    const int64_t period = 150 * kMs + static_cast<int64_t>(rng() % (300 * kMs));
+    const auto v = ringJob(3 + k % 3, steps(10, period, 0.02 * (k % 4), 100 + k), {{0, 200'000}, {0.4, 60'000}});
+    SCOPED_TRACE(::testing::Message() << "step " << period << " ns");
+    std::array<std::string, 2> whole;
+    const uint64_t readings = training::sparseReadings();
+    for (bool sparse : {true, false}) {
+      training::setSparseBins(sparse);
+      whole[sparse ? 0 : 1] = json(analyse(v));
+    }
+    training::setSparseBins(true);
+    EXPECT_GT(training::sparseReadings(), readings);
+    EXPECT_EQ(whole[0], whole[1]);
+    EXPECT_TRUE(jobsPeriod(whole[0]));
   }
 }
 

@@ -122,32 +122,42 @@ std::vector<double> denseBacklogs(std::span<const double> fine, size_t interval_
   return out;
 }
 
-// A job's fine bins by their nonzero ones alone: bin at[j] holds value[j] (at ascending), the rest nothing. On a
-// training job most 100 µs bins are empty (compute between the bursts: 95% of the 30x trace's 594,000), and the
-// envelopes and backlogs below walk these, not every bin.
 std::atomic<bool> sparse_allowed{true};    // training::setSparseBins (the tests compare both ways)
 std::atomic<uint64_t> sparse_readings{0};  // training::sparseReadings
 
+// A job's fine bins by their nonzero ones alone: bin at[j] holds value[j] (at ascending), the rest nothing. On a
+// training job most 100 µs bins are empty (compute between the bursts: 95% of the 30x trace's 594,000), and the
+// analysis below walks these, not every bin, where they are few.
 struct NonzeroBins {
   std::vector<size_t> at;
   std::vector<double> value;
   std::vector<double> sum_to;  // [j]: the bytes of the first j nonzero bins, added in order
   double top = 0;              // the largest bin (0 with none)
 
-  void of(std::span<const double> fine) {
+  // Lists fine's nonzero bins; false (the list cut short) once there are more than `most`.
+  bool of(std::span<const double> fine, size_t most = SIZE_MAX) {
     at.clear();
     value.clear();
     sum_to.assign(1, 0.0);
     top = 0;
     for (size_t i = 0; i < fine.size(); ++i) {
       if (fine[i] != 0) {
+        if (at.size() == most) return false;
         at.push_back(i);
         value.push_back(fine[i]);
         sum_to.push_back(sum_to.back() + fine[i]);
         top = std::max(top, fine[i]);
       }
     }
+    return true;
   }
+  // f(j) for each nonzero bin j in [begin, end), in order.
+  template <typename F>
+  void forEachIn(size_t begin, size_t end, F f) const {
+    for (size_t j = below(begin); j < at.size() && at[j] < end; ++j) f(j);
+  }
+  // The largest of the `n` bins listed (largest() over every bin: 0 with none nonzero).
+  double largestOf(size_t n) const { return n == 0 ? -HUGE_VAL : top; }
   // How many nonzero bins lie below bin x.
   size_t below(size_t x) const { return static_cast<size_t>(std::lower_bound(at.begin(), at.end(), x) - at.begin()); }
   // The bytes of bins [0, x): bit for bit the running sum over every bin (adding an empty bin's zero changes nothing).
@@ -323,8 +333,6 @@ Pace readPace(const std::vector<double>& fine, double fine_ns, const TrainingCon
   return pace;
 }
 
-// Where the steps of a series at its pace fall (`cut`), and the steps and duty cycle of its report: none (and no
-// period) without a counted step.
 // The lowest set bit of a nonzero finite double, as the exponent of its power of two.
 int lowestBit(double v) {
   int e = 0;
@@ -350,13 +358,15 @@ bool foldNonzero(const NonzeroBins& nz, size_t from, size_t to, double ph0, doub
   if (!(p + static_cast<double>(unit) < 0x1p53)) return false;
   const auto whole = static_cast<__int128>(p);
   const auto start = static_cast<__int128>(std::ldexp(ph0, -q));
-  for (size_t j = nz.below(from); j < nz.at.size() && nz.at[j] < to; ++j) {
+  nz.forEachIn(from, to, [&](size_t j) {
     const auto ph = static_cast<int64_t>((start + static_cast<__int128>(nz.at[j] - from) * unit) % whole);
     (*fd)[std::min(slots - 1, static_cast<size_t>(ph / unit))] += nz.value[j];
-  }
+  });
   return true;
 }
 
+// Where the steps of a series at its pace fall (`cut`), and the steps and duty cycle of its report: none (and no
+// period) without a counted step.
 // `nz`: the series' nonzero bins, where the caller has them (a sparse job's); the steps' bytes, the fold at the
 // period (where foldNonzero can) and the duty cycle are then read from them instead of from every bin, with the same
 // figures.
@@ -520,14 +530,14 @@ void placeSteps(const std::vector<double>& fine, Pace* pace, training::StepCut* 
     }
   }
   // Duty cycle: the share of the counted steps' time above a tenth of the series' busiest bin.
-  const double peak = nz != nullptr && !fine.empty() ? nz->top : largest(fine);
+  const double peak = nz != nullptr ? nz->largestOf(fine.size()) : largest(fine);
   uint64_t busy = 0, all = 0;
   const double tenth = 0.1 * peak;
   cut->forEachStep(fine.size(), [&](size_t k, size_t begin, size_t end) {
     if (!cut->counted[k]) return;
     all += end - begin;
     if (nz != nullptr) {
-      for (size_t j = nz->below(begin); j < nz->at.size() && nz->at[j] < end; ++j) busy += nz->value[j] >= tenth;
+      nz->forEachIn(begin, end, [&](size_t j) { busy += nz->value[j] >= tenth; });
     } else {
       for (size_t i = begin; i < end; ++i) busy += fine[i] >= tenth && fine[i] > 0;
     }
@@ -563,7 +573,7 @@ PhaseCut cutPhases(std::span<const double> fine, double fine_ns, const training:
                    const NonzeroBins* nz = nullptr) {
   PhaseCut pc;
   pc.runs.resize(cut.count);
-  const double threshold = 0.02 * (nz != nullptr && !fine.empty() ? nz->top : largest(fine));
+  const double threshold = 0.02 * (nz != nullptr ? nz->largestOf(fine.size()) : largest(fine));
   const double period_ns = cut.period * fine_ns;
   const size_t join = std::max<size_t>(1, static_cast<size_t>(std::llround(std::max(5e5, period_ns / 100) / fine_ns)));
   std::vector<std::vector<std::pair<size_t, size_t>>> all(cut.count);
@@ -579,9 +589,9 @@ PhaseCut cutPhases(std::span<const double> fine, double fine_ns, const training:
       }
     };
     if (nz != nullptr) {
-      for (size_t j = nz->below(begin); j < nz->at.size() && nz->at[j] < end; ++j) {
+      nz->forEachIn(begin, end, [&](size_t j) {
         if (nz->value[j] >= threshold) take(nz->at[j]);
-      }
+      });
     } else {
       for (size_t i = begin; i < end; ++i) {
         if (fine[i] > 0 && fine[i] >= threshold) take(i);
@@ -1336,9 +1346,9 @@ TrainingReport TrainingAnalyzer::Impl::analyze() {
     std::vector<size_t> widths;  // each scale in fine bins; 0: a window longer than 419 s is held in coarser
                                  // bins, no figure below their width
     for (int64_t tau : scales) widths.push_back(tau < bin * f ? 0 : static_cast<size_t>(tau / (bin * f)));
-    // The nonzero bins listed where they are at most a sixteenth of all: listing them costs a pass of its own, and a
-    // queue that does not empty between bursts drains bin by bin anyway. Measured: the 30x trace's job (5% of its
-    // bins) gains 3 ms of 3.8; BM_Training_Interval's jobs (10%, their 1 Gbit/s queue seldom empty) lost 1 ms each.
+    // The nonzero bins listed where they are at most a sixteenth of all: listing them costs a pass of its own.
+    // Measured (bench/README.md): the 30x trace's job (5% of its bins nonzero) gained 2.8 ms of its envelopes' and
+    // backlogs' 3.8; with every job listed, BM_Training_Interval's (10% nonzero) lost 1.5 ms each.
     const bool sparse = 16 * filled <= nf && sparse_allowed.load(std::memory_order_relaxed);
     if (sparse) {
       nonzero.of(fine);
@@ -1667,8 +1677,7 @@ TrainingReport TrainingAnalyzer::Impl::analyze() {
       fine.assign(nf, 0.0);
       addBins(p->flows, fineOf, 1, &fine);
       // A pair's bins are sparser still than its job's (a pair carries a part of each step).
-      nonzero.of(fine);
-      const bool sparse = 16 * nonzero.at.size() <= nf && sparse_allowed.load(std::memory_order_relaxed);
+      const bool sparse = sparse_allowed.load(std::memory_order_relaxed) && nonzero.of(fine, nf / 16);
       if (sparse) sparse_readings.fetch_add(1, std::memory_order_relaxed);
       training::StepCut cut;
       rep.pairs.push_back(PairPeriod{hostName(p->s), hostName(p->d), p->bytes,

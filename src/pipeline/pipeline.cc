@@ -281,6 +281,14 @@ class PortWorker {
     }
     reorder_.flush([this](const PacketRecord& r) { feed(r); });
     analyse();
+    if (bins_ && bins_->newestNs() != INT64_MIN) {
+      // The series may reach past the last watermark that came: a ring full at the end drops the last frames and
+      // the final tick with them. The intervals reach its bins, so that those frames are in their own intervals
+      // (degraded, and the last one partial) rather than in the last analysed one; with no record analysed at all,
+      // the first interval opens at the series' first bin. Both advances change nothing when nothing was lost.
+      advance(bins_->oldestNs());
+      advance(bins_->newestNs());
+    }
     engine_.finish();
     batch_.finish = true;
     sendParts();
@@ -359,19 +367,24 @@ class PortWorker {
         const int64_t bound = low - horizon_ns_;
         reorder_.releaseUpTo(bound, [this](const PacketRecord& r) { feed(r); });
         analyse();
-        engine_.advance(bound);
-        // An advance to where the parts already are changes nothing in any engine: an idle port's polls hand
-        // the parts nothing.
-        if (!parts_.empty() && bound > advanced_) {
-          if (batch_.ops.empty() || batch_.ops.back().advance != INT64_MIN) batch_.ops.push_back({});
-          batch_.ops.back().advance = bound;
-          advanced_ = bound;
-        }
+        advance(bound);
       }
     } else {
       analyse();
     }
     return taken;
+  }
+
+  // The engine and its parts move on to `t`, closing every interval that ends by then.
+  void advance(int64_t t) {
+    engine_.advance(t);
+    // An advance to where the parts already are changes nothing in any engine: an idle port's polls hand the
+    // parts nothing.
+    if (!parts_.empty() && t > advanced_) {
+      if (batch_.ops.empty() || batch_.ops.back().advance != INT64_MIN) batch_.ops.push_back({});
+      batch_.ops.back().advance = t;
+      advanced_ = t;
+    }
   }
 
   // Records released in order are collected and given to the engine as one batch per poll.

@@ -50,6 +50,7 @@ void PortBins::add(size_t q, const QueueBin& b) {
     channel_drops_[q] = b.channel_drops;
   }
   last_part_[q] = i;
+  oldest_ = std::min(oldest_, i);
   if (floor_ == INT64_MIN) {
     floor_ = i - history_bins_;
     backlog_next_ = floor_;

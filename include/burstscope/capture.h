@@ -7,6 +7,9 @@
 #pragma once
 
 #include <time.h>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #include <array>
 #include <atomic>
@@ -185,6 +188,25 @@ class CaptureSource {
   virtual absl::Status setFrameTap(size_t port, size_t queue, FrameTap* tap);
 };
 
+// Copies a decoded record into its ring slot with streaming (non-temporal) stores: whole cache lines written
+// without reading them first. The slot's lines were last read by the worker's core a lap of the ring ago and are in
+// no cache near this one: decoded into in place, every store waited for its line to be fetched, the stores
+// queued up and the RX thread stalled (perf: most of the decoder's samples; bench/README.md: the DPDK trace loop
+// went from 8.5 to 14.1 M packets/s). The record is read back from `r`, never from the slot, which would wait for
+// the streaming stores to reach memory.
+// The stores are ordered before the ring's publish by the sfence in QueueProducer::flush(). ThreadSanitizer does
+// not see the streaming stores, so its builds copy plainly (and check the hand-over as before).
+inline void streamRecord(PacketRecord* slot, const PacketRecord& r) {
+  static_assert(sizeof(PacketRecord) % 8 == 0 && alignof(PacketRecord) == 8);
+#if defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
+  auto* dst = reinterpret_cast<long long*>(slot);
+  const auto* src = reinterpret_cast<const long long*>(&r);
+  for (size_t w = 0; w < sizeof(PacketRecord) / 8; ++w) _mm_stream_si64(dst + w, src[w]);
+#else
+  *slot = r;
+#endif
+}
+
 // One queue's producer side, the same for every backend: decode each frame into the pending batch with its
 // timestamp, hand the batch to the ring (lossy: drop and count what does not fit; lossless: wait), count,
 // publish the decoder's counts every 64 batches, and send ticks with the queue's watermark while idle.
@@ -194,9 +216,10 @@ class QueueProducer {
   QueueProducer(const DecoderConfig& decoder, size_t ring_capacity, bool lossless = false);
 
   // Decodes one frame into the next pending record. At most kMaxBatch pending records; flush() before. A live
-  // (lossy) queue decodes straight into the ring's next free slot, published at flush(); when the ring has no
-  // free slot the frame is decoded into a scratch record (its decode counted) and dropped at flush(). A
-  // lossless queue (a file) stages its records and waits for room at flush().
+  // (lossy) queue decodes straight into the ring's next free slot (or, streaming, into a scratch record streamed
+  // into it), published at flush(); when the ring has no free slot the frame is decoded into the scratch record
+  // (its decode counted) and dropped at flush(). A lossless queue (a file) stages its records and waits for room
+  // at flush().
   PacketRecord& add(std::span<const uint8_t> data, uint32_t wire_len, int64_t ts_ns,
                     LinkType link = LinkType::kEthernet) {
     if (tap_ != nullptr) [[unlikely]]
@@ -204,8 +227,27 @@ class QueueProducer {
     if (n_ + dropped_ == 0) first_ts_ = ts_ns;
     last_ts_ = ts_ns;
     PacketRecord* r;
+    // The measured bytes, read from the record where it was decoded: never back from a slot streamed into (the
+    // load would wait for the streaming store to reach memory).
+    uint32_t measured;
     if (lossless_) {
       r = &pending_[n_++];
+      decoder_.decode(data, wire_len, r, link);
+      r->ts_ns = ts_ns;
+      measured = r->wire_len;
+    } else if (stream_) {
+      // Decoded in scratch_ (in L1), then streamed into the slot (streamRecord).
+      decoder_.decode(data, wire_len, &scratch_, link);
+      scratch_.ts_ns = ts_ns;
+      measured = scratch_.wire_len;
+      if (n_ == room_) room_ = ring_.reserve(n_ + 1);
+      if (n_ < room_) {
+        r = &ring_.reserved(n_++);
+        streamRecord(r, scratch_);
+      } else {
+        r = &scratch_;
+        ++dropped_;
+      }
     } else {
       if (n_ == room_) room_ = ring_.reserve(n_ + 1);
       if (n_ < room_) {
@@ -214,19 +256,20 @@ class QueueProducer {
         r = &scratch_;
         ++dropped_;
       }
+      decoder_.decode(data, wire_len, r, link);
+      r->ts_ns = ts_ns;
+      measured = r->wire_len;
     }
-    decoder_.decode(data, wire_len, r, link);
-    r->ts_ns = ts_ns;
     if (!lossless_) {
       // The 100 µs bin, before anything can be lost after it (SPEC "Overload"): the measured frame's bytes.
       if (ts_ns >= bin_end_ || ts_ns < bin_.start_ns) [[unlikely]]
         rollBin(ts_ns);
       ++bin_.packets;
-      bin_.bytes += r->wire_len;
+      bin_.bytes += measured;
       bin_.raw_bytes += wire_len;
       if (r == &scratch_) [[unlikely]] {
         ++bin_.lost;
-        bin_.lost_bytes += r->wire_len;
+        bin_.lost_bytes += measured;
       }
     }
     return *r;
@@ -255,6 +298,10 @@ class QueueProducer {
   // Lossless: the naps flush() took waiting for room in the ring (the worker behind the reader).
   uint64_t fullWaits() const { return full_waits_; }
   void setFrameTap(FrameTap* tap) { tap_ = tap; }
+  // Before the first add(), a live queue only: its records go into the ring's slots by streaming stores
+  // (streamRecord). Set by the DPDK RX lcores, which fill the ring in bursts of up to 32 at their full rate. AF_XDP's
+  // RX threads decode in place: on a veth at about 1 M packets/s streaming did not make them cheaper (bench/README.md).
+  void streamIntoSlots(bool on) { stream_ = on && !lossless_; }
 
  private:
   Decoder decoder_;
@@ -262,11 +309,12 @@ class QueueProducer {
   SpscRing<PacketRecord> ring_;
   QueueCounters counters_;
   bool lossless_;
+  bool stream_ = false;                          // streamIntoSlots()
   std::array<PacketRecord, kMaxBatch> pending_;  // lossless: staged records
-  PacketRecord scratch_;                         // lossy: where a frame that finds the ring full is decoded
-  size_t n_ = 0;                                 // records written (staged, or in reserved ring slots)
-  size_t dropped_ = 0;                           // lossy: frames that found the ring full since the last flush
-  size_t room_ = 0;                              // lossy: free ring slots from the producer's index, as last read
+  PacketRecord scratch_;  // lossy: where a frame that finds the ring full is decoded (streaming: every frame)
+  size_t n_ = 0;          // records written (staged, or in reserved ring slots)
+  size_t dropped_ = 0;    // lossy: frames that found the ring full since the last flush
+  size_t room_ = 0;       // lossy: free ring slots from the producer's index, as last read
   int64_t first_ts_ = 0, last_ts_ = 0;
   uint64_t received_ = 0, ring_drops_ = 0, batches_ = 0, full_waits_ = 0;
   // Hands the open bin (if it holds frames) to the side channel, or drops and counts it when that is full.

@@ -144,7 +144,8 @@ struct PacketRecord {
 // 72 bytes: TCP's sequence analysis needs both the sequence and the acknowledgement number of every segment
 // (docs/evidence.md), which did not fit the 8 bytes a 64-byte record leaves after the flow key. A field added here
 // must also be set by Decoder::decode (src/decode/decode.cc), which writes a live queue's records in place into
-// ring slots that hold an earlier lap's record or nothing at all (ring.h).
+// ring slots that hold an earlier lap's record or nothing at all (ring.h), or into one scratch record that holds
+// the frame before's (QueueProducer::add).
 static_assert(sizeof(PacketRecord) == 72);
 
 }  // namespace burstscope

@@ -3,10 +3,13 @@
 // after the bins is degraded: its totals stay exact and its figures come as bounds that hold the truth. The
 // truth here is the engine run over every frame, as `analyze` would run it on a capture of them.
 #include <gtest/gtest.h>
+#include <pcap/pcap.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <random>
@@ -195,6 +198,62 @@ TEST(QueueProducerTest, ALosslessQueueWaitsForTheWorkerAndLosesNothing) {
   }
   EXPECT_EQ(p.counters().ring_drops.load(), 0u);
   EXPECT_GT(p.fullWaits(), 0u);  // the wait was taken (each flush held 16 times the ring)
+}
+
+// A live queue's records are the decoder's, byte for byte: every frame of the committed traces (TCP data and
+// ACKs, RoCEv2, IPv6, VLANs, VXLAN and ERSPAN mirrors, malformed frames) through a lossy producer, decoded in place
+// into its ring slots or (streaming, as a DPDK RX lcore does) into a scratch record streamed into them, against the
+// same frame decoded alone. Every field counts: a slot holds an earlier lap's record, the scratch record the frame
+// before's.
+class LiveRecordsTest : public ::testing::TestWithParam<bool> {};
+INSTANTIATE_TEST_SUITE_P(QueueProducer, LiveRecordsTest, ::testing::Values(false, true),
+                         [](const auto& info) { return info.param ? "Streamed" : "InPlace"; });
+TEST_P(LiveRecordsTest, ALiveQueuesRecordsAreTheDecodersByteForByte) {
+  const std::filesystem::path data = std::filesystem::path(BURSTSCOPE_SOURCE_ROOT) / "data";
+  QueueProducer p(DecoderConfig{}, 256);  // small: every slot is written over many laps
+  p.streamIntoSlots(GetParam());
+  std::vector<PacketRecord> want;
+  std::array<PacketRecord, 64> out;
+  size_t got = 0, files = 0;
+  auto drain = [&] {
+    p.flush();
+    for (size_t m; (m = p.ring().dequeue(out)) > 0;) {
+      for (size_t k = 0; k < m; ++k, ++got) {
+        ASSERT_LT(got, want.size());
+        ASSERT_EQ(std::memcmp(&out[k], &want[got], sizeof(PacketRecord)), 0) << "record " << got;
+      }
+    }
+  };
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(data)) {
+    if (entry.path().extension() != ".pcap") continue;
+    char err[PCAP_ERRBUF_SIZE];
+    pcap_t* f = pcap_open_offline_with_tstamp_precision(entry.path().c_str(), PCAP_TSTAMP_PRECISION_NANO, err);
+    ASSERT_NE(f, nullptr) << err;
+    if (pcap_datalink(f) != DLT_EN10MB) {
+      pcap_close(f);
+      continue;
+    }
+    ++files;
+    pcap_pkthdr* h;
+    const u_char* bytes;
+    while (pcap_next_ex(f, &h, &bytes) == 1) {
+      const int64_t ts = static_cast<int64_t>(h->ts.tv_sec) * 1'000'000'000 + h->ts.tv_usec;
+      const std::span<const uint8_t> frame(bytes, h->caplen);
+      PacketRecord r;
+      Decoder(DecoderConfig{}).decode(frame, h->len, &r, LinkType::kEthernet);
+      r.ts_ns = ts;
+      want.push_back(r);
+      p.add(frame, h->len, ts);
+      if (p.pendingCount() == 64) drain();
+      if (::testing::Test::HasFailure()) break;
+    }
+    pcap_close(f);
+    if (::testing::Test::HasFailure()) return;
+  }
+  drain();
+  ASSERT_GE(files, 10u) << "the committed traces under data/";
+  EXPECT_EQ(got, want.size());
+  EXPECT_EQ(p.counters().ring_drops.load(), 0u);
 }
 
 // A stop request ends a lossless queue's wait: what did not fit is dropped and counted, and flush() returns.

@@ -90,7 +90,10 @@ size_t QueueProducer::flush(const std::atomic<bool>* stop) {
     }
     dropped += n_ - done;
   } else {
-    ring_.publish(n_);  // the records were decoded in place
+#if defined(__x86_64__)
+    if (stream_) _mm_sfence();  // the records' streaming stores are seen before the publish that hands them over
+#endif
+    ring_.publish(n_);
     room_ -= n_;
   }
   ring_drops_ += dropped;

@@ -8,12 +8,13 @@
 
 #include <time.h>
 #if defined(__x86_64__)
-#include <immintrin.h>
+#include <emmintrin.h>
 #endif
 
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <span>
@@ -194,14 +195,26 @@ class CaptureSource {
 // queued up and the RX thread stalled (perf: most of the decoder's samples; bench/README.md: the DPDK trace loop
 // went from 8.5 to 14.1 M packets/s). The record is read back from `r`, never from the slot, which would wait for
 // the streaming stores to reach memory.
-// The stores are ordered before the ring's publish by the sfence in QueueProducer::flush(). ThreadSanitizer does
-// not see the streaming stores, so its builds copy plainly (and check the hand-over as before).
+// The stores are ordered before the ring's publish by the sfence in QueueProducer::flush(). The sanitizers do not
+// see streaming stores, so their builds (GCC's and clang's) copy plainly and check the slots' writes as before.
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
+#define BURSTSCOPE_SANITIZED 1
+#endif
+#endif
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#define BURSTSCOPE_SANITIZED 1
+#endif
 inline void streamRecord(PacketRecord* slot, const PacketRecord& r) {
   static_assert(sizeof(PacketRecord) % 8 == 0 && alignof(PacketRecord) == 8);
-#if defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
+#if defined(__x86_64__) && !defined(BURSTSCOPE_SANITIZED)
   auto* dst = reinterpret_cast<long long*>(slot);
-  const auto* src = reinterpret_cast<const long long*>(&r);
-  for (size_t w = 0; w < sizeof(PacketRecord) / 8; ++w) _mm_stream_si64(dst + w, src[w]);
+  const auto* src = reinterpret_cast<const unsigned char*>(&r);
+  for (size_t w = 0; w < sizeof(PacketRecord) / 8; ++w) {
+    long long word;
+    std::memcpy(&word, src + 8 * w, 8);  // the record's words as bytes (its fields are other types)
+    _mm_stream_si64(dst + w, word);
+  }
 #else
   *slot = r;
 #endif
@@ -220,8 +233,7 @@ class QueueProducer {
   // into it), published at flush(); when the ring has no free slot the frame is decoded into the scratch record
   // (its decode counted) and dropped at flush(). A lossless queue (a file) stages its records and waits for room
   // at flush().
-  PacketRecord& add(std::span<const uint8_t> data, uint32_t wire_len, int64_t ts_ns,
-                    LinkType link = LinkType::kEthernet) {
+  void add(std::span<const uint8_t> data, uint32_t wire_len, int64_t ts_ns, LinkType link = LinkType::kEthernet) {
     if (tap_ != nullptr) [[unlikely]]
       tap_->onFrame(data, wire_len, ts_ns, link);
     if (n_ + dropped_ == 0) first_ts_ = ts_ns;
@@ -272,7 +284,6 @@ class QueueProducer {
         bin_.lost_bytes += measured;
       }
     }
-    return *r;
   }
   // Frames added since the last flush, and the first and last of their timestamps.
   size_t pendingCount() const { return n_ + dropped_; }
@@ -301,7 +312,12 @@ class QueueProducer {
   // Before the first add(), a live queue only: its records go into the ring's slots by streaming stores
   // (streamRecord). Set by the DPDK RX lcores, which fill the ring in bursts of up to 32 at their full rate. AF_XDP's
   // RX threads decode in place: on a veth at about 1 M packets/s streaming did not make them cheaper (bench/README.md).
-  void streamIntoSlots(bool on) { stream_ = on && !lossless_; }
+  void streamIntoSlots(bool on) {
+#if defined(__x86_64__)
+    if (stream_) _mm_sfence();  // records streamed before a switch off are fenced all the same
+#endif
+    stream_ = on && !lossless_;
+  }
 
  private:
   Decoder decoder_;

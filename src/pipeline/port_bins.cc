@@ -50,7 +50,6 @@ void PortBins::add(size_t q, const QueueBin& b) {
     channel_drops_[q] = b.channel_drops;
   }
   last_part_[q] = i;
-  oldest_ = std::min(oldest_, i);
   if (floor_ == INT64_MIN) {
     floor_ = i - history_bins_;
     backlog_next_ = floor_;
@@ -79,6 +78,7 @@ void PortBins::add(size_t q, const QueueBin& b) {
   s.lost_bytes += b.lost_bytes;
   s.lost += b.lost;
   newest_ = std::max(newest_, i);
+  oldest_ = std::min(oldest_, i);
 }
 
 // Every frame the kernel counts in a bin it has counted a moment after the bin's end (the program counts a frame

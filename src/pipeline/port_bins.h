@@ -30,7 +30,7 @@ class PortBins {
   IntervalBounds close(const IntervalReport& r);
 
   uint64_t late() const { return late_; }  // parts for an interval already closed (or beyond the slots)
-  // The start of the first and of the last bin any part came in (INT64_MIN: none yet), in ns.
+  // The start of the first and of the last bin holding a frame (INT64_MIN: none yet), in ns.
   int64_t oldestNs() const { return oldest_ == INT64_MAX ? INT64_MIN : oldest_ * kQueueBinNs; }
   int64_t newestNs() const { return newest_ == INT64_MIN ? INT64_MIN : newest_ * kQueueBinNs; }
 
@@ -72,7 +72,7 @@ class PortBins {
   int64_t floor_ = INT64_MIN;   // the lowest bin index the slots hold (INT64_MIN: no bin yet)
   int64_t closed_ = INT64_MIN;  // bins below this index belong to closed intervals
   int64_t newest_ = INT64_MIN;  // the highest bin index holding a frame
-  int64_t oldest_ = INT64_MAX;  // the lowest bin index a part came in
+  int64_t oldest_ = INT64_MAX;  // the lowest bin index a part was added in
   std::vector<uint64_t> channel_drops_;             // per queue, as its last part said
   std::vector<int64_t> last_part_;                  // per queue, the bin index of its last part
   std::vector<std::pair<int64_t, int64_t>> holes_;  // [first, last] bin indices a side channel lost parts in

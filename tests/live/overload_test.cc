@@ -254,6 +254,40 @@ TEST_P(LiveRecordsTest, ALiveQueuesRecordsAreTheDecodersByteForByte) {
   ASSERT_GE(files, 10u) << "the committed traces under data/";
   EXPECT_EQ(got, want.size());
   EXPECT_EQ(p.counters().ring_drops.load(), 0u);
+
+  // A full ring: the first 64 records are kept whole, the rest dropped, and the bin counts every frame and the
+  // dropped ones' measured bytes (taken where the frame was decoded, not read back from a slot).
+  QueueProducer full(DecoderConfig{}, 64);
+  full.streamIntoSlots(GetParam());
+  const int64_t t0 = want.front().ts_ns - want.front().ts_ns % kQueueBinNs;
+  uint64_t bytes = 0, lost_bytes = 0;
+  const std::vector<Frame> frames = makeFrames(200, 9);
+  std::vector<PacketRecord> kept;
+  for (size_t i = 0; i < frames.size(); ++i) {
+    const auto h = frameHeaders(frames[i].s, frames[i].d);
+    PacketRecord r;
+    Decoder(DecoderConfig{}).decode(h, frames[i].wire_len, &r, LinkType::kEthernet);
+    r.ts_ns = t0 + static_cast<int64_t>(i);  // all in one bin
+    if (i < 64) {
+      kept.push_back(r);
+    } else {
+      lost_bytes += r.wire_len;
+    }
+    bytes += r.wire_len;
+    full.add(h, frames[i].wire_len, r.ts_ns);
+  }
+  EXPECT_EQ(full.flush(), frames.size() - 64);
+  full.tick(t0 + kQueueBinNs);
+  std::array<PacketRecord, 256> all;
+  const size_t m = full.ring().dequeue(all);
+  ASSERT_EQ(m, 64u);  // the tick found the ring full too
+  for (size_t k = 0; k < m; ++k) EXPECT_EQ(std::memcmp(&all[k], &kept[k], sizeof(PacketRecord)), 0) << k;
+  std::array<QueueBin, 4> bin;
+  ASSERT_EQ(full.binChannel().dequeue(bin), 1u);
+  EXPECT_EQ(bin[0].packets, frames.size());
+  EXPECT_EQ(bin[0].bytes, bytes);
+  EXPECT_EQ(bin[0].lost, frames.size() - 64);
+  EXPECT_EQ(bin[0].lost_bytes, lost_bytes);
 }
 
 // A stop request ends a lossless queue's wait: what did not fit is dropped and counted, and flush() returns.
@@ -586,7 +620,11 @@ class HeldWorkerBackend final : public CaptureSource {
   std::thread thread_;
 };
 
-TEST(OverloadTest, FramesLostWithTheFinalWatermarkStayInTheirOwnInterval) {
+// With one worker per port, and with the analysis split over two and three (the parts take the end's advance too).
+class FinalWatermarkTest : public ::testing::TestWithParam<size_t> {};
+INSTANTIATE_TEST_SUITE_P(OverloadTest, FinalWatermarkTest, ::testing::Values(1, 2, 3),
+                         [](const auto& info) { return absl::StrCat(info.param, "Workers"); });
+TEST_P(FinalWatermarkTest, FramesLostWithTheFinalWatermarkStayInTheirOwnInterval) {
   const EngineConfig c = overloadEngine();
   const int64_t a = 1'795'294'232'000'000'000;  // interval A's start; B starts 10 ms later
   std::vector<Frame> first, burst;
@@ -601,6 +639,7 @@ TEST(OverloadTest, FramesLostWithTheFinalWatermarkStayInTheirOwnInterval) {
   HeldWorkerBackend backend(first, burst, &stage);
   PipelineConfig pc;
   pc.engine = c;
+  pc.workers_per_port = GetParam();
   pc.idle_exit_s = 0.5;
   pc.record_sink = [&](size_t, std::span<const PacketRecord>) {
     if (stage.load() != 0) return;

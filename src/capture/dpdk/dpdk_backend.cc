@@ -414,7 +414,7 @@ absl::Status DpdkBackend::initPort(const DpdkPortConfig& pc, size_t index) {
     rq->queue_id = q;
     rq->port_index = index;
     rq->producer = std::make_unique<QueueProducer>(cfg_.decoder, cfg_.ring_capacity);
-    rq->producer->streamIntoSlots(true);  // the RX lcore fills the ring in whole bursts of 32 (capture.h)
+    rq->producer->streamIntoSlots(true);  // the RX lcore fills the ring in bursts of up to 32 (capture.h)
     rq->hold_gen = &p.watch->hold_gen;
     lp.rings.push_back(&rq->producer->ring());
     lp.counters.push_back(&rq->producer->counters());

@@ -4,14 +4,18 @@
 // truth here is the engine run over every frame, as `analyze` would run it on a capture of them.
 #include <gtest/gtest.h>
 #include <pcap/pcap.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <random>
 #include <thread>
 
@@ -564,6 +568,52 @@ TEST(OverloadTest, WithoutLossNoIntervalIsDegradedAndTheSeriesEqualsTheAnalysis)
   }
   EXPECT_EQ(matched, want.size());
   EXPECT_EQ(r->ports[0].degraded_intervals, 0u);
+}
+
+// A live capture's control thread yields to its port workers (pipeline.cc, kControlNice): while the run lasts it
+// runs at a nice value 10 above the one it had, and the port's worker keeps the one it was started with. Without
+// this, the control thread's analysis at an interval's end held up a worker that shares its CPU (under DPDK, the
+// main lcore's) long enough to overrun its ring. Afterwards the control thread is back where it was if it may raise
+// its priority again (root, as the tests run in CI), and stays lowered otherwise.
+TEST(OverloadTest, TheControlThreadYieldsToThePortWorkerWhileALiveCaptureRuns) {
+  const auto niceNow = [] {
+    errno = 0;
+    const int n = getpriority(PRIO_PROCESS, static_cast<id_t>(gettid()));
+    EXPECT_EQ(errno, 0);
+    return n;
+  };
+  const int before = niceNow();
+  if (before >= 19) GTEST_SKIP() << "the test runs at nice 19 already: nothing lower to yield with";
+  const int lowered = std::min(before + 10, 19);
+  const std::vector<Frame> all = makeFrames(5'000, 5);
+  ProducerBackend backend({all}, size_t{1} << 16);
+  PipelineConfig pc;
+  pc.engine = overloadEngine();
+  pc.idle_exit_s = 0.5;
+  std::mutex mu;
+  std::vector<int> worker_nice, control_nice;
+  pc.record_sink = [&](size_t, std::span<const PacketRecord>) {
+    const int n = niceNow();
+    std::lock_guard<std::mutex> lock(mu);
+    worker_nice.push_back(n);
+  };
+  std::atomic<bool> stop{false};
+  auto r = runCapture(backend, pc, stop, [&](size_t, const PortSnapshot&) {
+    const int n = niceNow();
+    std::lock_guard<std::mutex> lock(mu);
+    control_nice.push_back(n);
+  });
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->ports[0].ledger.analysed, all.size());
+  ASSERT_FALSE(worker_nice.empty());
+  for (int n : worker_nice) EXPECT_EQ(n, before);
+  // The intervals closed while the frames came are handed over in the run's loop (the last ones may come with the
+  // final hand-over, after the workers have ended and the control thread was restored).
+  ASSERT_FALSE(control_nice.empty());
+  EXPECT_EQ(control_nice.front(), lowered);
+  for (int n : control_nice) EXPECT_TRUE(n == lowered || n == before) << n;
+  const bool may_raise = geteuid() == 0;
+  EXPECT_EQ(niceNow(), may_raise ? before : lowered);
 }
 
 // The run's last frames lost with its last watermark: a burst at the end fills the ring, which then drops the

@@ -121,14 +121,20 @@ class SpscRing {
 
   // Consumer side. Moves up to out.size() items into `out` and returns how many.
   size_t dequeue(std::span<T> out) {
+    return consume(out.size(), [out, i = size_t{0}](const T& item) mutable { out[i++] = item; });
+  }
+  // Consumer side, in place (no copy out): calls `take(item)` on up to `max` items in order, then hands their slots
+  // back to the producer; returns how many. `take` keeps no reference to an item past its call.
+  template <typename Take>
+  size_t consume(size_t max, Take&& take) {
     const uint64_t tail = cons_.tail.load(std::memory_order_relaxed);
     size_t avail = cons_.cached_head - tail;
-    if (avail < out.size()) {
+    if (avail < max) {
       cons_.cached_head = prod_.head.load(std::memory_order_acquire);
       avail = cons_.cached_head - tail;
     }
-    const size_t n = std::min(avail, out.size());
-    for (size_t i = 0; i < n; ++i) out[i] = slots_[(tail + i) & mask_];
+    const size_t n = std::min(avail, max);
+    for (size_t i = 0; i < n; ++i) take(static_cast<const T&>(slots_[(tail + i) & mask_]));
     cons_.tail.store(tail + n, std::memory_order_release);
     return n;
   }

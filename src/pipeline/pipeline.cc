@@ -288,7 +288,6 @@ class PortWorker {
       threads.emplace_back([p = parts_[w].get()] { p->run(); });
       pthread_setname_np(threads.back().native_handle(), absl::StrCat("bs-port-", index_, "-", w + 1).c_str());
     }
-    std::array<PacketRecord, kBatch> batch;
     // Idle: 64 empty polls, then asleep until a ring publishes or the drain begins (the doorbell: wake()) or
     // 100 ms pass, so that a quiet port costs little CPU (its producers' ticks wake it) and a producer that
     // hands over every few hundred microseconds (AF_XDP at low rates) wakes the worker once per hand-over. But a
@@ -300,7 +299,7 @@ class PortWorker {
     bool nap_first = false, napped = false;
     for (;;) {
       const bool last = draining.load(std::memory_order_acquire);
-      if (poll(batch) > 0) {
+      if (poll() > 0) {
         empty = 0;
         napped = false;
         if (batch_.records.size() >= 4 * kBatch || intervals_ != intervals_sent_) sendParts();
@@ -380,26 +379,27 @@ class PortWorker {
     return std::any_of(port_.rings.begin(), port_.rings.end(), [](const auto* r) { return r->publishedSeqCst(); });
   }
 
-  // Takes what the rings hold; returns the number of records (ticks included) taken.
-  size_t poll(std::array<PacketRecord, kBatch>& batch) {
+  // Takes what the rings hold; returns the number of records (ticks included) taken. Each record is copied once,
+  // from its ring slot into the reorderer.
+  size_t poll() {
     size_t taken = 0;
     for (size_t q = 0; q < port_.rings.size(); ++q) {
-      const size_t n = port_.rings[q]->dequeue(batch);
-      taken += n;
+      if (port_.ordered_lossless) {
+        taken += port_.rings[q]->consume(kBatch, [this](const PacketRecord& r) {
+          if (!(r.flags & kRecordTick)) reorder_.push(r, [this](const PacketRecord& x) { feed(x); });
+        });
+      } else {
+        int64_t& watermark = watermark_[q];
+        taken += port_.rings[q]->consume(kBatch, [this, &watermark](const PacketRecord& r) {
+          watermark = std::max(watermark, r.ts_ns);
+          if (!(r.flags & kRecordTick)) reorder_.hold(r);
+        });
+      }
       // The queue's bins after its records: every bin its producer closed before them is visible now.
       if (bins_ && port_.bins[q] != nullptr) {
         for (size_t m; (m = port_.bins[q]->dequeue(bin_batch_)) > 0;) {
           for (size_t i = 0; i < m; ++i) bins_->add(q, bin_batch_[i]);
         }
-      }
-      for (size_t i = 0; i < n; ++i) {
-        const PacketRecord& r = batch[i];
-        if (port_.ordered_lossless) {
-          if (!(r.flags & kRecordTick)) reorder_.push(r, [this](const PacketRecord& x) { feed(x); });
-          continue;
-        }
-        watermark_[q] = std::max(watermark_[q], r.ts_ns);
-        if (!(r.flags & kRecordTick)) reorder_.hold(r);
       }
     }
     if (!port_.ordered_lossless) {

@@ -60,20 +60,27 @@ TEST(SpscRingTest, TwoThreadStressLosesAndDuplicatesNothing) {
 // each item's sequence number (`seq`, which may check the item too) above the last one's; counts them. It stops
 // at the first failure.
 template <typename T, typename Seq>
-void consumeInOrder(SpscRing<T>& ring, const std::atomic<bool>& done, Seq seq, uint64_t* received) {
+void consumeInOrder(SpscRing<T>& ring, const std::atomic<bool>& done, Seq seq, uint64_t* received,
+                    bool in_place = false) {
   uint64_t last = 0;
   bool first = true;
   std::vector<T> out(64);
+  auto check = [&](const T& item) {
+    const uint64_t s = seq(item);
+    EXPECT_TRUE(first || s > last) << "order kept, no duplicates, at item " << s;
+    last = s;
+    first = false;
+  };
   for (;;) {
     const bool finished = done.load(std::memory_order_acquire);
-    const size_t n = ring.dequeue(out);
-    for (size_t i = 0; i < n; ++i) {
-      const uint64_t s = seq(out[i]);
-      ASSERT_FALSE(::testing::Test::HasFailure()) << "at item " << s;
-      ASSERT_TRUE(first || s > last) << "order kept, no duplicates";
-      last = s;
-      first = false;
+    size_t n;
+    if (in_place) {
+      n = ring.consume(out.size(), check);  // read in the slot itself, before it is handed back
+    } else {
+      n = ring.dequeue(out);
+      for (size_t i = 0; i < n; ++i) check(out[i]);
     }
+    ASSERT_FALSE(::testing::Test::HasFailure());
     *received += n;
     if (n == 0 && finished) break;
   }
@@ -102,7 +109,12 @@ TEST(SpscRingTest, DroppingProducerAccountsForEveryItem) {
 // The producer writing in place (reserve, reserved, publish: how a live capture queue decodes straight into the
 // ring): against a consumer on the other core, every item arrives once, in order, or is counted as dropped, and
 // a slot is never written while the consumer may still read it (the values read are the values written).
-TEST(SpscRingTest, InPlaceProducerLosesAndDuplicatesNothing) {
+// A producer that writes in place (reserve/reserved/publish), and a consumer that copies out (dequeue) or reads in
+// place (consume, as a port's worker does): a slot handed back too early shows as a torn or overwritten item.
+class InPlaceTest : public ::testing::TestWithParam<bool> {};
+INSTANTIATE_TEST_SUITE_P(SpscRingTest, InPlaceTest, ::testing::Values(false, true),
+                         [](const auto& info) { return info.param ? "ConsumedInPlace" : "Dequeued"; });
+TEST_P(InPlaceTest, InPlaceProducerLosesAndDuplicatesNothing) {
   constexpr uint64_t kItems = 1'000'000;
   struct Item {
     uint64_t seq;
@@ -137,7 +149,7 @@ TEST(SpscRingTest, InPlaceProducerLosesAndDuplicatesNothing) {
         EXPECT_EQ(it.check, it.seq * 0x9E3779B97F4A7C15ull) << "a slot overwritten before it was read";
         return it.seq;
       },
-      &received);
+      &received, GetParam());
   producer.join();
   EXPECT_EQ(received + dropped, kItems);
   EXPECT_GT(received, 0u);

@@ -287,6 +287,7 @@ class QueueProducer {
   }
   // Frames added since the last flush, and the first and last of their timestamps.
   size_t pendingCount() const { return n_ + dropped_; }
+  size_t pendingDrops() const { return dropped_; }  // of those, the ones that found the ring full
   int64_t pendingFirstTs() const { return first_ts_; }
   int64_t pendingLastTs() const { return last_ts_; }
   // Enqueues the pending records; returns how many were dropped (always 0 when lossless).

@@ -245,6 +245,7 @@ int runLiveCommand(const RunOptions& o) {
   summary << "burstscope run: capabilities after set-up: "
           << (left->empty() ? std::string("none") : absl::StrJoin(*left, ",")) << std::endl;
   PipelineConfig pc = config->live.pipeline;
+  pc.yield_control_thread = true;  // this thread's training analyses yield to the port workers (docs/live-capture.md)
   std::vector<EngineConfig> port_engines;
   for (const CapturePort& p : (*backend)->ports()) port_engines.push_back(portEngineConfig(pc.engine, p.link_bps));
   // Prometheus export: a snapshot per port per interval; /metrics reads the latest ones.

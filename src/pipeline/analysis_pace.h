@@ -1,7 +1,10 @@
 // When a live port's training window is analysed again (training.analysis_budget, docs/training.md "Cost on the
 // control thread"). Each analysis reads the whole window, so its cost follows the jobs, not the packets; after
-// one that took t, the next waits t·(1/budget − 1), so that the analyses take at most `budget` of the control
-// thread's time (wall time: preemption counts, so the CPU they take is at most that). The intervals that come
+// one that took t of the control thread's CPU, the next waits t·(1/budget − 1), so that the analyses take at most
+// `budget` of its time. CPU time, not wall time: a live capture's control thread yields to the port workers
+// (pipeline.cc, kControlNice), and an analysis preempted by them took longer by the clock without costing more;
+// paced by the clock it would come less often the busier the port. Since wall time is never less than the CPU
+// time, the analyses' share of the thread's time stays within the budget either way. The intervals that come
 // meanwhile are taken in and the next analysis covers them all. Whatever the budget, an analysis is due once
 // kMaxDeferredIntervals are waiting: those intervals' bins are held outside the window's memory bound until
 // then, and the job figures are never older than that.
@@ -29,10 +32,10 @@ class AnalysisPace {
   bool due(Clock::time_point now, bool last = false) const {
     return waiting_ > 0 && (last || now >= from_ || waiting_ >= kMaxDeferredIntervals);
   }
-  // An analysis ran from `began` to `ended`, taking in every waiting interval.
-  void done(Clock::time_point began, Clock::time_point ended) {
+  // An analysis ended at `ended`, having taken `took` of the control thread's CPU and every waiting interval in.
+  void done(Clock::time_point ended, std::chrono::nanoseconds took) {
     waiting_ = 0;
-    const double took_s = std::chrono::duration<double>(ended - began).count();
+    const double took_s = std::chrono::duration<double>(took).count();
     // fmin: a budget so small that 1/budget is infinite, times an analysis that took no time, is NaN. The hour
     // only keeps the time point's arithmetic in range; kMaxDeferredIntervals ends a long wait first.
     const double wait_s = std::fmin(took_s * (1 / budget_ - 1), 3600.0);

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <ctime>
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -66,6 +67,13 @@ class LowerControlThreadPriority {
   int before_ = 0;
   bool lowered_ = false;
 };
+
+// The calling thread's CPU time (AnalysisPace).
+int64_t threadCpuNs() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
 
 uint64_t sumReceived(const CapturePort& p) {
   uint64_t n = 0;
@@ -593,9 +601,9 @@ absl::StatusOr<RunResult> runCapture(CaptureSource& source, const PipelineConfig
       // The last hand-over analyses a port with intervals waiting even without a snapshot of its own to carry
       // the report (the workers' finish closes every port's last interval, so it has one): the run's result.
       if (!pace[port].due(Clock::now(), last) || (!last && last_of[port] == SIZE_MAX)) continue;
-      const Clock::time_point began = Clock::now();
+      const int64_t cpu_began = threadCpuNs();
       last_training[port] = analysis(port);
-      pace[port].done(began, Clock::now());
+      pace[port].done(Clock::now(), std::chrono::nanoseconds(threadCpuNs() - cpu_began));
       if (last_of[port] != SIZE_MAX) items[last_of[port]].second.training = last_training[port];
     }
     for (auto& [port, s] : items) {
@@ -616,9 +624,11 @@ absl::StatusOr<RunResult> runCapture(CaptureSource& source, const PipelineConfig
     pthread_setname_np(threads.back().native_handle(), absl::StrCat("bs-port-", i).c_str());
   }
   // After the workers started (they keep the nice value they were created with); a file's reader waits for its
-  // workers instead of dropping, so only a live capture needs it.
+  // workers instead of dropping, so only a live capture needs it. Asked for by the caller, whose thread it is: a
+  // thread that cannot raise its priority again stays lowered, and a second run from it would start its workers
+  // lowered too.
   std::optional<LowerControlThreadPriority> yielding;
-  if (!source.finite()) yielding.emplace();
+  if (config.yield_control_thread && !source.finite()) yielding.emplace();
 
   RunResult result;
   result.backend = source.name();

@@ -56,6 +56,10 @@ struct PipelineConfig {
   // Called on the control thread when a live port's watched link changes (CaptureSource::linkState), looked at
   // every time the control thread wakes (at least every 64 ms), closes or not. Empty: none.
   std::function<void(size_t port, const LinkState& link)> link_sink;
+  // A live capture's control thread (the caller's) lowers its own priority, nice +10, from the workers' start to
+  // their end, so that it yields to them where they share a CPU (pipeline.cc kControlNice); restored afterwards
+  // where the thread may raise it again (CAP_SYS_NICE). `run` sets it; a file's run ignores it.
+  bool yield_control_thread = false;
 };
 
 // Every frame that reached the pipeline, counted once: received == analysed + ring_drops.

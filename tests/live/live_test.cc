@@ -462,7 +462,7 @@ TEST(AnalysisPaceTest, TheNextAnalysisWaitsItsShareOrTooManyIntervals) {
   EXPECT_FALSE(tenth.due(t0));  // nothing waits
   tenth.arrived();
   EXPECT_TRUE(tenth.due(t0));  // the first analysis waits for nothing
-  tenth.done(t0, t0 + milliseconds(20));
+  tenth.done(t0 + milliseconds(20), milliseconds(20));
   EXPECT_EQ(tenth.waiting(), 0u);
   EXPECT_FALSE(tenth.due(t0 + milliseconds(500)));  // nothing waits
   tenth.arrived();
@@ -473,7 +473,7 @@ TEST(AnalysisPaceTest, TheNextAnalysisWaitsItsShareOrTooManyIntervals) {
     tenth.arrived();
   }
   EXPECT_TRUE(tenth.due(t0 + milliseconds(100)));  // too many wait, whatever the time
-  tenth.done(t0 + milliseconds(100), t0 + milliseconds(400));
+  tenth.done(t0 + milliseconds(400), milliseconds(300));
   EXPECT_FALSE(tenth.due(t0 + milliseconds(400), true));  // the run's last hand-over, nothing waiting
   tenth.arrived();
   EXPECT_FALSE(tenth.due(t0 + milliseconds(400)));
@@ -481,13 +481,22 @@ TEST(AnalysisPaceTest, TheNextAnalysisWaitsItsShareOrTooManyIntervals) {
 
   AnalysisPace every(1);  // the budget at 1: every hand-over
   every.arrived();
-  every.done(t0, t0 + milliseconds(300));
+  every.done(t0 + milliseconds(300), milliseconds(300));
   every.arrived();
   EXPECT_TRUE(every.due(t0 + milliseconds(300)));
 
+  // An analysis preempted for most of its time (the control thread yields to the workers): what it waits for is its
+  // CPU time's share, not its wall time's.
+  AnalysisPace preempted(0.1);
+  preempted.arrived();
+  preempted.done(t0 + milliseconds(300), milliseconds(20));  // 300 ms by the clock, 20 ms of CPU
+  preempted.arrived();
+  EXPECT_FALSE(preempted.due(t0 + milliseconds(300 + 179)));
+  EXPECT_TRUE(preempted.due(t0 + milliseconds(300 + 180)));
+
   AnalysisPace tiny(1e-320);  // 1/budget is infinite; an analysis of no time: no NaN, the hour's bound
   tiny.arrived();
-  tiny.done(t0, t0);
+  tiny.done(t0, milliseconds(0));
   tiny.arrived();
   EXPECT_FALSE(tiny.due(t0 + std::chrono::seconds(3599)));
   EXPECT_TRUE(tiny.due(t0 + std::chrono::seconds(3600)));

@@ -401,8 +401,8 @@ class ProducerBackend final : public CaptureSource {
   TimestampInfo timestampInfo() const override { return {"test", "the frames' own timestamps", 0, 0}; }
 
  private:
-  // Like an RX lcore: bursts of up to 32 frames, a flush after each, a tick at the end. A gap of over 1 ms in
-  // the frames' time is a real 3 ms pause, so the worker catches up between trains and loses only in the large
+  // Like an RX lcore at a modest rate: bursts of up to 32 frames, a flush after each, a tick at the end. A gap of over
+  // 1 ms in the frames' time is a real 3 ms pause, so the worker catches up between trains and loses only in the large
   // ones (a train comes as fast as the producer adds frames).
   void produce(size_t q) {
     QueueProducer& p = *producers_[q];
@@ -570,11 +570,13 @@ TEST(OverloadTest, WithoutLossNoIntervalIsDegradedAndTheSeriesEqualsTheAnalysis)
   EXPECT_EQ(r->ports[0].degraded_intervals, 0u);
 }
 
-// A live capture's control thread yields to its port workers (pipeline.cc, kControlNice): while the run lasts it
-// runs at a nice value 10 above the one it had, and the port's worker keeps the one it was started with. Without
-// this, the control thread's analysis at an interval's end held up a worker that shares its CPU (under DPDK, the
-// main lcore's) long enough to overrun its ring. Afterwards the control thread is back where it was if it may raise
-// its priority again (root, as the tests run in CI), and stays lowered otherwise.
+// A live capture's control thread yields to its port workers when asked (PipelineConfig::yield_control_thread, as
+// `run` asks; pipeline.cc kControlNice): while the run lasts it runs at a nice value 10 above the one it had, and the
+// port's worker keeps the one it was started with. Without this, the control thread's analysis at an interval's end
+// held up a worker that shares its CPU (under DPDK, the main lcore's) long enough to overrun its ring. Afterwards the
+// control thread is back where it was if it may raise its priority again, and stays lowered otherwise. Not asked,
+// nothing changes. Each run is made from a thread of its own (a thread left lowered ends with it), and the first
+// interval's hand-over, which comes in the run's loop, also stops the run: nothing waits on the clock.
 TEST(OverloadTest, TheControlThreadYieldsToThePortWorkerWhileALiveCaptureRuns) {
   const auto niceNow = [] {
     errno = 0;
@@ -582,38 +584,52 @@ TEST(OverloadTest, TheControlThreadYieldsToThePortWorkerWhileALiveCaptureRuns) {
     EXPECT_EQ(errno, 0);
     return n;
   };
-  const int before = niceNow();
-  if (before >= 19) GTEST_SKIP() << "the test runs at nice 19 already: nothing lower to yield with";
-  const int lowered = std::min(before + 10, 19);
+  // Whether a thread may raise its priority again (CAP_SYS_NICE, or RLIMIT_NICE), tried on a thread of its own.
+  bool may_raise = false;
+  std::thread([&] {
+    const int n = niceNow();
+    const auto self = static_cast<id_t>(gettid());
+    if (n < 19 && setpriority(PRIO_PROCESS, self, n + 1) == 0) may_raise = setpriority(PRIO_PROCESS, self, n) == 0;
+  }).join();
   const std::vector<Frame> all = makeFrames(5'000, 5);
-  ProducerBackend backend({all}, size_t{1} << 16);
-  PipelineConfig pc;
-  pc.engine = overloadEngine();
-  pc.idle_exit_s = 0.5;
-  std::mutex mu;
-  std::vector<int> worker_nice, control_nice;
-  pc.record_sink = [&](size_t, std::span<const PacketRecord>) {
-    const int n = niceNow();
-    std::lock_guard<std::mutex> lock(mu);
-    worker_nice.push_back(n);
-  };
-  std::atomic<bool> stop{false};
-  auto r = runCapture(backend, pc, stop, [&](size_t, const PortSnapshot&) {
-    const int n = niceNow();
-    std::lock_guard<std::mutex> lock(mu);
-    control_nice.push_back(n);
-  });
-  ASSERT_TRUE(r.ok()) << r.status();
-  ASSERT_EQ(r->ports[0].ledger.analysed, all.size());
-  ASSERT_FALSE(worker_nice.empty());
-  for (int n : worker_nice) EXPECT_EQ(n, before);
-  // The intervals closed while the frames came are handed over in the run's loop (the last ones may come with the
-  // final hand-over, after the workers have ended and the control thread was restored).
-  ASSERT_FALSE(control_nice.empty());
-  EXPECT_EQ(control_nice.front(), lowered);
-  for (int n : control_nice) EXPECT_TRUE(n == lowered || n == before) << n;
-  const bool may_raise = geteuid() == 0;
-  EXPECT_EQ(niceNow(), may_raise ? before : lowered);
+  for (const bool yield : {false, true}) {
+    SCOPED_TRACE(yield ? "asked to yield" : "not asked");
+    ProducerBackend backend({all}, size_t{1} << 16);
+    PipelineConfig pc;
+    pc.engine = overloadEngine();
+    pc.yield_control_thread = yield;
+    std::mutex mu;
+    std::vector<int> worker_nice, control_nice;
+    pc.record_sink = [&](size_t, std::span<const PacketRecord>) {
+      const int n = niceNow();
+      std::lock_guard<std::mutex> lock(mu);
+      worker_nice.push_back(n);
+    };
+    std::atomic<bool> stop{false};
+    int before = 0, after = 0;
+    absl::StatusOr<RunResult> r = absl::UnknownError("not run");
+    std::thread([&] {
+      before = niceNow();
+      if (before >= 19) return;  // nothing lower to yield with: skipped below
+      r = runCapture(backend, pc, stop, [&](size_t, const PortSnapshot&) {
+        const int n = niceNow();
+        std::lock_guard<std::mutex> lock(mu);
+        control_nice.push_back(n);
+        stop.store(true);
+      });
+      after = niceNow();
+    }).join();
+    if (before >= 19) GTEST_SKIP() << "the test runs at nice 19 already: nothing lower to yield with";
+    ASSERT_TRUE(r.ok()) << r.status();
+    ASSERT_EQ(r->ports[0].ledger.analysed, all.size());  // stopping lets the producers finish and the worker drain
+    const int during = yield ? std::min(before + 10, 19) : before;
+    ASSERT_FALSE(worker_nice.empty());
+    for (int n : worker_nice) EXPECT_EQ(n, before);
+    ASSERT_FALSE(control_nice.empty());
+    EXPECT_EQ(control_nice.front(), during);  // the hand-over that stopped the run, in its loop
+    for (int n : control_nice) EXPECT_TRUE(n == during || n == before) << n;  // later ones: the final hand-over
+    EXPECT_EQ(after, yield && !may_raise ? during : before);
+  }
 }
 
 // The run's last frames lost with its last watermark: a burst at the end fills the ring, which then drops the

@@ -43,8 +43,8 @@ constexpr std::chrono::milliseconds kLinkPoll{50};
 // A device reset that answers -EAGAIN ("retry later") is tried again at each look, this many times in all.
 constexpr int kResetTries = 100;
 constexpr uint16_t kMaxBurst = 512;  // dpdk.burst
-// An RX lcore publishes its records once this many wait, or when a burst comes short (rxLoop): fewer than this
-// and a whole burst fit the producer's pending records.
+// An RX lcore publishes its records once this many wait (a quarter of a smaller ring), when a burst comes short or
+// when one found the ring full (rxLoop). Fewer than this and a whole burst stay within a producer's kMaxBatch.
 constexpr size_t kPublishEvery = 384;
 static_assert(kPublishEvery - 1 + kMaxBurst <= QueueProducer::kMaxBatch);
 
@@ -163,6 +163,9 @@ struct RxQueue {
   std::unique_ptr<QueueProducer> producer;  // decode, enqueue, count, tick
   int64_t last_ts = INT64_MIN;              // this queue's watermark
   uint64_t last_tick_tsc = 0;
+  // Records that may wait unpublished (kPublishEvery): a ring's unpublished slots are slots the worker cannot free,
+  // so a small ring (--ring-size) publishes sooner.
+  size_t publish_every = kPublishEvery;
   CounterClock nic_clock;                           // a copy per queue, so that each RX lcore re-synchronises its own
   const std::atomic<uint64_t>* hold_gen = nullptr;  // the port's LinkWatch::hold_gen
   uint64_t seen_gen = 0;                            // the RX lcore's own: the last hold_gen it acted on
@@ -420,6 +423,7 @@ absl::Status DpdkBackend::initPort(const DpdkPortConfig& pc, size_t index) {
     rq->port_index = index;
     rq->producer = std::make_unique<QueueProducer>(cfg_.decoder, cfg_.ring_capacity);
     rq->producer->streamIntoSlots(true);  // the RX lcore fills the ring in bursts of up to 32 (capture.h)
+    rq->publish_every = std::clamp<size_t>(rq->producer->ring().capacity() / 4, 1, kPublishEvery);
     rq->hold_gen = &p.watch->hold_gen;
     lp.rings.push_back(&rq->producer->ring());
     lp.counters.push_back(&rq->producer->counters());
@@ -686,11 +690,14 @@ void DpdkBackend::rxLoop(Lcore& lc) {
             rte_pause();
         }
       }
-      // Published when the queue has no full burst waiting (a short one), or once kPublishEvery records wait: at full
-      // rate a publish every few bursts, not at each. A publish's sequentially consistent store waits for the
-      // records' streaming stores to reach memory, and at one per burst it was 7% of the RX lcore's time on the
-      // trace loop (bench/README.md). A paced replay publishes each burst when it is due.
-      if (n < burst || speed > 0 || q.producer->pendingCount() >= kPublishEvery) q.producer->flush();
+      // Published when the queue has no full burst waiting (a short one), once publish_every records wait, or when
+      // the ring was full (its slots are all reserved: the worker must have them to free any): at full rate a
+      // publish every few bursts, not at each. A publish's sequentially consistent store waits for the records'
+      // streaming stores to reach memory, and at one per burst it was 7% of the RX lcore's time on the trace loop
+      // (bench/README.md). A paced replay publishes each burst when it is due.
+      if (n < burst || speed > 0 || q.producer->pendingCount() >= q.publish_every || q.producer->pendingDrops() != 0) {
+        q.producer->flush();
+      }
       q.last_tick_tsc = now_tsc;
     }
     if (rte_rdtsc() - tsc.base() >= resync_ticks) resync(lc, tsc);

@@ -37,7 +37,7 @@ constexpr size_t kStepEvidenceEntries = size_t{1} << 19;
 // CPU and every thread it starts inherits that set. A port's training analysis takes tens of milliseconds of CPU at
 // an interval's end, and a worker that waited that long for its CPU at full rate overran a ring that holds a few
 // milliseconds of traffic: on the DPDK trace loop (14 M packets/s on two cores) 2-3% of the frames were dropped
-// while the worker was idle a third of the time, and 0.003-0.04% once the control thread yielded (bench/README.md).
+// while the worker was idle a third of the time, and 0-0.14% once the control thread yielded (bench/README.md).
 // Threads keep their own nice value on Linux, and each inherits its creator's when created: the workers (and their
 // parts' threads, which they start) were started before the lowering and keep theirs. Lowering needs no privilege;
 // raising it back needs CAP_SYS_NICE (or RLIMIT_NICE), which `run` gives up after set-up, so there the control

@@ -583,7 +583,7 @@ void DpdkBackend::tick(RxQueue& q, int64_t now_ns) { q.producer->tick(now_ns); }
 void DpdkBackend::holdChanged(RxQueue& q, const Port& port, uint64_t gen) {
   q.seen_gen = gen;
   if ((gen & 1) != 0) {
-    if (q.producer->pendingCount() != 0) q.producer->flush();  // the records of bursts not yet published, first
+    q.producer->flush();  // the records of bursts not yet published, first (nothing when none wait)
     q.hold_ack.store(gen, std::memory_order_release);
     return;
   }
@@ -640,7 +640,7 @@ void DpdkBackend::rxLoop(Lcore& lc) {
       const uint64_t now_tsc = rte_rdtsc();
       if (n == 0) {
         // The queue ran dry: what full bursts left unpublished goes to the worker now.
-        if (q.producer->pendingCount() != 0) q.producer->flush();
+        q.producer->flush();  // returns at once when nothing waits
         if (now_tsc - q.last_tick_tsc >= tick_ticks) {
           q.last_tick_tsc = now_tsc;
           int64_t wm = q.last_ts;

@@ -129,7 +129,7 @@ class Decoder {
   static constexpr int kMaxEncapsulations = 3;
   static constexpr size_t kMaxTrackedSessions = 1024;
 
-  explicit Decoder(DecoderConfig config = {}) : config_(std::move(config)) {}
+  explicit Decoder(DecoderConfig config = {});
 
   // Decodes one frame of `data` (the captured bytes) whose wire length was `wire_len`, into `out`
   // (ts_ns is left to the caller). Returns the reason decoding stopped early, or kNone; stats are updated.
@@ -139,6 +139,15 @@ class Decoder {
                      LinkType link = LinkType::kEthernet);
 
   const DecodeStats& stats() const { return stats_; }
+
+  // Whether decode() may take the usual frame (Ethernet, at most one 802.1Q tag, IPv4 unfragmented, TCP, every
+  // header whole and consistent) the straight way (the default): the same record and counts as the general way,
+  // which the tests compare it with on every committed frame and cut.
+  void setUsualWay(bool allowed) { usual_way_ = allowed; }
+  // An Ethernet frame decoded the usual way into `out`, counted as decoded fully; false, with nothing that counts
+  // written, for any frame that is not usual (decode() then takes it the general way, from the start). Public for the
+  // tests, which make sure that the usual frames do come this way.
+  bool decodeUsual(std::span<const uint8_t> data, uint32_t wire_len, PacketRecord* out);
 
  private:
   struct Cursor;
@@ -158,6 +167,16 @@ class Decoder {
   void classifyDirection(PacketRecord* out) const;
 
   DecoderConfig config_;
+  // The IPv4 prefixes of config_.local_nets in their order, as (network, mask) in host order; v4_nets_exact_ is
+  // false when one of them is not a length IpPrefix::contains takes the same way (over 32), and the usual way then
+  // leaves the direction to classifyDirection.
+  struct V4Net {
+    uint32_t net;
+    uint32_t mask;
+  };
+  std::vector<V4Net> v4_nets_;
+  bool v4_nets_exact_ = true;
+  bool usual_way_ = true;
   DecodeStats stats_;
   absl::flat_hash_map<uint32_t, uint32_t> last_seq_;  // ERSPAN session (or GRE key) -> last sequence
 };

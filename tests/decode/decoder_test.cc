@@ -4,6 +4,7 @@
 
 #include <pcap/pcap.h>
 
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -689,6 +690,153 @@ TEST(DuplicateKeyTest, EqualsTheDefinitionOnEveryCommittedFrameAndEveryCut) {
     }
   }
   EXPECT_GT(checks, 100'000u);
+}
+
+// The usual frames (Ethernet, at most one 802.1Q tag, IPv4 unfragmented, TCP, whole and consistent headers) are
+// decoded a straight way, everything else the general way: both must give every frame the same record, the same
+// return and the same counts. Every Ethernet frame of the committed traces, whole and (the first hundred of each file)
+// cut at every length up to 160; then IPv4 TCP frames with a sample of header lengths, fragment fields, data offsets,
+// total lengths, a tag, two tags and a capture longer than the wire; each under decoder settings that change what the
+// usual way writes (local networks in both families and of every kind of length, a mirror's own tag, no duplicate
+// keys).
+struct UsualWayCheck {
+  std::vector<DecoderConfig> configs;
+  std::vector<Decoder> usual, general, probe;
+  size_t frames = 0, taken = 0, compared = 0;
+
+  UsualWayCheck() {
+    auto nets = [](std::initializer_list<const char*> texts) {
+      std::vector<IpPrefix> out;
+      for (const char* t : texts) {
+        IpPrefix p;
+        EXPECT_TRUE(parsePrefix(t, &p)) << t;
+        out.push_back(p);
+      }
+      return out;
+    };
+    configs.emplace_back();
+    configs.emplace_back().local_nets = nets({"fd00::/8", "10.77.0.1/32", "192.168.0.0/17"});
+    configs.emplace_back().local_nets = nets({"10.0.0.0/8"});
+    configs.emplace_back().local_nets = nets({"172.16.0.0/12", "0.0.0.0/0"});
+    configs.emplace_back().mirror_vlan_tags = 1;
+    configs.emplace_back().duplicate_keys = false;
+    for (const DecoderConfig& c : configs) {
+      usual.emplace_back(c);
+      general.emplace_back(c);
+      general.back().setUsualWay(false);
+      probe.emplace_back(c);
+    }
+  }
+
+  // Decodes the first `n` bytes of `f` (a heap buffer of exactly n bytes, for AddressSanitizer) every way.
+  void check(const std::vector<uint8_t>& f, size_t n, uint32_t wire_len, const std::string& what) {
+    std::unique_ptr<uint8_t[]> copy(new uint8_t[n == 0 ? 1 : n]);
+    std::copy(f.begin(), f.begin() + static_cast<ptrdiff_t>(n), copy.get());
+    const std::span<const uint8_t> bytes{copy.get(), n};
+    ++frames;
+    for (size_t i = 0; i < configs.size(); ++i) {
+      // Records that start out different, so that a field either way leaves unwritten shows.
+      PacketRecord a, b, p;
+      std::memset(static_cast<void*>(&a), 0x5A, sizeof(a));
+      std::memset(static_cast<void*>(&b), 0xA5, sizeof(b));
+      a.ts_ns = b.ts_ns = 0;
+      const DecodeError ea = usual[i].decode(bytes, wire_len, &a);
+      const DecodeError eb = general[i].decode(bytes, wire_len, &b);
+      if (probe[i].decodeUsual(bytes, wire_len, &p) && i == 0) ++taken;
+      ++compared;
+      EXPECT_EQ(ea, eb) << what << " setting " << i;
+      EXPECT_EQ(std::memcmp(&a, &b, sizeof(a)), 0)
+          << what << " setting " << i << ": " << flowToString(a.key) << " / " << flowToString(b.key);
+      const DecodeStats& sa = usual[i].stats();
+      const DecodeStats& sb = general[i].stats();
+      EXPECT_EQ(sa.errors, sb.errors) << what << " setting " << i;
+      EXPECT_EQ(sa.non_ip, sb.non_ip) << what << " setting " << i;
+      EXPECT_EQ(sa.encapsulated, sb.encapsulated) << what << " setting " << i;
+      EXPECT_EQ(sa.mirror_seq_gaps, sb.mirror_seq_gaps) << what << " setting " << i;
+      EXPECT_EQ(sa.mirror_seq_reorders, sb.mirror_seq_reorders) << what << " setting " << i;
+      if (::testing::Test::HasFailure()) return;
+    }
+  }
+};
+
+void putBe16(std::vector<uint8_t>& f, size_t at, uint16_t v) {
+  f[at] = static_cast<uint8_t>(v >> 8);
+  f[at + 1] = static_cast<uint8_t>(v);
+}
+
+TEST(DecoderUsualWayTest, GivesEveryFrameTheGeneralWaysRecordAndCounts) {
+  const std::filesystem::path data = std::filesystem::path(BURSTSCOPE_SOURCE_ROOT) / "data";
+  UsualWayCheck check;
+  size_t files = 0, whole = 0, whole_taken = 0;
+  std::vector<std::vector<uint8_t>> tcp4;  // untagged IPv4 TCP frames to vary below
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(data)) {
+    if (entry.path().extension() != ".pcap") continue;
+    char err[PCAP_ERRBUF_SIZE];
+    pcap_t* p = pcap_open_offline(entry.path().c_str(), err);
+    ASSERT_NE(p, nullptr) << err;
+    ASSERT_EQ(pcap_datalink(p), DLT_EN10MB) << entry.path();
+    ++files;
+    size_t in_file = 0;
+    pcap_pkthdr* h;
+    const u_char* bytes;
+    while (pcap_next_ex(p, &h, &bytes) == 1) {
+      const std::vector<uint8_t> f(bytes, bytes + h->caplen);
+      const std::string what = entry.path().filename().string() + " frame " + std::to_string(in_file);
+      const size_t taken_before = check.taken;
+      check.check(f, f.size(), h->len, what);
+      ++whole;
+      whole_taken += check.taken - taken_before;
+      for (size_t n = 0; in_file < 100 && n < std::min<size_t>(f.size(), 160); ++n) {
+        check.check(f, n, h->len, what + " cut at " + std::to_string(n));
+      }
+      if (f.size() >= 66 && f[12] == 0x08 && f[13] == 0x00 && f[23] == 6 && tcp4.size() < 40) tcp4.push_back(f);
+      ++in_file;
+      if (::testing::Test::HasFailure()) break;
+    }
+    pcap_close(p);
+    if (::testing::Test::HasFailure()) return;
+  }
+  ASSERT_GE(files, 10u) << "the committed traces under data/";
+  ASSERT_GT(whole_taken, whole / 2) << "most committed frames are usual and must take the usual way";
+  ASSERT_EQ(tcp4.size(), 40u);
+  // Varied: IP header length, fragment field, TCP data offset, IP total length (as captured, below the header, to the
+  // TCP header's end, past the wire), no tag, one tag, two, and a capture claiming more than the wire carried.
+  for (size_t i = 0; i < tcp4.size(); ++i) {
+    for (uint8_t ihl : {0, 4, 5, 6, 15}) {
+      for (uint16_t frag : {0x0000, 0x4000, 0x2000, 0x0001, 0x1FFF}) {
+        for (int doff : {0, 4, 5, 8, 15}) {
+          for (int total : {-1, 19, 0, 40, 9000}) {  // -1: as it is; 0: the IP and TCP headers exactly
+            for (int tags : {0, 1, 2}) {
+              for (int wire_less : {0, 1}) {
+                std::vector<uint8_t> f = tcp4[i];
+                f.resize(std::max<size_t>(f.size(), 160), 0xA5);
+                f[14] = static_cast<uint8_t>(0x40 | ihl);
+                f[15] = static_cast<uint8_t>(i * 37);  // DSCP and ECN: every ECN codepoint among the frames
+                putBe16(f, 20, frag);
+                const size_t l4 = 14 + std::max<size_t>(20, size_t{ihl} * 4);
+                f[l4 + 12] = static_cast<uint8_t>(doff << 4 | (f[l4 + 12] & 0x0F));
+                if (total >= 0) putBe16(f, 16, static_cast<uint16_t>(total == 0 ? (l4 - 14) + doff * 4 : total));
+                for (int t = 0; t < tags; ++t) {
+                  const uint8_t tag[4] = {0x81, 0x00, static_cast<uint8_t>(0x20 + t), 0x07};
+                  f.insert(f.begin() + 12, tag, tag + 4);
+                }
+                const auto wire = static_cast<uint32_t>(f.size() - static_cast<size_t>(wire_less) * 8);
+                const std::string what = "tcp frame " + std::to_string(i) + " ihl " + std::to_string(ihl) +
+                                         " fragment field " + std::to_string(frag) + " data offset " +
+                                         std::to_string(doff) + " total " + std::to_string(total) + " tags " +
+                                         std::to_string(tags) + " wire less " + std::to_string(wire_less);
+                check.check(f, f.size(), wire, what);
+                check.check(f, 70, wire, what + " cut at 70");
+                if (::testing::Test::HasFailure()) return;
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(check.taken, check.frames / 8) << "the varied frames include usual ones";
+  EXPECT_GT(check.compared, 1'000'000u);
 }
 
 TEST(DecoderTest, LinkTypesFromPcapNumbers) {

@@ -17,9 +17,10 @@ struct RawFrames {
   std::vector<int64_t> ts;
 };
 
-inline RawFrames loadBundledTrace() {
+// A committed trace's frames (`path` from the repository's root).
+inline RawFrames loadTrace(const std::string& path) {
   RawFrames f;
-  auto src = openPcapFiles({std::string(BURSTSCOPE_SOURCE_ROOT) + "/data/ddp-gloo-w3-3steps.pcap"});
+  auto src = openPcapFiles({std::string(BURSTSCOPE_SOURCE_ROOT) + "/" + path});
   if (!src.ok()) return f;
   struct Collect : FrameSink {
     RawFrames* f;
@@ -34,6 +35,7 @@ inline RawFrames loadBundledTrace() {
   (void)(*src)->run(sink, stop);
   return f;
 }
+inline RawFrames loadBundledTrace() { return loadTrace("data/ddp-gloo-w3-3steps.pcap"); }
 
 // Records in timestamp order, as the engine receives them.
 inline std::vector<PacketRecord> bundledRecords(const DecoderConfig& config = {}) {

@@ -341,46 +341,60 @@ Decoder::Decoder(DecoderConfig config) : config_(std::move(config)) {
   }
 }
 
-// Training traffic over TCP sockets (Gloo's, NCCL's socket transport) is nearly every frame a mirror port beside it
-// sees (94% of the committed traces' frames come this way). The general way takes such a frame through six calls
-// (decodeEthernet to decodeTcp), each checking the captured length again, and zeroes the record field by field before
-// writing it: with its duplicate key 16 ns a frame (`decode_bench`), on the RX lcore that is a DPDK port's wall
-// (bench/README.md). Here
-// the same frame is checked once for everything the general way would find wrong or different (a second tag,
-// fragments, options or a TCP header cut off, lengths that disagree) and written in whole words; anything else goes
-// the general way, which sets every field of the record from the start.
+// Training traffic is nearly all TCP (Gloo's and NCCL's sockets) or RoCEv2 (NCCL over RDMA, UDP) in IPv4: 94% of
+// the committed traces' frames come this way. The general way takes such a frame through six calls (decodeEthernet
+// to decodeTcp or decodeRoce), each checking the captured length again, and zeroes the record field by field before
+// writing it: with its duplicate key 16 ns a TCP frame (`decode_bench`), on the RX lcore that is a DPDK port's wall
+// (bench/README.md). Here the same frame is checked once for everything the general way would find wrong or
+// different (a second tag, fragments, options or a transport header cut off, lengths that disagree, a VXLAN port) and
+// written in whole words; anything else goes the general way, which sets every field of the record from the start.
 bool Decoder::decodeUsual(std::span<const uint8_t> data, uint32_t wire_len, PacketRecord* out) {
   const uint8_t* const d = data.data();
   const size_t n = data.size();
-  if (n < 14 + 20 + 20 || n > wire_len || !v4_nets_exact_) return false;
-  size_t off = 14;
+  if (n < 14 + 20 + 8 || n > wire_len || !v4_nets_exact_) return false;
+  UsualFrame f{d, n, 14, wire_len, wire_len, 0};
   uint16_t type = be16(d + 12);
-  uint16_t vlan = 0;
-  uint32_t measured = wire_len;
   if (type == kEthVlan) {  // one tag, taken as decodeEthertype takes it
-    if (n < 18 + 20 + 20) return false;
-    if (config_.mirror_vlan_tags >= 1 && measured >= 4) {
-      measured -= 4;  // the mirror's transport tag, not the monitored frame's
+    if (n < 18 + 20 + 8) return false;
+    if (config_.mirror_vlan_tags >= 1 && f.measured >= 4) {
+      f.measured -= 4;  // the mirror's transport tag, not the monitored frame's
     } else {
-      vlan = be16(d + 14) & 0x0FFF;
+      f.vlan = be16(d + 14) & 0x0FFF;
     }
     type = be16(d + 16);
-    off = 18;
+    f.off = 18;
   }
   if (type != kEthIpv4) return false;
+  // One straight line for each transport (the TCP frame's was a nanosecond slower with both in one).
+  const uint8_t proto = d[f.off + 9];
+  if (proto == kProtoTcp) return decodeUsualIpv4<kProtoTcp>(f, out);
+  if (proto == kProtoUdp) return decodeUsualIpv4<kProtoUdp>(f, out);
+  return false;
+}
+
+template <uint8_t kProto>
+inline bool Decoder::decodeUsualIpv4(const UsualFrame& f, PacketRecord* out) {
+  const uint8_t* const d = f.data;
+  const size_t n = f.caplen, off = f.off;
   const uint8_t* const h = d + off;
   const size_t ihl = size_t{h[0] & 0x0Fu} * 4;
   const size_t total = be16(h + 2);
-  // Version 4, a sane header length, no fragment (neither more to come nor an offset), TCP. (A total length below
-  // the header's fails the TCP header's check below.)
-  if ((h[0] >> 4) != 4 || ihl < 20 || (be16(h + 6) & 0x3FFF) != 0 || h[9] != kProtoTcp) return false;
+  // Version 4, a sane header and total length, no fragment (neither more to come nor an offset), a length the wire
+  // carried.
   const size_t l4 = off + ihl;
   const size_t ip_end = off + total;
-  // The TCP header's first 20 bytes captured (and so the IP options), an IP length the wire carried.
-  if (l4 + 20 > n || ip_end > wire_len) return false;
+  if ((h[0] >> 4) != 4 || ihl < 20 || total < ihl || (be16(h + 6) & 0x3FFF) != 0 || ip_end > f.wire_len) return false;
   const uint8_t* const t = d + l4;
-  const size_t header = size_t{static_cast<uint8_t>(t[12] >> 4)} * 4;
-  if (header < 20 || l4 + header > ip_end) return false;
+  size_t header = 8;  // the transport header's length (UDP's, or TCP's from its data offset)
+  if constexpr (kProto == kProtoTcp) {
+    // Its first 20 bytes captured (and so the IP options), a data offset that fits the IP payload.
+    if (l4 + 20 > n) return false;
+    header = size_t{static_cast<uint8_t>(t[12] >> 4)} * 4;
+    if (header < 20 || l4 + header > ip_end) return false;
+  } else {
+    // Its 8 bytes captured; not a VXLAN mirror's wrapping.
+    if (l4 + 8 > n || be16(t + 2) == config_.vxlan_port) return false;
+  }
 
   Direction direction = Direction::kUnknown;
   if (!v4_nets_.empty()) {
@@ -398,42 +412,66 @@ bool Decoder::decodeUsual(std::span<const uint8_t> data, uint32_t wire_len, Pack
   }
   uint32_t dup_key = 0;
   if (config_.duplicate_keys) {
-    // duplicateKeyFromIp's usual TCP way, from what is known here (a header of 20 bytes or more, whole).
+    // duplicateKeyFromIp's usual way, from what is known here (the transport header whole).
     uint64_t key;
-    const uint64_t terms = ipv4Terms(h) + term(load8(t), 4) + term(load8(t + 8), 5);
-    if (!usualIpv4Key(h, n - off, ihl + header, terms, 6, &key)) duplicateKeyFromIp({h, n - off}, kEthIpv4, &key);
+    bool keyed;
+    if constexpr (kProto == kProtoTcp) {
+      keyed = usualIpv4Key(h, n - off, ihl + header, ipv4Terms(h) + term(load8(t), 4) + term(load8(t + 8), 5), 6, &key);
+    } else {
+      keyed = usualIpv4Key(h, n - off, ihl + 8, ipv4Terms(h) + term(load8(t) & 0xFFFF'FFFF'FFFFull, 4), 5, &key);
+    }
+    if (!keyed) duplicateKeyFromIp({h, n - off}, kEthIpv4, &key);
     dup_key = static_cast<uint32_t>(key) | 1u;
   }
   uint32_t src_addr, dst_addr;
   std::memcpy(&src_addr, h + 12, 4);
   std::memcpy(&dst_addr, h + 16, 4);
-  const uint64_t ports_and_kind = uint64_t{be16(t)} | uint64_t{be16(t + 2)} << 16 | uint64_t{kProtoTcp} << 32 |
+  const uint64_t ports_and_kind = uint64_t{be16(t)} | uint64_t{be16(t + 2)} << 16 | uint64_t{kProto} << 32 |
                                   uint64_t{4} << 40;  // src_port, dst_port, proto, family; kind and reserved 0
   static_assert(offsetof(FlowKey, src_port) == 32 && offsetof(FlowKey, family) == 37 && offsetof(FlowKey, kind) == 38);
-  out->wire_len = measured;
+  out->wire_len = f.measured;
   out->direction = direction;
   out->flags = 0;
-  out->vlan = vlan;
+  out->vlan = f.vlan;
   out->key = FlowKey::fromWords({src_addr, 0, dst_addr, 0, ports_and_kind});
-  out->l4 = static_cast<uint8_t>((h[1] & 3) << 2 | static_cast<uint8_t>(L4Kind::kTcp));
-  out->op = t[13];
-  out->len = static_cast<uint16_t>(std::min<size_t>(ip_end - l4 - header, UINT16_MAX));
-  out->seq = be32(t + 4);
-  out->ack = (t[13] & kTcpAck) ? be32(t + 8) : 0;
+  const auto ecn = static_cast<uint8_t>((h[1] & 3) << 2);
+  if constexpr (kProto == kProtoTcp) {
+    out->l4 = ecn | static_cast<uint8_t>(L4Kind::kTcp);
+    out->op = t[13];
+    out->len = static_cast<uint16_t>(std::min<size_t>(ip_end - l4 - header, UINT16_MAX));
+    out->seq = be32(t + 4);
+    out->ack = (t[13] & kTcpAck) ? be32(t + 8) : 0;
+  } else {
+    out->l4 = ecn;
+    out->op = 0;
+    out->len = 0;
+    out->seq = out->ack = 0;
+    if (be16(t + 2) == config_.roce_port) {
+      // RoCEv2: the queue pair, opcode, PSN and payload, as the general way reads them; a BTH or extension header
+      // that is cut off or wrong goes the general way, which counts why.
+      Cursor c{d, n, l4, f.wire_len};
+      c.ip_end = ip_end;
+      if (decodeRoce(c, out) != DecodeError::kNone) return false;
+    }
+  }
   out->dup_key = dup_key;
   ++stats_.errors[static_cast<int>(DecodeError::kNone)];
   return true;
 }
 
 DecodeError Decoder::decode(std::span<const uint8_t> data, uint32_t wire_len, PacketRecord* out, LinkType link) {
-  // A frame that cannot be usual (not IPv4 TCP: a mirror's encapsulation, UDP, IPv6, anything else) is told by its
-  // ethertype and protocol here, before the call, which cost such frames 2 ns each (`decode_bench` ERSPAN III).
-  if (link == LinkType::kEthernet && usual_way_ && data.size() >= 14 + 20 + 20) {
+  // A frame that cannot be usual (not IPv4 TCP or UDP: GRE's mirror encapsulations, IPv6, anything else) is told by
+  // its ethertype and protocol here, before the call, which cost such frames 2 ns each (`decode_bench` ERSPAN III).
+  if (link == LinkType::kEthernet && usual_way_ && data.size() >= 14 + 20 + 8) {
     const uint8_t* d = data.data();
     const uint16_t type = be16(d + 12);
-    const bool tcp4 = (type == kEthIpv4 && d[23] == kProtoTcp) || (type == kEthVlan && data.size() >= 18 + 20 + 20 &&
-                                                                   be16(d + 16) == kEthIpv4 && d[27] == kProtoTcp);
-    if (tcp4 && decodeUsual(data, wire_len, out)) return DecodeError::kNone;
+    // An untagged VXLAN frame with a 20-byte IP header (a kernel's VXLAN mirror) too: its UDP port is at 36.
+    const bool usual =
+        (type == kEthIpv4 &&
+         (d[23] == kProtoTcp || (d[23] == kProtoUdp && !(d[14] == 0x45 && be16(d + 36) == config_.vxlan_port)))) ||
+        (type == kEthVlan && data.size() >= 18 + 20 + 8 && be16(d + 16) == kEthIpv4 &&
+         (d[27] == kProtoTcp || d[27] == kProtoUdp));
+    if (usual && decodeUsual(data, wire_len, out)) return DecodeError::kNone;
   }
   DecodeError caplen_error = DecodeError::kNone;
   if (data.size() > wire_len) {

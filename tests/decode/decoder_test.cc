@@ -692,13 +692,14 @@ TEST(DuplicateKeyTest, EqualsTheDefinitionOnEveryCommittedFrameAndEveryCut) {
   EXPECT_GT(checks, 100'000u);
 }
 
-// The usual frames (Ethernet, at most one 802.1Q tag, IPv4 unfragmented, TCP, whole and consistent headers) are
-// decoded a straight way, everything else the general way: both must give every frame the same record, the same
-// return and the same counts. Every Ethernet frame of the committed traces, whole and (the first hundred of each file)
-// cut at every length up to 160; then IPv4 TCP frames with a sample of header lengths, fragment fields, data offsets,
-// total lengths, a tag, two tags and a capture longer than the wire; each under decoder settings that change what the
-// usual way writes (local networks in both families and of every kind of length, a mirror's own tag, no duplicate
-// keys).
+// The usual frames (Ethernet, at most one 802.1Q tag, IPv4 unfragmented, TCP or UDP with RoCEv2, whole and consistent
+// headers) are decoded a straight way, everything else the general way: both must give every frame the same record,
+// the same return and the same counts. Every Ethernet frame of the committed traces, whole and (the first hundred of
+// each file) cut at every length up to 160; then IPv4 TCP frames with a sample of header lengths, fragment fields,
+// data offsets, total lengths, a tag, two tags and a capture longer than the wire, and RoCEv2 frames the same way,
+// also to other UDP ports (VXLAN's among them) and with every BTH opcode; each under decoder settings that change what
+// the usual way writes (local networks in both families and of every kind of length, a mirror's own tag, no duplicate
+// keys, RoCEv2 on VXLAN's port).
 struct UsualWayCheck {
   std::vector<DecoderConfig> configs;
   std::vector<Decoder> usual, general, probe;
@@ -720,6 +721,7 @@ struct UsualWayCheck {
     configs.emplace_back().local_nets = nets({"172.16.0.0/12", "0.0.0.0/0"});
     configs.emplace_back().mirror_vlan_tags = 1;
     configs.emplace_back().duplicate_keys = false;
+    configs.emplace_back().roce_port = 4789;  // RoCEv2 where VXLAN would be: RoCEv2 is read first
     for (const DecoderConfig& c : configs) {
       usual.emplace_back(c);
       general.emplace_back(c);
@@ -768,7 +770,7 @@ TEST(DecoderUsualWayTest, GivesEveryFrameTheGeneralWaysRecordAndCounts) {
   const std::filesystem::path data = std::filesystem::path(BURSTSCOPE_SOURCE_ROOT) / "data";
   UsualWayCheck check;
   size_t files = 0, whole = 0, whole_taken = 0;
-  std::vector<std::vector<uint8_t>> tcp4;  // untagged IPv4 TCP frames to vary below
+  std::vector<std::vector<uint8_t>> tcp4, udp4;  // untagged IPv4 TCP and UDP (RoCEv2) frames to vary below
   for (const auto& entry : std::filesystem::recursive_directory_iterator(data)) {
     if (entry.path().extension() != ".pcap") continue;
     char err[PCAP_ERRBUF_SIZE];
@@ -790,6 +792,9 @@ TEST(DecoderUsualWayTest, GivesEveryFrameTheGeneralWaysRecordAndCounts) {
         check.check(f, n, h->len, what + " cut at " + std::to_string(n));
       }
       if (f.size() >= 66 && f[12] == 0x08 && f[13] == 0x00 && f[23] == 6 && tcp4.size() < 40) tcp4.push_back(f);
+      if (f.size() >= 66 && f[12] == 0x08 && f[13] == 0x00 && f[23] == 17 && f[14] == 0x45 && udp4.size() < 10) {
+        udp4.push_back(f);
+      }
       ++in_file;
       if (::testing::Test::HasFailure()) break;
     }
@@ -832,6 +837,62 @@ TEST(DecoderUsualWayTest, GivesEveryFrameTheGeneralWaysRecordAndCounts) {
             }
           }
         }
+      }
+    }
+  }
+  ASSERT_EQ(udp4.size(), 10u) << "RoCEv2's frames under data/roce";
+  // RoCEv2 frames: the same IP variations, to RoCEv2's port, VXLAN's and another, with and without the tag.
+  for (size_t i = 0; i < udp4.size(); ++i) {
+    for (uint8_t ihl : {0, 4, 5, 6, 15}) {
+      for (uint16_t frag : {0x0000, 0x4000, 0x2000, 0x0001}) {
+        for (int total : {-1, 19, 0, 9000}) {  // 0: to the UDP header's end
+          for (uint16_t port : {4791, 4789, 53}) {
+            for (int tags : {0, 1}) {
+              std::vector<uint8_t> f = udp4[i];
+              f.resize(std::max<size_t>(f.size(), 160), 0xA5);
+              f[14] = static_cast<uint8_t>(0x40 | ihl);
+              f[15] = static_cast<uint8_t>(i * 37);
+              putBe16(f, 20, frag);
+              const size_t l4 = 14 + std::max<size_t>(20, size_t{ihl} * 4);
+              if (ihl != 5)
+                std::copy(udp4[i].begin() + 34, udp4[i].begin() + 34 + 60, f.begin() + static_cast<ptrdiff_t>(l4));
+              putBe16(f, l4 + 2, port);
+              f[l4 + 6] = static_cast<uint8_t>(i * 13 + 1);  // a checksum (RoCEv2's are 0), which the key leaves out
+              if (total >= 0) putBe16(f, 16, static_cast<uint16_t>(total == 0 ? (l4 - 14) + 8 : total));
+              for (int t = 0; t < tags; ++t) {
+                const uint8_t tag[4] = {0x81, 0x00, 0x20, 0x07};
+                f.insert(f.begin() + 12, tag, tag + 4);
+              }
+              const std::string what = "udp frame " + std::to_string(i) + " ihl " + std::to_string(ihl) +
+                                       " fragment field " + std::to_string(frag) + " total " + std::to_string(total) +
+                                       " port " + std::to_string(port) + " tags " + std::to_string(tags);
+              const auto wire = static_cast<uint32_t>(f.size());
+              check.check(f, f.size(), wire, what);
+              check.check(f, 70, wire, what + " cut at 70");
+              check.check(f, f.size(), wire - 8, what + " wire less");
+              if (::testing::Test::HasFailure()) return;
+            }
+          }
+        }
+      }
+    }
+  }
+  // Every BTH opcode, with a sane and a wrong transport header version and pad count, each cut where the extension
+  // headers end or do not.
+  for (size_t i = 0; i < 2; ++i) {
+    for (int opcode = 0; opcode < 256; ++opcode) {
+      for (uint8_t flags : {0x00, 0x30, 0x01}) {
+        std::vector<uint8_t> f = udp4[i];
+        f.resize(std::max<size_t>(f.size(), 160), 0xA5);
+        f[42] = static_cast<uint8_t>(opcode);  // BTH after 14 + 20 + 8 bytes
+        f[43] = flags;
+        const std::string what =
+            "roce frame " + std::to_string(i) + " opcode " + std::to_string(opcode) + " flags " + std::to_string(flags);
+        check.check(f, f.size(), static_cast<uint32_t>(f.size()), what);
+        for (size_t cut : {42, 54, 58, 62, 66, 70, 74, 78, 82, 90, 98}) {
+          check.check(f, cut, static_cast<uint32_t>(f.size()), what + " cut at " + std::to_string(cut));
+        }
+        if (::testing::Test::HasFailure()) return;
       }
     }
   }

@@ -601,6 +601,32 @@ std::optional<uint64_t> referenceDuplicateKey(std::span<const uint8_t> d, uint16
   return h ^ (h >> 29);
 }
 
+// Calls visit(file name, the frame's number in its file, its pcap header, its bytes) for every frame of every
+// committed trace under data/ (all Ethernet), until a test fails; returns how many files it read.
+template <typename Visit>
+size_t forEachCommittedFrame(Visit visit) {
+  const std::filesystem::path data = std::filesystem::path(BURSTSCOPE_SOURCE_ROOT) / "data";
+  size_t files = 0;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(data)) {
+    if (entry.path().extension() != ".pcap") continue;
+    char err[PCAP_ERRBUF_SIZE];
+    pcap_t* p = pcap_open_offline(entry.path().c_str(), err);
+    EXPECT_NE(p, nullptr) << err;
+    if (p == nullptr) break;
+    EXPECT_EQ(pcap_datalink(p), DLT_EN10MB) << entry.path();
+    ++files;
+    size_t in_file = 0;
+    pcap_pkthdr* h;
+    const u_char* bytes;
+    while (!::testing::Test::HasFailure() && pcap_next_ex(p, &h, &bytes) == 1) {
+      visit(entry.path().filename().string(), in_file++, *h, bytes);
+    }
+    pcap_close(p);
+    if (::testing::Test::HasFailure()) break;
+  }
+  return files;
+}
+
 // Checks duplicateKeyFromIp against the reference on `ip` cut at every length up to `max_cut` (and whole), each from
 // a heap buffer of exactly that many bytes (AddressSanitizer catches a read past it). Returns the checks made.
 size_t expectKeysAtEveryCut(const std::vector<uint8_t>& ip, uint16_t type, size_t max_cut, const std::string& what) {
@@ -627,36 +653,21 @@ size_t expectKeysAtEveryCut(const std::vector<uint8_t>& ip, uint16_t type, size_
 // the usual frames (IPv4 TCP and UDP, whole headers, payload captured for 16 bytes or not at all) another way than the
 // rest: both must agree with this.
 TEST(DuplicateKeyTest, EqualsTheDefinitionOnEveryCommittedFrameAndEveryCut) {
-  const std::filesystem::path data = std::filesystem::path(BURSTSCOPE_SOURCE_ROOT) / "data";
-  size_t files = 0, frames = 0, fast_shaped = 0, checks = 0;
+  size_t frames = 0, fast_shaped = 0, checks = 0;
   std::vector<std::vector<uint8_t>> tcp4, udp4;  // a few IPv4 TCP and UDP packets to mutate below
-  for (const auto& entry : std::filesystem::recursive_directory_iterator(data)) {
-    if (entry.path().extension() != ".pcap") continue;
-    char err[PCAP_ERRBUF_SIZE];
-    pcap_t* p = pcap_open_offline(entry.path().c_str(), err);
-    ASSERT_NE(p, nullptr) << err;
-    ASSERT_EQ(pcap_datalink(p), DLT_EN10MB) << entry.path();
-    ++files;
-    size_t in_file = 0;
-    pcap_pkthdr* h;
-    const u_char* bytes;
-    while (pcap_next_ex(p, &h, &bytes) == 1) {
-      if (h->caplen < 14) continue;
-      const uint16_t type = static_cast<uint16_t>(bytes[12] << 8 | bytes[13]);
-      if (type != 0x0800 && type != 0x86DD) continue;
-      const std::vector<uint8_t> ip(bytes + 14, bytes + h->caplen);
-      ++frames;
-      if (type == 0x0800 && ip.size() >= 20 && (ip[9] == 6 || ip[9] == 17)) ++fast_shaped;
-      const std::string what = entry.path().filename().string() + " frame " + std::to_string(in_file);
-      checks += expectKeysAtEveryCut(ip, type, in_file < 100 ? 160 : 0, what);
-      if (type == 0x0800 && ip.size() >= 40 && ip[9] == 6 && tcp4.size() < 40) tcp4.push_back(ip);
-      if (type == 0x0800 && ip.size() >= 40 && ip[9] == 17 && udp4.size() < 10) udp4.push_back(ip);
-      ++in_file;
-      if (::testing::Test::HasFailure()) break;
-    }
-    pcap_close(p);
-    if (::testing::Test::HasFailure()) return;
-  }
+  const size_t files =
+      forEachCommittedFrame([&](const std::string& file, size_t in_file, const pcap_pkthdr& h, const u_char* bytes) {
+        if (h.caplen < 14) return;
+        const uint16_t type = static_cast<uint16_t>(bytes[12] << 8 | bytes[13]);
+        if (type != 0x0800 && type != 0x86DD) return;
+        const std::vector<uint8_t> ip(bytes + 14, bytes + h.caplen);
+        ++frames;
+        if (type == 0x0800 && ip.size() >= 20 && (ip[9] == 6 || ip[9] == 17)) ++fast_shaped;
+        checks += expectKeysAtEveryCut(ip, type, in_file < 100 ? 160 : 0, file + " frame " + std::to_string(in_file));
+        if (type == 0x0800 && ip.size() >= 40 && ip[9] == 6 && tcp4.size() < 40) tcp4.push_back(ip);
+        if (type == 0x0800 && ip.size() >= 40 && ip[9] == 17 && udp4.size() < 10) udp4.push_back(ip);
+      });
+  if (::testing::Test::HasFailure()) return;
   ASSERT_GE(files, 10u) << "the committed traces under data/";
   ASSERT_GT(fast_shaped, frames / 2) << "most frames must take the decoder's straight-line way";
   ASSERT_EQ(tcp4.size(), 40u);
@@ -767,40 +778,26 @@ void putBe16(std::vector<uint8_t>& f, size_t at, uint16_t v) {
 }
 
 TEST(DecoderUsualWayTest, GivesEveryFrameTheGeneralWaysRecordAndCounts) {
-  const std::filesystem::path data = std::filesystem::path(BURSTSCOPE_SOURCE_ROOT) / "data";
   UsualWayCheck check;
-  size_t files = 0, whole = 0, whole_taken = 0;
+  size_t whole = 0, whole_taken = 0;
   std::vector<std::vector<uint8_t>> tcp4, udp4;  // untagged IPv4 TCP and UDP (RoCEv2) frames to vary below
-  for (const auto& entry : std::filesystem::recursive_directory_iterator(data)) {
-    if (entry.path().extension() != ".pcap") continue;
-    char err[PCAP_ERRBUF_SIZE];
-    pcap_t* p = pcap_open_offline(entry.path().c_str(), err);
-    ASSERT_NE(p, nullptr) << err;
-    ASSERT_EQ(pcap_datalink(p), DLT_EN10MB) << entry.path();
-    ++files;
-    size_t in_file = 0;
-    pcap_pkthdr* h;
-    const u_char* bytes;
-    while (pcap_next_ex(p, &h, &bytes) == 1) {
-      const std::vector<uint8_t> f(bytes, bytes + h->caplen);
-      const std::string what = entry.path().filename().string() + " frame " + std::to_string(in_file);
-      const size_t taken_before = check.taken;
-      check.check(f, f.size(), h->len, what);
-      ++whole;
-      whole_taken += check.taken - taken_before;
-      for (size_t n = 0; in_file < 100 && n < std::min<size_t>(f.size(), 160); ++n) {
-        check.check(f, n, h->len, what + " cut at " + std::to_string(n));
-      }
-      if (f.size() >= 66 && f[12] == 0x08 && f[13] == 0x00 && f[23] == 6 && tcp4.size() < 40) tcp4.push_back(f);
-      if (f.size() >= 66 && f[12] == 0x08 && f[13] == 0x00 && f[23] == 17 && f[14] == 0x45 && udp4.size() < 10) {
-        udp4.push_back(f);
-      }
-      ++in_file;
-      if (::testing::Test::HasFailure()) break;
-    }
-    pcap_close(p);
-    if (::testing::Test::HasFailure()) return;
-  }
+  const size_t files =
+      forEachCommittedFrame([&](const std::string& file, size_t in_file, const pcap_pkthdr& h, const u_char* bytes) {
+        const std::vector<uint8_t> f(bytes, bytes + h.caplen);
+        const std::string what = file + " frame " + std::to_string(in_file);
+        const size_t taken_before = check.taken;
+        check.check(f, f.size(), h.len, what);
+        ++whole;
+        whole_taken += check.taken - taken_before;
+        for (size_t n = 0; in_file < 100 && n < std::min<size_t>(f.size(), 160); ++n) {
+          check.check(f, n, h.len, what + " cut at " + std::to_string(n));
+        }
+        if (f.size() >= 66 && f[12] == 0x08 && f[13] == 0x00 && f[23] == 6 && tcp4.size() < 40) tcp4.push_back(f);
+        if (f.size() >= 66 && f[12] == 0x08 && f[13] == 0x00 && f[23] == 17 && f[14] == 0x45 && udp4.size() < 10) {
+          udp4.push_back(f);
+        }
+      });
+  if (::testing::Test::HasFailure()) return;
   ASSERT_GE(files, 10u) << "the committed traces under data/";
   ASSERT_GT(whole_taken, whole / 2) << "most committed frames are usual and must take the usual way";
   ASSERT_EQ(tcp4.size(), 40u);

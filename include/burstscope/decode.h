@@ -149,6 +149,9 @@ class Decoder {
   // written, for any frame that is not usual (decode() then takes it the general way, from the start). Public for the
   // tests, which make sure that the usual frames do come this way.
   bool decodeUsual(std::span<const uint8_t> data, uint32_t wire_len, PacketRecord* out);
+  // decode()'s quick look before decodeUsual: false for a frame that cannot be usual; true for every one that is (the
+  // tests hold it to that), and for some that are not.
+  bool mayBeUsual(std::span<const uint8_t> data) const;
 
  private:
   struct Cursor;

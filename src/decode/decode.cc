@@ -207,12 +207,12 @@ constexpr uint64_t kMul[] = {0x9E3779B97F4A7C15ull, 0xC2B2AE3D27D4EB4Full, 0x165
                              0xD6E8FEB86659FD93ull, 0xA0761D6478BD642Full, 0xE7037ED1A0B428DBull,
                              0x8EBC6AF09C88C6E3ull, 0x589965CC75374CC3ull, 0x1D8E4E27C47D124Full,
                              0xFF51AFD7ED558CCDull, 0xC4CEB9FE1A85EC53ull, 0x94D049BB133111EBull};
-uint64_t finishDuplicateKey(uint64_t h) {
+[[gnu::always_inline]] inline uint64_t finishDuplicateKey(uint64_t h) {
   h ^= h >> 32;
   h *= 0xD6E8FEB86659FD93ull;
   return h ^ (h >> 29);
 }
-uint64_t load8(const uint8_t* p) {
+[[gnu::always_inline]] inline uint64_t load8(const uint8_t* p) {
   uint64_t w;
   std::memcpy(&w, p, 8);
   return w;
@@ -221,13 +221,14 @@ uint64_t load8(const uint8_t* p) {
 constexpr uint64_t term(uint64_t w, int field) { return (w + static_cast<uint64_t>(field) + 1) * kMul[field]; }
 // An IPv4 header's share (`d` at it, 20 bytes captured): version and header length, total length to fragment
 // offset, protocol, addresses.
-inline uint64_t ipv4Terms(const uint8_t* d) {
+[[gnu::always_inline]] inline uint64_t ipv4Terms(const uint8_t* d) {
   return term(d[0], 0) + term(load8(d + 2) & 0xFFFF'FFFF'FFFFull, 1) + term(d[9], 2) + term(load8(d + 12), 3);
 }
 // The key of an IPv4 frame (`n` bytes captured from its IP header `d` on) whose transport header was captured, `h`
 // the terms up to it, when its payload (at `payload`, the fields numbered from `f`) was captured for 16 bytes or not
 // at all; false for a payload cut inside its first 16 bytes.
-inline bool usualIpv4Key(const uint8_t* d, size_t n, size_t payload, uint64_t h, int f, uint64_t* key) {
+[[gnu::always_inline]] inline bool usualIpv4Key(const uint8_t* d, size_t n, size_t payload, uint64_t h, int f,
+                                                uint64_t* key) {
   if (payload + 16 <= n) {
     *key = finishDuplicateKey(h + term(load8(d + payload), f) + term(load8(d + payload + 8), f + 1));
     return true;
@@ -348,6 +349,24 @@ Decoder::Decoder(DecoderConfig config) : config_(std::move(config)) {
 // (bench/README.md). Here the same frame is checked once for everything the general way would find wrong or
 // different (a second tag, fragments, options or a transport header cut off, lengths that disagree, a VXLAN port) and
 // written in whole words; anything else goes the general way, which sets every field of the record from the start.
+namespace {
+// A frame that cannot be usual (not IPv4 TCP or UDP: GRE's mirror encapsulations, IPv6, anything else) is told by
+// its ethertype and protocol, before decodeUsual's call, which cost such frames 2 ns each (`decode_bench` ERSPAN III);
+// an untagged VXLAN frame with a 20-byte IP header (a kernel's VXLAN mirror) too, by its UDP port at 36. Inline in
+// decode(), which calls it for every frame.
+inline bool mayBeUsualFrame(std::span<const uint8_t> data, uint16_t vxlan_port) {
+  if (data.size() < 14 + 20 + 8) return false;
+  const uint8_t* d = data.data();
+  const uint16_t type = be16(d + 12);
+  return (type == kEthIpv4 &&
+          (d[23] == kProtoTcp || (d[23] == kProtoUdp && !(d[14] == 0x45 && be16(d + 36) == vxlan_port)))) ||
+         (type == kEthVlan && data.size() >= 18 + 20 + 8 && be16(d + 16) == kEthIpv4 &&
+          (d[27] == kProtoTcp || d[27] == kProtoUdp));
+}
+}  // namespace
+
+bool Decoder::mayBeUsual(std::span<const uint8_t> data) const { return mayBeUsualFrame(data, config_.vxlan_port); }
+
 bool Decoder::decodeUsual(std::span<const uint8_t> data, uint32_t wire_len, PacketRecord* out) {
   const uint8_t* const d = data.data();
   const size_t n = data.size();
@@ -460,18 +479,9 @@ inline bool Decoder::decodeUsualIpv4(const UsualFrame& f, PacketRecord* out) {
 }
 
 DecodeError Decoder::decode(std::span<const uint8_t> data, uint32_t wire_len, PacketRecord* out, LinkType link) {
-  // A frame that cannot be usual (not IPv4 TCP or UDP: GRE's mirror encapsulations, IPv6, anything else) is told by
-  // its ethertype and protocol here, before the call, which cost such frames 2 ns each (`decode_bench` ERSPAN III).
-  if (link == LinkType::kEthernet && usual_way_ && data.size() >= 14 + 20 + 8) {
-    const uint8_t* d = data.data();
-    const uint16_t type = be16(d + 12);
-    // An untagged VXLAN frame with a 20-byte IP header (a kernel's VXLAN mirror) too: its UDP port is at 36.
-    const bool usual =
-        (type == kEthIpv4 &&
-         (d[23] == kProtoTcp || (d[23] == kProtoUdp && !(d[14] == 0x45 && be16(d + 36) == config_.vxlan_port)))) ||
-        (type == kEthVlan && data.size() >= 18 + 20 + 8 && be16(d + 16) == kEthIpv4 &&
-         (d[27] == kProtoTcp || d[27] == kProtoUdp));
-    if (usual && decodeUsual(data, wire_len, out)) return DecodeError::kNone;
+  if (link == LinkType::kEthernet && usual_way_ && mayBeUsualFrame(data, config_.vxlan_port) &&
+      decodeUsual(data, wire_len, out)) {
+    return DecodeError::kNone;
   }
   DecodeError caplen_error = DecodeError::kNone;
   if (data.size() > wire_len) {

@@ -655,15 +655,18 @@ size_t expectKeysAtEveryCut(const std::vector<uint8_t>& ip, uint16_t type, size_
 TEST(DuplicateKeyTest, EqualsTheDefinitionOnEveryCommittedFrameAndEveryCut) {
   size_t frames = 0, fast_shaped = 0, checks = 0;
   std::vector<std::vector<uint8_t>> tcp4, udp4;  // a few IPv4 TCP and UDP packets to mutate below
+  size_t ip_in_file = 0;  // the file's IP frames so far: the first hundred are cut at every length
   const size_t files =
       forEachCommittedFrame([&](const std::string& file, size_t in_file, const pcap_pkthdr& h, const u_char* bytes) {
+        if (in_file == 0) ip_in_file = 0;
         if (h.caplen < 14) return;
         const uint16_t type = static_cast<uint16_t>(bytes[12] << 8 | bytes[13]);
         if (type != 0x0800 && type != 0x86DD) return;
         const std::vector<uint8_t> ip(bytes + 14, bytes + h.caplen);
         ++frames;
         if (type == 0x0800 && ip.size() >= 20 && (ip[9] == 6 || ip[9] == 17)) ++fast_shaped;
-        checks += expectKeysAtEveryCut(ip, type, in_file < 100 ? 160 : 0, file + " frame " + std::to_string(in_file));
+        checks +=
+            expectKeysAtEveryCut(ip, type, ip_in_file++ < 100 ? 160 : 0, file + " frame " + std::to_string(in_file));
         if (type == 0x0800 && ip.size() >= 40 && ip[9] == 6 && tcp4.size() < 40) tcp4.push_back(ip);
         if (type == 0x0800 && ip.size() >= 40 && ip[9] == 17 && udp4.size() < 10) udp4.push_back(ip);
       });
@@ -752,10 +755,16 @@ struct UsualWayCheck {
       PacketRecord a, b, p;
       std::memset(static_cast<void*>(&a), 0x5A, sizeof(a));
       std::memset(static_cast<void*>(&b), 0xA5, sizeof(b));
-      a.ts_ns = b.ts_ns = 0;
+      std::memset(static_cast<void*>(&p), 0x3C, sizeof(p));
+      a.ts_ns = b.ts_ns = p.ts_ns = 0;
       const DecodeError ea = usual[i].decode(bytes, wire_len, &a);
       const DecodeError eb = general[i].decode(bytes, wire_len, &b);
-      if (probe[i].decodeUsual(bytes, wire_len, &p) && i == 0) ++taken;
+      if (probe[i].decodeUsual(bytes, wire_len, &p)) {
+        // decode() looks first, and must look on at every usual frame; what it took is the general way's record.
+        EXPECT_TRUE(probe[i].mayBeUsual(bytes)) << what << " setting " << i;
+        EXPECT_EQ(std::memcmp(&p, &b, sizeof(p)), 0) << what << " setting " << i << " (decodeUsual alone)";
+        if (i == 0) ++taken;
+      }
       ++compared;
       EXPECT_EQ(ea, eb) << what << " setting " << i;
       EXPECT_EQ(std::memcmp(&a, &b, sizeof(a)), 0)
@@ -851,8 +860,10 @@ TEST(DecoderUsualWayTest, GivesEveryFrameTheGeneralWaysRecordAndCounts) {
               f[15] = static_cast<uint8_t>(i * 37);
               putBe16(f, 20, frag);
               const size_t l4 = 14 + std::max<size_t>(20, size_t{ihl} * 4);
-              if (ihl != 5)
-                std::copy(udp4[i].begin() + 34, udp4[i].begin() + 34 + 60, f.begin() + static_cast<ptrdiff_t>(l4));
+              if (ihl != 5) {  // the UDP header and BTH moved behind the options (from the padded copy: no read past)
+                const std::vector<uint8_t> moved(f.begin() + 34, f.begin() + 34 + 60);
+                std::copy(moved.begin(), moved.end(), f.begin() + static_cast<ptrdiff_t>(l4));
+              }
               putBe16(f, l4 + 2, port);
               f[l4 + 6] = static_cast<uint8_t>(i * 13 + 1);  // a checksum (RoCEv2's are 0), which the key leaves out
               if (total >= 0) putBe16(f, 16, static_cast<uint16_t>(total == 0 ? (l4 - 14) + 8 : total));

@@ -432,15 +432,15 @@ inline bool Decoder::decodeUsualIpv4(const UsualFrame& f, PacketRecord* out) {
   uint32_t dup_key = 0;
   if (config_.duplicate_keys) {
     // duplicateKeyFromIp's usual way, from what is known here (the transport header whole).
-    uint64_t key;
+    uint64_t key = 0;
     bool keyed;
     if constexpr (kProto == kProtoTcp) {
       keyed = usualIpv4Key(h, n - off, ihl + header, ipv4Terms(h) + term(load8(t), 4) + term(load8(t + 8), 5), 6, &key);
     } else {
       keyed = usualIpv4Key(h, n - off, ihl + 8, ipv4Terms(h) + term(load8(t) & 0xFFFF'FFFF'FFFFull, 4), 5, &key);
     }
-    if (!keyed) duplicateKeyFromIp({h, n - off}, kEthIpv4, &key);
-    dup_key = static_cast<uint32_t>(key) | 1u;
+    if (!keyed) keyed = duplicateKeyFromIp({h, n - off}, kEthIpv4, &key);  // a payload cut inside its first 16 bytes
+    dup_key = keyed ? static_cast<uint32_t>(key) | 1u : 0;
   }
   uint32_t src_addr, dst_addr;
   std::memcpy(&src_addr, h + 12, 4);

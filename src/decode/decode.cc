@@ -384,7 +384,8 @@ bool Decoder::decodeUsual(std::span<const uint8_t> data, uint32_t wire_len, Pack
     f.off = 18;
   }
   if (type != kEthIpv4) return false;
-  // One straight line for each transport (the TCP frame's was a nanosecond slower with both in one).
+  // One straight line for each transport, its checks and fields chosen at compile time. (Splitting it so did not
+  // change `decode_bench`; what did was keeping usualIpv4Key inline: 11.5 -> 10.9 ns a TCP frame.)
   const uint8_t proto = d[f.off + 9];
   if (proto == kProtoTcp) return decodeUsualIpv4<kProtoTcp>(f, out);
   if (proto == kProtoUdp) return decodeUsualIpv4<kProtoUdp>(f, out);

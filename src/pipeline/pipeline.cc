@@ -702,7 +702,7 @@ absl::StatusOr<RunResult> runCapture(CaptureSource& source, const PipelineConfig
   result.source = source.sourceStats();
   // The workers' results first, then the workers go (their engines' windows, tables and evidence) before the last
   // training analysis, which allocates its series of the whole run: it reuses their memory rather than fault in more
-  // (`analyze` of the 30x file's peak 40 -> 34 MB, the 1 M-flow capture's 104 -> 98 MB; bench/README.md).
+  // (`analyze`'s peak: the 30x file's 39.2 -> 32.5 MiB, the 1 M-flow capture's 102.3 -> 96.5 MiB; bench/README.md).
   for (const auto& w : workers) result.ports.push_back(w->result());
   workers.clear();
   for (size_t i = 0; i < result.ports.size(); ++i) {

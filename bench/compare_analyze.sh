@@ -63,4 +63,9 @@ printf "  %-36s %8.3f s  %7.2f Mpackets/s\n" "burstscope analyze --no-training" 
 [ -n "$tshark_s" ] && printf "  %-36s %8.3f s  %7.2f Mpackets/s\n" "tshark -q -z io,stat,0.001" "$tshark_s" "$(echo "$packets / $tshark_s / 1000000" | bc -l)"
 printf "ratio analyze / bare read loop (packets/s): %.2f; packet path (--no-training) %.2f   (goal >= 0.8)\n" \
   "$(echo "$loop / $analyze" | bc -l)" "$(echo "$loop / $bursts" | bc -l)"
+# The same ratio run by run (each analyze against the loop run just before it: pairs share the machine's state), so
+# that a claim can say how far the runs spread around the goal.
+paste "$TMP/loop" "$TMP/analyze" | awk '{print $1 / $2}' | sort -g |
+  awk '{a[NR] = $1} END {printf "  run by run: min %.2f, median %.2f, max %.2f (%d pairs)\n", a[1], a[int((NR + 1) / 2)], a[NR], NR}'
+
 [ -n "$tshark_s" ] && printf "ratio analyze / tshark (packets/s): %.1f   (goal >= 100)\n" "$(echo "$tshark_s / $analyze" | bc -l)"

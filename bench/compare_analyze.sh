@@ -67,5 +67,4 @@ printf "ratio analyze / bare read loop (packets/s): %.2f; packet path (--no-trai
 # that a claim can say how far the runs spread around the goal.
 paste "$TMP/loop" "$TMP/analyze" | awk '{print $1 / $2}' | sort -g |
   awk '{a[NR] = $1} END {printf "  run by run: min %.2f, median %.2f, max %.2f (%d pairs)\n", a[1], a[int((NR + 1) / 2)], a[NR], NR}'
-
 [ -n "$tshark_s" ] && printf "ratio analyze / tshark (packets/s): %.1f   (goal >= 100)\n" "$(echo "$tshark_s / $analyze" | bc -l)"

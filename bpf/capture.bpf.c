@@ -6,9 +6,12 @@
  * Frames longer than the snap length are cut: burstscope measures lengths and headers, so copying
  * payload into user space is waste.
  *
- * Two entry points share the code: bs_capture stamps with bpf_ktime_get_ns(); bs_capture_nic first
+ * Four entry points share the code: bs_capture stamps with bpf_ktime_get_ns(); bs_capture_nic first
  * asks the driver for the NIC's RX timestamp through the XDP metadata kfunc and must be loaded
- * device-bound.
+ * device-bound. bs_capture_head and bs_capture_nic_head are the same for kernels whose verifier
+ * refuses bpf_xdp_adjust_meta() to XDP programs (seen: a 6.18 kernel, "program of this type cannot
+ * use helper"): they write the same metadata in front of the frame itself, by bpf_xdp_adjust_head(),
+ * and user space takes it off again.
  */
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
@@ -128,7 +131,8 @@ static __always_inline __u64 count_bin(__u64 now, __u32 wire_len)
 	return rt;
 }
 
-static __always_inline int capture(struct xdp_md *ctx, int nic_ts)
+/* in_frame: the metadata goes in front of the frame (bs_capture_head), not in the metadata area. */
+static __always_inline int capture(struct xdp_md *ctx, int nic_ts, int in_frame)
 {
 	__u32 wire_len = ctx->data_end - ctx->data;
 	__u64 now = bpf_ktime_get_ns(); /* the frame's arrival: its bin, and its timestamp without
@@ -168,14 +172,29 @@ static __always_inline int capture(struct xdp_md *ctx, int nic_ts)
 		if (bpf_xdp_adjust_tail(ctx, (int)cfg_snaplen - (int)wire_len) == 0)
 			count(BS_STAT_TRUNCATED);
 	}
-	if (bpf_xdp_adjust_meta(ctx, -(int)sizeof(*meta)) != 0) {
-		count(BS_STAT_NO_METADATA);
-		return (int)act;
-	}
-	meta = (void *)(long)ctx->data_meta;
-	if ((void *)(meta + 1) > (void *)(long)ctx->data) {
-		count(BS_STAT_NO_METADATA);
-		return (int)act;
+	if (in_frame) {
+		/* Every frame this variant redirects carries the metadata in front (user space takes
+		 * its first bytes for it): one without room for it (XDP gives every frame 256 bytes of
+		 * headroom, so never in practice) is dropped, not sent unmarked. */
+		if (bpf_xdp_adjust_head(ctx, -(int)sizeof(*meta)) != 0) {
+			count(BS_STAT_NO_METADATA);
+			return XDP_DROP;
+		}
+		meta = (void *)(long)ctx->data;
+		if ((void *)(meta + 1) > (void *)(long)ctx->data_end) {
+			count(BS_STAT_NO_METADATA);
+			return XDP_DROP;
+		}
+	} else {
+		if (bpf_xdp_adjust_meta(ctx, -(int)sizeof(*meta)) != 0) {
+			count(BS_STAT_NO_METADATA);
+			return (int)act;
+		}
+		meta = (void *)(long)ctx->data_meta;
+		if ((void *)(meta + 1) > (void *)(long)ctx->data) {
+			count(BS_STAT_NO_METADATA);
+			return (int)act;
+		}
 	}
 	meta->ts_ns = ts;
 	meta->wire_len = wire_len;
@@ -184,9 +203,15 @@ static __always_inline int capture(struct xdp_md *ctx, int nic_ts)
 }
 
 SEC("xdp")
-int bs_capture(struct xdp_md *ctx) { return capture(ctx, 0); }
+int bs_capture(struct xdp_md *ctx) { return capture(ctx, 0, 0); }
 
 SEC("xdp")
-int bs_capture_nic(struct xdp_md *ctx) { return capture(ctx, 1); }
+int bs_capture_nic(struct xdp_md *ctx) { return capture(ctx, 1, 0); }
+
+SEC("xdp")
+int bs_capture_head(struct xdp_md *ctx) { return capture(ctx, 0, 1); }
+
+SEC("xdp")
+int bs_capture_nic_head(struct xdp_md *ctx) { return capture(ctx, 1, 1); }
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -24,13 +24,15 @@ enum bs_stat {
 	BS_STAT_FILTERED,      /* XDP_PASS: excluded by the configured filter (not IP) */
 	BS_STAT_TRUNCATED,     /* redirected frames cut to the snap length (wire length kept in
 				  metadata) */
-	BS_STAT_NO_METADATA,   /* redirected without metadata: the driver has no room for it */
+	BS_STAT_NO_METADATA,   /* redirected without metadata: the driver has no room for it
+				  (bs_capture_head: dropped instead, never sent unmarked) */
 	BS_STAT_NIC_TIMESTAMP, /* metadata carries the NIC's RX timestamp */
 	BS_STAT_COUNT,
 };
 
-/* Written by the program immediately before the frame (data_meta .. data), 4-byte multiple, <= 32
- * bytes. */
+/* Written by the program immediately before the frame: in the metadata area (data_meta .. data),
+ * 4-byte multiple, <= 32 bytes; or, by bs_capture_head (kernels that refuse bpf_xdp_adjust_meta),
+ * as the redirected frame's first bytes, the frame after it. */
 struct bs_xdp_meta {
 	__u64 ts_ns; /* BS_META_NIC_TS: the NIC's RX timestamp; BS_META_REALTIME: bpf_ktime_get_ns()
 			plus bin_clock's offset (CLOCK_REALTIME, the reckoning of the frame's bin);

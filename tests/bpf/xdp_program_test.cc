@@ -163,16 +163,37 @@ class BoundSocket {
   bool ok_ = false;
 };
 
-TEST_F(XdpProgramTest, WithSocketRedirectsWithTimestampAndWireLengthInMetadata) {
-  auto p = XdpProgram::load({});
+// The redirect cases with the metadata in each place the program can put it (XdpMetaPlace): the metadata area,
+// where the kernel's verifier allows bpf_xdp_adjust_meta to XDP programs, and in front of the frame
+// (bs_capture_head), which every kernel allows. Either way the bytes out are the metadata, then the frame; only
+// where the metadata lies in the context differs.
+class XdpRedirectTest : public XdpProgramTest, public ::testing::WithParamInterface<XdpMetaPlace> {
+ protected:
+  void SetUp() override {
+    XdpProgramTest::SetUp();
+    if (GetParam() == XdpMetaPlace::kMetaArea && !kernelAllowsXdpMetaArea()) {
+      GTEST_SKIP() << "this kernel refuses bpf_xdp_adjust_meta to XDP programs (the in-frame case covers it)";
+    }
+  }
+  absl::StatusOr<std::unique_ptr<XdpProgram>> load(XdpProgramConfig cfg) {
+    cfg.meta_place = GetParam();
+    return XdpProgram::load(cfg);
+  }
+  // Where the metadata lies in the context: before data (the metadata area), or none (it is in the frame).
+  uint32_t metaLen() const { return GetParam() == XdpMetaPlace::kMetaArea ? sizeof(bs_xdp_meta) : 0; }
+};
+
+TEST_P(XdpRedirectTest, WithSocketRedirectsWithTimestampAndWireLengthInMetadata) {
+  auto p = load({});
   ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ((*p)->metaInFrame(), GetParam() == XdpMetaPlace::kInFrame);
   BoundSocket sock(**p);
   ASSERT_TRUE(sock.ok()) << std::strerror(errno);
   const int64_t before = monotonicNs();
   const RunResult r = run(**p, frame(300));
   const int64_t after = monotonicNs();
   EXPECT_EQ(r.retval, XDP_REDIRECT);
-  ASSERT_EQ(r.meta_len, sizeof(bs_xdp_meta));
+  ASSERT_EQ(r.meta_len, metaLen());
   ASSERT_EQ(r.out.size(), sizeof(bs_xdp_meta) + 300);
   bs_xdp_meta m;
   std::memcpy(&m, r.out.data(), sizeof(m));
@@ -183,19 +204,22 @@ TEST_F(XdpProgramTest, WithSocketRedirectsWithTimestampAndWireLengthInMetadata) 
   EXPECT_EQ(std::vector<uint8_t>(r.out.begin() + sizeof(m), r.out.end()), frame(300));
   const XdpCounters c = (*p)->counters();
   EXPECT_EQ(c[BS_STAT_REDIRECTED], 1u);
-  EXPECT_EQ(c[BS_STAT_NO_SOCKET] + c[BS_STAT_ABORTED] + c[BS_STAT_FILTERED] + c[BS_STAT_TRUNCATED], 0u);
+  EXPECT_EQ(
+      c[BS_STAT_NO_SOCKET] + c[BS_STAT_ABORTED] + c[BS_STAT_FILTERED] + c[BS_STAT_TRUNCATED] + c[BS_STAT_NO_METADATA],
+      0u);
 }
 
-TEST_F(XdpProgramTest, SnapLengthCutsLongFramesAndKeepsTheirWireLength) {
+TEST_P(XdpRedirectTest, SnapLengthCutsLongFramesAndKeepsTheirWireLength) {
   XdpProgramConfig cfg;
   cfg.snaplen = 128;
-  auto p = XdpProgram::load(cfg);
+  auto p = load(cfg);
   ASSERT_TRUE(p.ok()) << p.status();
   BoundSocket sock(**p);
   ASSERT_TRUE(sock.ok()) << std::strerror(errno);
   const std::vector<uint8_t> big = frame(1500);
   const RunResult r = run(**p, big);
   EXPECT_EQ(r.retval, XDP_REDIRECT);
+  EXPECT_EQ(r.meta_len, metaLen());
   ASSERT_EQ(r.out.size(), sizeof(bs_xdp_meta) + 128);
   bs_xdp_meta m;
   std::memcpy(&m, r.out.data(), sizeof(m));
@@ -208,6 +232,24 @@ TEST_F(XdpProgramTest, SnapLengthCutsLongFramesAndKeepsTheirWireLength) {
   const XdpCounters c = (*p)->counters();
   EXPECT_EQ(c[BS_STAT_REDIRECTED], 3u);
   EXPECT_EQ(c[BS_STAT_TRUNCATED], 1u);
+}
+
+INSTANTIATE_TEST_SUITE_P(MetaPlaces, XdpRedirectTest,
+                         ::testing::Values(XdpMetaPlace::kMetaArea, XdpMetaPlace::kInFrame),
+                         [](const ::testing::TestParamInfo<XdpMetaPlace>& i) {
+                           return i.param == XdpMetaPlace::kMetaArea ? "MetaArea" : "InFrame";
+                         });
+
+// The probe that picks the place agrees with the kernel's verifier: the metadata-area program loads exactly where
+// the probe says the helper is allowed, and by default the program puts its metadata in front of the frame exactly
+// where it is not.
+TEST_F(XdpProgramTest, TheMetadataGoesInFrontOfTheFrameExactlyWhereTheKernelRefusesTheMetadataArea) {
+  XdpProgramConfig area;
+  area.meta_place = XdpMetaPlace::kMetaArea;
+  EXPECT_EQ(XdpProgram::load(area).ok(), kernelAllowsXdpMetaArea());
+  auto p = XdpProgram::load({});
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ((*p)->metaInFrame(), !kernelAllowsXdpMetaArea());
 }
 
 TEST_F(XdpProgramTest, CountersSumOverCpusAndVerdictsAccountForEveryRun) {

@@ -152,9 +152,10 @@ struct Socket {
   // the thread drains its ring and parks (it only ticks while parked), the monitor replaces the socket and
   // releases it. xsk, umem and the rings change only while the thread is parked.
   std::atomic<bool> park{false}, parked{false};
-  XskStats retired;         // the final counts of this queue's earlier sockets (guarded by the backend's mu_)
-  QueueStallWatch stall;    // the monitor's: frames in the RX ring while the RX thread takes none
-  uint16_t bind_flags = 0;  // as bound at start (zero-copy or copy), for a re-attach
+  XskStats retired;            // the final counts of this queue's earlier sockets (guarded by the backend's mu_)
+  QueueStallWatch stall;       // the monitor's: frames in the RX ring while the RX thread takes none
+  uint16_t bind_flags = 0;     // as bound at start (zero-copy or copy), for a re-attach
+  bool meta_in_frame = false;  // the program writes each frame's metadata as its first bytes (bs_capture_head)
   // UMEMs registered on this socket's memory at start, each on an AF_XDP socket of its own, for re-attaching
   // after set-up: registering a UMEM locks memory (CAP_IPC_LOCK) and a new AF_XDP socket needs CAP_NET_RAW,
   // both gone by then, while binding a socket that exists does not. The same pages, pinned again: no memory.
@@ -295,6 +296,7 @@ class AfXdpBackend final : public CaptureSource {
 absl::Status AfXdpBackend::openSocket(Port& port, size_t index, uint32_t queue) {
   auto s = std::make_unique<Socket>();
   s->port_index = index;
+  s->meta_in_frame = port.program->metaInFrame();
   s->queue_id = queue;
   while (port_traffic_ns_.size() <= index) port_traffic_ns_.emplace_back(0);
   s->port_traffic_ns = &port_traffic_ns_[index];
@@ -497,8 +499,11 @@ absl::Status AfXdpBackend::init() {
   if (cfg_.batch == 0 || cfg_.batch > cfg_.rx_ring) {
     return absl::InvalidArgumentError("af-xdp.batch: must be in 1..rx-ring");
   }
-  // Room for the frame after the kernel's XDP headroom; longer frames are cut to the snap length first.
-  const uint32_t room = cfg_.frame_size - XDP_PACKET_HEADROOM;
+  // Room for the frame after the kernel's XDP headroom (and the metadata, where the program puts it in front of the
+  // frame); longer frames are cut to the snap length first.
+  const bool meta_in_frame = !kernelAllowsXdpMetaArea();
+  const uint32_t room =
+      cfg_.frame_size - XDP_PACKET_HEADROOM - (meta_in_frame ? static_cast<uint32_t>(sizeof(bs_xdp_meta)) : 0);
   if (cfg_.snaplen == 0 || cfg_.snaplen > room) cfg_.snaplen = room;
   for (size_t i = 0; i < cfg_.ports.size(); ++i) {
     if (absl::Status s = initPort(cfg_.ports[i], i); !s.ok()) return s;
@@ -617,10 +622,20 @@ void AfXdpBackend::rxLoop(Socket& s) {
     for (uint32_t i = 0; i < n; ++i) {
       const xdp_desc* d = xsk_ring_cons__rx_desc(&s.rx, idx + i);
       uint8_t* pkt = static_cast<uint8_t*>(xsk_umem__get_data(area, d->addr));
-      auto* meta = reinterpret_cast<bs_xdp_meta*>(pkt - sizeof(bs_xdp_meta));
-      uint32_t wire_len = d->len;
+      uint32_t len = d->len;
+      auto marked = [](const bs_xdp_meta* m) { return (m->flags & BS_META_MAGIC_MASK) == BS_META_MAGIC; };
+      bs_xdp_meta* meta = nullptr;
+      if (!s.meta_in_frame) {
+        if (auto* m = reinterpret_cast<bs_xdp_meta*>(pkt - sizeof(bs_xdp_meta)); marked(m)) meta = m;
+      } else if (len >= sizeof(bs_xdp_meta) && marked(reinterpret_cast<bs_xdp_meta*>(pkt))) {
+        // bs_capture_head: the metadata is the frame's first bytes (the program drops a frame it cannot mark).
+        meta = reinterpret_cast<bs_xdp_meta*>(pkt);
+        pkt += sizeof(bs_xdp_meta);
+        len -= sizeof(bs_xdp_meta);
+      }
+      uint32_t wire_len = len;
       int64_t ts;
-      if ((meta->flags & BS_META_MAGIC_MASK) == BS_META_MAGIC) {
+      if (meta != nullptr) {
         wire_len = std::max(wire_len, meta->wire_len);
         // The NIC's stamp, or the program's CLOCK_REALTIME reading (the one its bin was counted by), or, before
         // the program had its clock, CLOCK_MONOTONIC.
@@ -631,7 +646,7 @@ void AfXdpBackend::rxLoop(Socket& s) {
         ts = mono_now + offset;
         ++no_meta;
       }
-      producer.add({pkt, d->len}, wire_len, ts);
+      producer.add({pkt, len}, wire_len, ts);
       last_ts = std::max(last_ts, ts);
       *xsk_ring_prod__fill_addr(&s.fill, fidx + i) = xsk_umem__extract_addr(d->addr);
     }

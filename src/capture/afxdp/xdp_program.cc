@@ -5,6 +5,7 @@
 #include <linux/if_link.h>
 #include <net/if.h>
 #include <sys/mman.h>
+#include <unistd.h>
 #include <xdp/libxdp.h>
 
 #include <algorithm>
@@ -65,7 +66,13 @@ void quietLibraries() {
   (void)done;
 }
 
-absl::StatusOr<capture*> openSkeleton(const XdpProgramConfig& c) {
+// The entry point for `c`: the NIC-timestamp variant, or the plain one with its metadata where `in_frame` says.
+bpf_program* entryOf(capture* skel, const XdpProgramConfig& c, bool in_frame) {
+  if (c.nic_timestamps) return in_frame ? skel->progs.bs_capture_nic_head : skel->progs.bs_capture_nic;
+  return in_frame ? skel->progs.bs_capture_head : skel->progs.bs_capture;
+}
+
+absl::StatusOr<capture*> openSkeleton(const XdpProgramConfig& c, bool in_frame) {
   quietLibraries();
   capture* skel = capture::open();
   if (skel == nullptr) {
@@ -81,9 +88,26 @@ absl::StatusOr<capture*> openSkeleton(const XdpProgramConfig& c) {
     capture::destroy(skel);
     return absl::InternalError("cannot size the XDP capture program's bins: the possible CPUs are not known");
   }
-  bpf_program__set_autoload(skel->progs.bs_capture, !c.nic_timestamps);
-  bpf_program__set_autoload(skel->progs.bs_capture_nic, c.nic_timestamps);
+  // Only the entry point used is loaded: the verifier checks each loaded one, and one refused fails the load.
+  bpf_program* entry = entryOf(skel, c, in_frame);
+  for (bpf_program* prog : {skel->progs.bs_capture, skel->progs.bs_capture_nic, skel->progs.bs_capture_head,
+                            skel->progs.bs_capture_nic_head}) {
+    bpf_program__set_autoload(prog, prog == entry);
+  }
   return skel;
+}
+
+// Where the metadata goes for `c` (XdpMetaPlace), resolved.
+bool metaInFrameFor(const XdpProgramConfig& c) {
+  switch (c.meta_place) {
+    case XdpMetaPlace::kMetaArea:
+      return false;
+    case XdpMetaPlace::kInFrame:
+      return true;
+    case XdpMetaPlace::kAuto:
+      break;
+  }
+  return !kernelAllowsXdpMetaArea();
 }
 
 // Removes burstscope programs a previous run left on the interface; refuses to touch anyone else's.
@@ -164,6 +188,28 @@ const char* xdpModeName(XdpMode m) {
 
 bool isBurstscopeProgramName(const std::string& name) { return name.rfind("bs_capture", 0) == 0; }
 
+bool kernelAllowsXdpMetaArea() {
+  // An XDP program of four instructions that calls the helper as the capture program does: r2 = -8; call
+  // bpf_xdp_adjust_meta (r1 is the context); r0 = XDP_PASS; exit. libbpf_probe_bpf_helper is no help here: it
+  // calls with arguments the verifier rejects and counts any rejection but an unknown helper as support, and a
+  // kernel that refuses the helper to XDP says "program of this type cannot use helper".
+  static const bool allowed = [] {
+    const bpf_insn insns[] = {
+        {.code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_2, .src_reg = 0, .off = 0, .imm = -8},
+        {.code = BPF_JMP | BPF_CALL, .dst_reg = 0, .src_reg = 0, .off = 0, .imm = BPF_FUNC_xdp_adjust_meta},
+        {.code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .src_reg = 0, .off = 0, .imm = XDP_PASS},
+        {.code = BPF_JMP | BPF_EXIT, .dst_reg = 0, .src_reg = 0, .off = 0, .imm = 0},
+    };
+    const int fd = bpf_prog_load(BPF_PROG_TYPE_XDP, "bs_probe_meta", "GPL", insns, std::size(insns), nullptr);
+    if (fd >= 0) {
+      close(fd);
+      return true;
+    }
+    return errno != EINVAL;  // not allowed to load at all (EPERM): the capture program's own load says so
+  }();
+  return allowed;
+}
+
 size_t cpuIdsOfMask(const std::string& text) {
   const absl::string_view mask = absl::StripAsciiWhitespace(text);
   if (mask.empty()) return 0;
@@ -193,7 +239,8 @@ absl::StatusOr<std::unique_ptr<XdpProgram>> XdpProgram::load(const XdpProgramCon
   }
   std::unique_ptr<XdpProgram> p(new XdpProgram());
   p->config_ = config;
-  auto skel = openSkeleton(config);
+  p->meta_in_frame_ = metaInFrameFor(config);
+  auto skel = openSkeleton(config, p->meta_in_frame_);
   if (!skel.ok()) return skel.status();
   p->skel_ = *skel;
   if (int rc = capture::load(p->skel_); rc != 0) {
@@ -229,7 +276,8 @@ absl::StatusOr<std::unique_ptr<XdpProgram>> XdpProgram::attach(const XdpProgramC
   std::unique_ptr<XdpProgram> p(new XdpProgram());
   p->config_ = config;
   p->ifindex_ = ifindex;
-  auto skel = openSkeleton(config);
+  p->meta_in_frame_ = metaInFrameFor(config);
+  auto skel = openSkeleton(config, p->meta_in_frame_);
   if (!skel.ok()) return skel.status();
   p->skel_ = *skel;
 
@@ -241,9 +289,9 @@ absl::StatusOr<std::unique_ptr<XdpProgram>> XdpProgram::attach(const XdpProgramC
     if (mode == XdpMode::kSkb) {
       return absl::InvalidArgumentError("NIC timestamps need native XDP mode: generic (skb) mode runs no driver code");
     }
-    bpf_program__set_ifindex(p->skel_->progs.bs_capture_nic, static_cast<__u32>(ifindex));
-    bpf_program__set_flags(p->skel_->progs.bs_capture_nic,
-                           bpf_program__flags(p->skel_->progs.bs_capture_nic) | BPF_F_XDP_DEV_BOUND_ONLY);
+    bpf_program* nic = entryOf(p->skel_, config, p->meta_in_frame_);
+    bpf_program__set_ifindex(nic, static_cast<__u32>(ifindex));
+    bpf_program__set_flags(nic, bpf_program__flags(nic) | BPF_F_XDP_DEV_BOUND_ONLY);
     if (int rc = capture::load(p->skel_); rc != 0) {
       return absl::FailedPreconditionError(
           absl::StrCat("interface '", ifname,
@@ -251,11 +299,11 @@ absl::StatusOr<std::unique_ptr<XdpProgram>> XdpProgram::attach(const XdpProgramC
                        "with the XDP RX-timestamp kfunc (",
                        libxdpErrorText(rc), ")", hint(rc)));
     }
-    opts.fd = bpf_program__fd(p->skel_->progs.bs_capture_nic);
+    opts.fd = bpf_program__fd(nic);
     mode = XdpMode::kNative;
   } else {
     opts.obj = p->skel_->obj;
-    opts.prog_name = "bs_capture";
+    opts.prog_name = bpf_program__name(entryOf(p->skel_, config, p->meta_in_frame_));
   }
   p->prog_ = xdp_program__create(&opts);
   if (long err = libxdp_get_error(p->prog_); err != 0) {
@@ -363,9 +411,7 @@ uint64_t XdpProgram::readBins(uint64_t from, uint64_t to, std::vector<KernelBinC
   return overwritten;
 }
 
-int XdpProgram::progFd() const {
-  return bpf_program__fd(config_.nic_timestamps ? skel_->progs.bs_capture_nic : skel_->progs.bs_capture);
-}
+int XdpProgram::progFd() const { return bpf_program__fd(entryOf(skel_, config_, meta_in_frame_)); }
 
 int XdpProgram::xskMapFd() const { return bpf_map__fd(skel_->maps.xsks); }
 

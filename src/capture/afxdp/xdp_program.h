@@ -22,12 +22,23 @@ enum class XdpMode { kAuto, kNative, kSkb };  // kAuto: native (driver) mode whe
 
 const char* xdpModeName(XdpMode m);
 
+// Where the program puts each redirected frame's metadata (bpf/capture_shared.h): the XDP metadata area
+// (bpf_xdp_adjust_meta), or in front of the frame itself (bs_capture_head, bpf_xdp_adjust_head) for kernels whose
+// verifier refuses that helper to XDP programs. kAuto: the metadata area where the kernel allows it
+// (libbpf_probe_bpf_helper), else in front of the frame.
+enum class XdpMetaPlace { kAuto, kMetaArea, kInFrame };
+
 struct XdpProgramConfig {
   bool ip_only = false;         // pass frames that are not IPv4/IPv6 to the kernel, counted as filtered
   uint32_t snaplen = 0;         // cut longer redirected frames to this many bytes (0: never)
   bool nic_timestamps = false;  // the bs_capture_nic variant: device-bound, asks the driver for RX timestamps
   bool bins = true;             // count every frame into 100 µs bins (off only to measure what they cost)
+  XdpMetaPlace meta_place = XdpMetaPlace::kAuto;
 };
+
+// Whether this kernel lets XDP programs call bpf_xdp_adjust_meta (asked once; a failed probe says yes, and the
+// load then says what the kernel refused).
+bool kernelAllowsXdpMetaArea();
 
 using XdpCounters = std::array<uint64_t, BS_STAT_COUNT>;
 
@@ -68,6 +79,9 @@ class XdpProgram {
   bool hasBins() const { return bin_rings_ != nullptr; }
   const std::string& binsError() const { return bins_error_; }
   XdpMode mode() const { return mode_; }  // as attached
+  // Whether redirected frames carry their metadata as their first sizeof(bs_xdp_meta) bytes (bs_capture_head)
+  // rather than in the metadata area before them.
+  bool metaInFrame() const { return meta_in_frame_; }
   const XdpProgramConfig& config() const { return config_; }
 
  private:
@@ -78,6 +92,7 @@ class XdpProgram {
   int ifindex_ = 0;
   XdpMode mode_ = XdpMode::kAuto;
   XdpProgramConfig config_;
+  bool meta_in_frame_ = false;
   bool attached_ = false;
   void mapBins();
 

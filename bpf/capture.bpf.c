@@ -131,6 +131,16 @@ static __always_inline __u64 count_bin(__u64 now, __u32 wire_len)
 	return rt;
 }
 
+/* A frame bs_capture_head cannot put its metadata in front of: not redirected after all, so a drop
+ * in the ledger (aborted: the redirect did not happen), and counted as without metadata. It was
+ * counted into its bin already, as every frame the program would capture is. */
+static __always_inline int drop_unmarked(void)
+{
+	count(BS_STAT_ABORTED);
+	count(BS_STAT_NO_METADATA);
+	return XDP_DROP;
+}
+
 /* in_frame: the metadata goes in front of the frame (bs_capture_head), not in the metadata area. */
 static __always_inline int capture(struct xdp_md *ctx, int nic_ts, int in_frame)
 {
@@ -157,7 +167,8 @@ static __always_inline int capture(struct xdp_md *ctx, int nic_ts, int in_frame)
 		count(BS_STAT_ABORTED);
 		return XDP_ABORTED;
 	}
-	count(BS_STAT_REDIRECTED);
+	if (!in_frame)
+		count(BS_STAT_REDIRECTED); /* in_frame: once its metadata is in front (below) */
 	if (nic_ts && bpf_xdp_metadata_rx_timestamp &&
 	    bpf_xdp_metadata_rx_timestamp(ctx, &ts) == 0 && ts) {
 		flags |= BS_META_NIC_TS;
@@ -176,15 +187,12 @@ static __always_inline int capture(struct xdp_md *ctx, int nic_ts, int in_frame)
 		/* Every frame this variant redirects carries the metadata in front (user space takes
 		 * its first bytes for it): one without room for it (XDP gives every frame 256 bytes of
 		 * headroom, so never in practice) is dropped, not sent unmarked. */
-		if (bpf_xdp_adjust_head(ctx, -(int)sizeof(*meta)) != 0) {
-			count(BS_STAT_NO_METADATA);
-			return XDP_DROP;
-		}
+		if (bpf_xdp_adjust_head(ctx, -(int)sizeof(*meta)) != 0)
+			return drop_unmarked();
 		meta = (void *)(long)ctx->data;
-		if ((void *)(meta + 1) > (void *)(long)ctx->data_end) {
-			count(BS_STAT_NO_METADATA);
-			return XDP_DROP;
-		}
+		if ((void *)(meta + 1) > (void *)(long)ctx->data_end)
+			return drop_unmarked();
+		count(BS_STAT_REDIRECTED);
 	} else {
 		if (bpf_xdp_adjust_meta(ctx, -(int)sizeof(*meta)) != 0) {
 			count(BS_STAT_NO_METADATA);

@@ -171,6 +171,7 @@ class XdpRedirectTest : public XdpProgramTest, public ::testing::WithParamInterf
  protected:
   void SetUp() override {
     XdpProgramTest::SetUp();
+    if (IsSkipped()) return;
     if (GetParam() == XdpMetaPlace::kMetaArea && !kernelAllowsXdpMetaArea()) {
       GTEST_SKIP() << "this kernel refuses bpf_xdp_adjust_meta to XDP programs (the in-frame case covers it)";
     }

@@ -200,7 +200,8 @@ bool kernelAllowsXdpMetaArea() {
         {.code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .src_reg = 0, .off = 0, .imm = XDP_PASS},
         {.code = BPF_JMP | BPF_EXIT, .dst_reg = 0, .src_reg = 0, .off = 0, .imm = 0},
     };
-    const int fd = bpf_prog_load(BPF_PROG_TYPE_XDP, "bs_probe_meta", "GPL", insns, std::size(insns), nullptr);
+    LIBBPF_OPTS(bpf_prog_load_opts, opts, .expected_attach_type = BPF_XDP);  // as libbpf loads SEC("xdp")
+    const int fd = bpf_prog_load(BPF_PROG_TYPE_XDP, "bs_probe_meta", "GPL", insns, std::size(insns), &opts);
     if (fd >= 0) {
       close(fd);
       return true;

@@ -25,7 +25,7 @@ const char* xdpModeName(XdpMode m);
 // Where the program puts each redirected frame's metadata (bpf/capture_shared.h): the XDP metadata area
 // (bpf_xdp_adjust_meta), or in front of the frame itself (bs_capture_head, bpf_xdp_adjust_head) for kernels whose
 // verifier refuses that helper to XDP programs. kAuto: the metadata area where the kernel allows it
-// (libbpf_probe_bpf_helper), else in front of the frame.
+// (kernelAllowsXdpMetaArea), else in front of the frame.
 enum class XdpMetaPlace { kAuto, kMetaArea, kInFrame };
 
 struct XdpProgramConfig {

@@ -10,8 +10,8 @@
  * asks the driver for the NIC's RX timestamp through the XDP metadata kfunc and must be loaded
  * device-bound. bs_capture_head and bs_capture_nic_head are the same for kernels whose verifier
  * refuses bpf_xdp_adjust_meta() to XDP programs (seen: a 6.18 kernel, "program of this type cannot
- * use helper"): they write the same metadata in front of the frame itself, by bpf_xdp_adjust_head(),
- * and user space takes it off again.
+ * use helper"): they write the same metadata in front of the frame itself, by
+ * bpf_xdp_adjust_head(), and user space takes it off again.
  */
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
@@ -184,9 +184,9 @@ static __always_inline int capture(struct xdp_md *ctx, int nic_ts, int in_frame)
 			count(BS_STAT_TRUNCATED);
 	}
 	if (in_frame) {
-		/* Every frame this variant redirects carries the metadata in front (user space takes
-		 * its first bytes for it): one without room for it (XDP gives every frame 256 bytes of
-		 * headroom, so never in practice) is dropped, not sent unmarked. */
+		/* Every frame this variant redirects carries the metadata in front (user space
+		 * takes its first bytes for it): one without room for it (XDP gives every frame 256
+		 * bytes of headroom, so never in practice) is dropped, not sent unmarked. */
 		if (bpf_xdp_adjust_head(ctx, -(int)sizeof(*meta)) != 0)
 			return drop_unmarked();
 		meta = (void *)(long)ctx->data;

@@ -19,12 +19,12 @@
 enum bs_stat {
 	BS_STAT_REDIRECTED =
 	    0, /* handed to the queue's AF_XDP socket (the kernel may still drop it there) */
-	BS_STAT_NO_SOCKET,     /* XDP_PASS: no socket bound on the frame's RX queue */
-	BS_STAT_ABORTED,       /* XDP_ABORTED: the redirect helper failed (or XDP_DROP: bs_capture_head
-				  had no room for the metadata) */
-	BS_STAT_FILTERED,      /* XDP_PASS: excluded by the configured filter (not IP) */
-	BS_STAT_TRUNCATED,     /* redirected frames cut to the snap length (wire length kept in
-				  metadata) */
+	BS_STAT_NO_SOCKET, /* XDP_PASS: no socket bound on the frame's RX queue */
+	BS_STAT_ABORTED,   /* XDP_ABORTED: the redirect helper failed (or XDP_DROP: bs_capture_head
+			      had no room for the metadata) */
+	BS_STAT_FILTERED,  /* XDP_PASS: excluded by the configured filter (not IP) */
+	BS_STAT_TRUNCATED, /* redirected frames cut to the snap length (wire length kept in
+			      metadata) */
 	BS_STAT_NO_METADATA,   /* redirected without metadata: the driver has no room for it
 				  (bs_capture_head: dropped instead and counted as aborted, never
 				  sent unmarked) */

@@ -107,39 +107,29 @@ check "trace: burstscope starts (native mode, copy)" grep -q "XDP native mode, 2
 check "trace: the program is attached while it runs" test "$(xdp_progs)" = 1
 check "trace: after set-up every thread holds only CAP_NET_ADMIN (root run)" test "$(thread_caps "$pid")" = \
   "0000000000001000 0000000000001000 "
-sent=$(send --pps 20000 "$TMP/pad.pcap")
+# The ThreadSanitizer build's RX threads run many times slower: at 20 kpps one fell behind the RX ring on a slow
+# machine (7,439 frames lost, counted). There the trace is replayed at 4 kpps, so that every check below still
+# holds it to every frame.
+pace=20000
+ldd "$BS" | grep -q libtsan && pace=4000
+sent=$(send --pps "$pace" "$TMP/pad.pcap")
 wait $pid
 rc=$?
 check "trace: exits 0 after the idle timeout" test "$rc" = 0
 check "trace: tcpreplay sent every frame of the file" test "$sent" = "$(json "$TMP/pad-analyze.json" "d['packets']")"
 check "trace: ledger closes exactly: seen = sent = received + dropped before RX + filtered" \
   ledger_closes "$TMP/trace.json" "$sent"
-# Under ThreadSanitizer the RX threads run many times slower, and on a slow machine one fell behind the RX ring
-# (xsk_rx_ring_full > 0, every frame still in the ledger above): the checks that need every frame captured are
-# then skipped, said so, in that build only. The race detection is what that build is for; the release build
-# checks them all.
-lost_in_rings=$(json "$TMP/trace.json" "d['ports'][0]['device']['drop_stages'].get('xsk_rx_ring_full', 0)")
-if [ "$lost_in_rings" != 0 ] && ldd "$BS" | grep -q libtsan; then
-  for name in "packets and bytes (wire lengths) equal analyze of the file" "per-flow bytes equal analyze's" \
-    "TCP evidence equals analyze's" "per-pair bytes equal analyze's"; do
-    n=$((n + 1))
-    echo "ok $n - trace: $name # SKIP ThreadSanitizer build: $lost_in_rings frames lost at the RX ring (counted)"
-  done
-  lossless_checks=false
-else
-  lossless_checks=true
-fi
-$lossless_checks && check "trace: packets and bytes (wire lengths) equal analyze of the file" test "$(json "$TMP/trace.json" \
+check "trace: packets and bytes (wire lengths) equal analyze of the file" test "$(json "$TMP/trace.json" \
   "(d['ports'][0]['packets'], d['ports'][0]['bytes'])")" = "$(json "$TMP/pad-analyze.json" "(d['packets'], d['bytes'])")"
 check "trace: long frames were cut to the snap length in the kernel" test "$(json "$TMP/trace.json" \
   "d['ports'][0]['device']['extra']['xdp_truncated'] > 0")" = True
-$lossless_checks && check "trace: per-flow bytes equal analyze's" test "$(json "$TMP/trace.json" \
+check "trace: per-flow bytes equal analyze's" test "$(json "$TMP/trace.json" \
   "sorted((f['key'], f['packets'], f['bytes']) for f in d['ports'][0]['flows']['top'])")" = \
   "$(json "$TMP/pad-analyze.json" "sorted((f['key'], f['packets'], f['bytes']) for f in d['flows']['top'])")"
-$lossless_checks && check "trace: TCP evidence equals analyze's (data segments; retransmitted + out-of-order, whose split depends on pace)" \
+check "trace: TCP evidence equals analyze's (data segments; retransmitted + out-of-order, whose split depends on pace)" \
   test "$(json "$TMP/trace.json" "(lambda t: (t['tcp_data_segments'], t['tcp_retransmissions'] + t['tcp_out_of_order']))(d['ports'][0]['evidence']['totals'])")" = \
   "$(json "$TMP/pad-analyze.json" "(lambda t: (t['tcp_data_segments'], t['tcp_retransmissions'] + t['tcp_out_of_order']))(d['evidence']['totals'])")"
-$lossless_checks && check "trace: per-pair bytes equal analyze's" test "$(json "$TMP/trace.json" \
+check "trace: per-pair bytes equal analyze's" test "$(json "$TMP/trace.json" \
   "sorted((f['key'], f['bytes']) for f in d['ports'][0]['pairs']['top'])")" = \
   "$(json "$TMP/pad-analyze.json" "sorted((f['key'], f['bytes']) for f in d['pairs']['top'])")"
 check "trace: timestamps from the kernel clock at XDP time" test "$(json "$TMP/trace.json" "d['timestamps']['source']")" = kernel

@@ -1,6 +1,7 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -117,7 +118,7 @@ std::vector<PacketRecord> atRate(double rate, bool one_job) {
 // `link_bps`: the port's link capacity, for utilisation and microbursts (and among the backlog rates, as a live
 // port's is).
 void runPart(benchmark::State& state, const std::vector<PacketRecord>& records, bool replayed = false,
-             double link_bps = 10e9) {
+             double link_bps = 10e9, bool time_batches = false) {
   const int part = static_cast<int>(state.range(0));
   EngineConfig cfg;
   cfg.link_capacity_bps = link_bps;
@@ -141,6 +142,7 @@ void runPart(benchmark::State& state, const std::vector<PacketRecord>& records, 
   int64_t shift = 0;
   uint32_t seq_shift = 0;
   size_t i = 0;
+  std::chrono::steady_clock::duration worst{};
   for (auto _ : state) {
     for (PacketRecord& r : batch) {
       r = records[i];
@@ -155,8 +157,15 @@ void runPart(benchmark::State& state, const std::vector<PacketRecord>& records, 
         seq_shift += replayed ? 0 : 1u << 28;
       }
     }
+    if (!time_batches) {
+      engine.add(batch);
+      continue;
+    }
+    const auto start = std::chrono::steady_clock::now();
     engine.add(batch);
+    worst = std::max(worst, std::chrono::steady_clock::now() - start);
   }
+  if (time_batches) state.counters["worst_batch_us"] = std::chrono::duration<double, std::micro>(worst).count();
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * 256);
   static const char* const kNames[] = {
       "port and direction streams", "tables + evidence",          "training", "mirror checks",
@@ -168,6 +177,17 @@ void BM_Part(benchmark::State& state) {
   runPart(state, records);
 }
 BENCHMARK(BM_Part)->ArgName("part")->DenseRange(0, 5);
+
+// A live worker's longest stop: the whole default analysis over 72 M packets of the trace (about 1.3 M microbursts
+// on the port's stream, past the million a stream keeps), each batch of 256 timed; worst_batch_us is the longest
+// batch. A worker that stops for longer than its ring holds loses packets (a doubling list of microbursts held it
+// for 56-58 ms: bench/README.md, issue 41's twenty-third session). One run of a few seconds, outside the default
+// filter's reach of `BM_Part/`.
+void BM_LongRun(benchmark::State& state) {
+  static const std::vector<PacketRecord> records = liveRecords();
+  runPart(state, records, false, 10e9, /*time_batches=*/true);
+}
+BENCHMARK(BM_LongRun)->ArgName("part")->DenseRange(0, 4)->Iterations(280'000);
 
 // The parts that key by flow, with the flows churning (issue 41's flow-churn figure, on one worker): set against
 // BM_Part's same part, what a capture of a scan or of many short connections costs per packet.

@@ -24,6 +24,11 @@ ExactWindows::ExactWindows(std::vector<int64_t> taus_ns, size_t max_entries, std
                                   Histogram(microburstDurationBounds()),
                                   Histogram(microburstGapBounds()),
                                   Histogram(microburstVolumeBounds())};
+    // The events' room is taken once, up to kReservedEvents: a doubling vector copied every event kept so far
+    // and faulted its pages in again at each step, and its last step (16 to 32 MiB) held the live worker for
+    // tens of milliseconds, long enough to overflow its ring (bench/README.md, issue 41's twenty-third session).
+    // The room is address space only: a page becomes resident when its first event is written, as before.
+    mb_result_->events.reserve(std::min(mb_max_events_, kReservedEvents));
   }
 }
 

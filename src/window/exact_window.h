@@ -50,6 +50,8 @@ class ExactWindows {
   void setObserver(EngineObserver* o) { observer_ = o; }
 
  private:
+  static constexpr size_t kReservedEvents = size_t{1} << 20;  // 32 MiB of address space for a stream's events
+
   struct Entry {
     int64_t ts;
     uint64_t bytes;

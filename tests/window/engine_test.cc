@@ -580,8 +580,9 @@ TEST(ExactWindowsTest, KeptMicroburstsAreWrittenInPlaceAndTheRestCounted) {
   const int bursts = 4000;
   for (int b = 0; b < bursts; ++b) {
     std::vector<internal::Arrival> batch;
-    for (int i = 0; i < 10; ++i, t += 1000) batch.push_back({t, 1500});  // 15 kB in 10 us
-    t += 400'000;                                                        // the window empties before the next
+    // 15 kB in 10 us, then a pause in which the window empties.
+    for (int i = 0; i < 10; ++i, t += 1000) batch.push_back({t, 1500});
+    t += 400'000;
     w.addBatch(batch);
     const std::vector<Microburst>& events = w.microbursts()->events;
     if (where == nullptr && !events.empty()) where = events.data();

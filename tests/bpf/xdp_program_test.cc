@@ -5,6 +5,8 @@
 
 #include <arpa/inet.h>
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
 #include <linux/if_link.h>
 #include <linux/if_xdp.h>
 #include <net/if.h>
@@ -17,8 +19,11 @@
 #include <xdp/xsk.h>
 
 #include <cstring>
+#include <string>
 #include <vector>
 
+#include "bpf/capture.skel.h"
+#include "bpf/capture_plain.skel.h"
 #include "gtest/gtest.h"
 
 namespace burstscope {
@@ -411,6 +416,40 @@ TEST_F(XdpProgramTest, NicTimestampVariantLoadsOnlyBoundToADevice) {
   auto p = XdpProgram::load(cfg);
   EXPECT_FALSE(p.ok());
   EXPECT_NE(std::string(p.status().message()).find("device-bound"), std::string::npos);
+}
+
+// The capture program is built twice (bpf/meson.build): only the object whose NIC entry points ask the driver for
+// timestamps names the kfunc, whose presence makes libbpf read the kernel's BTF at every load; and the two have the
+// same programs and maps, by which `capture`'s skeleton binds either (xdp_program.cc, openCaptureObject).
+TEST(XdpObjectsTest, OnlyTheNicObjectNamesTheKfuncAndBothHaveTheSkeletonsProgramsAndMaps) {
+  struct Seen {
+    bool kfunc;
+    std::vector<std::string> programs, maps;
+  };
+  auto look = [](const void* bytes, size_t size) {
+    Seen seen{};
+    LIBBPF_OPTS(bpf_object_open_opts, opts, .object_name = "capture");
+    bpf_object* obj = bpf_object__open_mem(bytes, size, &opts);
+    EXPECT_NE(obj, nullptr);
+    if (obj == nullptr) return seen;
+    seen.kfunc = btf__find_by_name_kind(bpf_object__btf(obj), "bpf_xdp_metadata_rx_timestamp", BTF_KIND_FUNC) >= 0;
+    bpf_program* prog;
+    bpf_object__for_each_program(prog, obj) seen.programs.emplace_back(bpf_program__name(prog));
+    bpf_map* map;
+    bpf_object__for_each_map(map, obj) seen.maps.emplace_back(bpf_map__name(map));
+    bpf_object__close(obj);
+    return seen;
+  };
+  size_t nic_size = 0, plain_size = 0;
+  const void* nic_bytes = capture::elf_bytes(&nic_size);
+  const void* plain_bytes = capture_plain::elf_bytes(&plain_size);
+  const Seen nic = look(nic_bytes, nic_size);
+  const Seen plain = look(plain_bytes, plain_size);
+  EXPECT_TRUE(nic.kfunc);
+  EXPECT_FALSE(plain.kfunc);
+  EXPECT_EQ(plain.programs, nic.programs);
+  EXPECT_EQ(plain.maps, nic.maps);
+  EXPECT_EQ(nic.programs.size(), 4u);
 }
 
 TEST_F(XdpProgramTest, AttachNamesAMissingInterface) {

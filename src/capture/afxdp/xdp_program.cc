@@ -19,6 +19,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "bpf/capture.skel.h"
+#include "bpf/capture_plain.skel.h"
 
 // Linux 6.3 uapi; Debian 12's headers (6.1) predate it.
 #ifndef BPF_F_XDP_DEV_BOUND_ONLY
@@ -72,9 +73,30 @@ bpf_program* entryOf(capture* skel, const XdpProgramConfig& c, bool in_frame) {
   return in_frame ? skel->progs.bs_capture_head : skel->progs.bs_capture;
 }
 
+// `capture`'s skeleton over the object built with the NIC timestamps' kfunc (`nic`), or over the one built without
+// it (bpf/meson.build): the two have the same maps, programs and read-only data, and the object's name comes from
+// the skeleton, so every name the skeleton binds is found in either. Without the kfunc libbpf does not read the
+// kernel's BTF at load (60-80 ms of CPU on the project's VM; bench/README.md, issue 41's twenty-third session).
+capture* openCaptureObject(bool nic) {
+  auto* obj = static_cast<capture*>(calloc(1, sizeof(capture)));  // NOLINT: capture__destroy frees it
+  if (obj == nullptr) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  int err = capture__create_skeleton(obj);
+  if (err == 0 && !nic) obj->skeleton->data = const_cast<void*>(capture_plain::elf_bytes(&obj->skeleton->data_sz));
+  if (err == 0) err = bpf_object__open_skeleton(obj->skeleton, nullptr);
+  if (err != 0) {
+    capture__destroy(obj);
+    errno = -err;
+    return nullptr;
+  }
+  return obj;
+}
+
 absl::StatusOr<capture*> openSkeleton(const XdpProgramConfig& c, bool in_frame) {
   quietLibraries();
-  capture* skel = capture::open();
+  capture* skel = openCaptureObject(c.nic_timestamps);
   if (skel == nullptr) {
     return absl::InternalError(absl::StrCat("cannot open the XDP capture program: ", libxdpErrorText(errno)));
   }

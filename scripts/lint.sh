@@ -6,8 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build}
 [ -f "$BUILD/compile_commands.json" ] || { echo "lint: no $BUILD/compile_commands.json (meson setup $BUILD first)" >&2; exit 2; }
-# Generated headers (bpftool's skeleton) are built into the build tree before they can be analysed.
-ninja -C "$BUILD" bpf/capture.skel.h >/dev/null 2>&1 || true
+# Generated headers (bpftool's skeletons) are built into the build tree before they can be analysed.
+ninja -C "$BUILD" bpf/capture.skel.h bpf/capture_plain.skel.h >/dev/null 2>&1 || true
 
 # Not bench/: Google Benchmark's `for (auto _ : state)` idiom is all the analyzer finds there. Not fuzz/: built
 # by clang with -fsanitize=fuzzer in its own build, which build/'s compile_commands.json does not describe.
@@ -17,8 +17,8 @@ trap 'rm -f "$out"' EXIT
 
 echo "clang-tidy: ${#sources[@]} files"
 printf '%s\n' "${sources[@]}" | xargs -P "$(nproc)" -n 1 clang-tidy -p "$BUILD" --quiet >"$out" 2>/dev/null || true
-# Findings in our files only: the clang analyzer also walks bpftool's generated skeleton, which is not ours.
-findings=$(grep -E '^[^ ]+:[0-9]+:[0-9]+: (warning|error):' "$out" | grep -v '/bpf/capture\.skel\.h:' | sort -u || true)
+# Findings in our files only: the clang analyzer also walks bpftool's generated skeletons, which are not ours.
+findings=$(grep -E '^[^ ]+:[0-9]+:[0-9]+: (warning|error):' "$out" | grep -vE '/bpf/capture(_plain)?\.skel\.h:' | sort -u || true)
 if [ -n "$findings" ]; then
   echo "$findings"
   echo "clang-tidy: $(echo "$findings" | wc -l) findings"

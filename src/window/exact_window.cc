@@ -24,11 +24,6 @@ ExactWindows::ExactWindows(std::vector<int64_t> taus_ns, size_t max_entries, std
                                   Histogram(microburstDurationBounds()),
                                   Histogram(microburstGapBounds()),
                                   Histogram(microburstVolumeBounds())};
-    // The events' room is taken once, up to kReservedEvents: a doubling vector copied every event kept so far
-    // and faulted its pages in again at each step, and its last step (16 to 32 MiB) held the live worker for
-    // tens of milliseconds, long enough to overflow its ring (bench/README.md, issue 41's twenty-third session).
-    // The room is address space only: a page becomes resident when its first event is written, as before.
-    mb_result_->events.reserve(std::min(mb_max_events_, kReservedEvents));
   }
 }
 
@@ -282,7 +277,18 @@ void ExactWindows::endBurst(int64_t t) {
   ++r.count;
   r.durations_s.observe(static_cast<double>(cur_.end_ns - cur_.start_ns) * 1e-9);
   r.volumes_bytes.observe(static_cast<double>(cur_.bytes));
-  if (r.events.size() < mb_max_events_) r.events.push_back(cur_);
+  if (r.events.size() < mb_max_events_) {
+    // Once the list fills its first kEventsInPlaceFrom, the room for the rest (up to kReservedEvents) is taken at
+    // once: a doubling vector copied every event kept so far at each step, and its last step (16 to 32 MiB) held the
+    // live worker for tens of milliseconds, long enough to overflow its ring (bench/README.md, issue 41's
+    // twenty-third session). The room is address space only: a page becomes resident when its first event is
+    // written. Not from the start: a file's heap is on huge pages, where the reserved room's first page would be
+    // 2 MiB resident for a handful of microbursts.
+    if (r.events.size() == r.events.capacity() && r.events.size() >= kEventsInPlaceFrom) {
+      r.events.reserve(std::max(r.events.size() + 1, std::min(mb_max_events_, kReservedEvents)));
+    }
+    r.events.push_back(cur_);
+  }
   last_end_ns_ = t;
   if (observer_) observer_->onMicroburst(cur_);
 }

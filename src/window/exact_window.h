@@ -28,6 +28,11 @@ struct MicroburstSpec {
 
 class ExactWindows {
  public:
+  // The kept microbursts' list grows as a vector up to kEventsInPlaceFrom, then takes room up to kReservedEvents
+  // (32 MiB of address space) at once and is written in place (endBurst).
+  static constexpr size_t kEventsInPlaceFrom = 4096;
+  static constexpr size_t kReservedEvents = size_t{1} << 20;
+
   // `taus_ns` ascending and distinct; `max_entries` bounds the shared FIFO (see EngineConfig).
   ExactWindows(std::vector<int64_t> taus_ns, size_t max_entries, std::optional<MicroburstSpec> mb);
 
@@ -50,8 +55,6 @@ class ExactWindows {
   void setObserver(EngineObserver* o) { observer_ = o; }
 
  private:
-  static constexpr size_t kReservedEvents = size_t{1} << 20;  // 32 MiB of address space for a stream's events
-
   struct Entry {
     int64_t ts;
     uint64_t bytes;

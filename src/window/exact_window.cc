@@ -284,8 +284,10 @@ void ExactWindows::endBurst(int64_t t) {
     // twenty-third session). The room is address space only: a page becomes resident when its first event is
     // written. Not from the start: a file's heap is on huge pages, where the reserved room's first page would be
     // 2 MiB resident for a handful of microbursts.
-    if (r.events.size() == r.events.capacity() && r.events.size() >= kEventsInPlaceFrom) {
-      r.events.reserve(std::max(r.events.size() + 1, std::min(mb_max_events_, kReservedEvents)));
+    // (Past kReservedEvents, where mb_max_events_ is larger, it doubles again.)
+    const size_t n = r.events.size();
+    if (n == r.events.capacity() && n >= kEventsInPlaceFrom && n < kReservedEvents) {
+      r.events.reserve(std::min(mb_max_events_, kReservedEvents));
     }
     r.events.push_back(cur_);
   }

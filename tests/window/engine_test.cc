@@ -597,6 +597,35 @@ TEST(ExactWindowsTest, KeptMicroburstsAreWrittenInPlaceAndTheRestCounted) {
   EXPECT_EQ(w.microbursts()->events.data(), where);
 }
 
+// Where more than kReservedEvents are kept, the list doubles again past its reserved room: it moves once there, not
+// at every microburst.
+TEST(ExactWindowsTest, KeptMicroburstsBeyondTheReservedRoomMoveOnce) {
+  const int64_t tau = 100'000;
+  const size_t kept = internal::ExactWindows::kReservedEvents + 3000;
+  internal::ExactWindows w({tau}, size_t{1} << 20, internal::MicroburstSpec{tau, 6250, kept});
+  // Each packet a microburst of its own: 7000 bytes, above the threshold for the 100 us it stays in the window.
+  // Small batches, so that a list moving at every microburst fails after a few moves of 32 MiB.
+  std::vector<internal::Arrival> batch(16);
+  int64_t t = 1'000'000'000;
+  const Microburst* where = nullptr;
+  int moves = 0;
+  while (w.microbursts()->count < kept + 1000) {
+    for (internal::Arrival& a : batch) {
+      a = {t, 7000};
+      t += 200'000;
+    }
+    w.addBatch(batch);
+    const std::vector<Microburst>& events = w.microbursts()->events;
+    if (events.size() > internal::ExactWindows::kEventsInPlaceFrom) {
+      if (where != nullptr && events.data() != where) ++moves;
+      ASSERT_LE(moves, 1) << "moved again at " << events.size() << " microbursts";
+      where = events.data();
+    }
+  }
+  EXPECT_EQ(w.microbursts()->events.size(), kept);
+  EXPECT_EQ(moves, 1);
+}
+
 TEST(EngineTest, MicroburstScaleNeedNotBeAReportedScale) {
   std::vector<Pkt> v = randomTrace(51, 900);
   EngineConfig c = smallConfig();

@@ -262,6 +262,7 @@ class AfXdpBackend final : public CaptureSource {
   }
 
  private:
+  XdpProgramConfig programConfig() const;  // every port's program's, as cfg_ says (after init: its snap length)
   absl::Status initPort(const AfXdpPortConfig& pc, size_t index);
   absl::Status openSocket(Port& port, size_t index, uint32_t queue);
   absl::Status bindSocket(Socket& s, const Port& port);    // UMEM, socket, fill ring, XSKMAP entry
@@ -430,6 +431,14 @@ absl::Status AfXdpBackend::rebindSocket(Socket& s, const Port& port) {
   return fillAndEnter(s, port);
 }
 
+XdpProgramConfig AfXdpBackend::programConfig() const {
+  XdpProgramConfig xc;
+  xc.ip_only = cfg_.ip_only;
+  xc.snaplen = cfg_.snaplen;
+  xc.nic_timestamps = cfg_.timestamps == XdpTimestamps::kNic;
+  return xc;
+}
+
 absl::Status AfXdpBackend::initPort(const AfXdpPortConfig& pc, size_t index) {
   const std::string& ifname = pc.interface;
   const unsigned ifindex = if_nametoindex(ifname.c_str());
@@ -450,10 +459,7 @@ absl::Status AfXdpBackend::initPort(const AfXdpPortConfig& pc, size_t index) {
   Port port;
   port.config = pc;
   port.config.queues = queues;
-  XdpProgramConfig xc;
-  xc.ip_only = cfg_.ip_only;
-  xc.snaplen = cfg_.snaplen;
-  xc.nic_timestamps = cfg_.timestamps == XdpTimestamps::kNic;
+  const XdpProgramConfig xc = programConfig();
   auto prog = XdpProgram::attach(xc, ifname, cfg_.mode, &port.replaced);
   if (!prog.ok()) return prog.status();
   port.program = std::move(*prog);
@@ -501,7 +507,7 @@ absl::Status AfXdpBackend::init() {
   }
   // Room for the frame after the kernel's XDP headroom (and the metadata, where the program puts it in front of the
   // frame); longer frames are cut to the snap length first.
-  const bool meta_in_frame = !kernelAllowsXdpMetaArea();
+  const bool meta_in_frame = metaInFrameFor(programConfig());
   const uint32_t room =
       cfg_.frame_size - XDP_PACKET_HEADROOM - (meta_in_frame ? static_cast<uint32_t>(sizeof(bs_xdp_meta)) : 0);
   if (cfg_.snaplen == 0 || cfg_.snaplen > room) cfg_.snaplen = room;

@@ -119,19 +119,6 @@ absl::StatusOr<capture*> openSkeleton(const XdpProgramConfig& c, bool in_frame) 
   return skel;
 }
 
-// Where the metadata goes for `c` (XdpMetaPlace), resolved.
-bool metaInFrameFor(const XdpProgramConfig& c) {
-  switch (c.meta_place) {
-    case XdpMetaPlace::kMetaArea:
-      return false;
-    case XdpMetaPlace::kInFrame:
-      return true;
-    case XdpMetaPlace::kAuto:
-      break;
-  }
-  return !kernelAllowsXdpMetaArea();
-}
-
 // Removes burstscope programs a previous run left on the interface; refuses to touch anyone else's.
 absl::Status removeStale(int ifindex, const std::string& ifname, std::string* replaced) {
   xdp_multiprog* mp = xdp_multiprog__get_from_ifindex(ifindex);
@@ -195,6 +182,18 @@ absl::Status removeStale(int ifindex, const std::string& ifname, std::string* re
 }
 
 }  // namespace
+
+bool metaInFrameFor(const XdpProgramConfig& c) {
+  switch (c.meta_place) {
+    case XdpMetaPlace::kMetaArea:
+      return false;
+    case XdpMetaPlace::kInFrame:
+      return true;
+    case XdpMetaPlace::kAuto:
+      break;
+  }
+  return !kernelAllowsXdpMetaArea();
+}
 
 const char* xdpModeName(XdpMode m) {
   switch (m) {

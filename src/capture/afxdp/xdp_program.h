@@ -39,6 +39,9 @@ struct XdpProgramConfig {
 // Whether this kernel lets XDP programs call bpf_xdp_adjust_meta (asked once; a failed probe says yes, and the
 // load then says what the kernel refused).
 bool kernelAllowsXdpMetaArea();
+// Whether a program loaded with `c` writes the metadata in front of the frame: c.meta_place resolved (kAuto through
+// kernelAllowsXdpMetaArea). The program's metaInFrame() once loaded; before, for what depends on it (the snap length).
+bool metaInFrameFor(const XdpProgramConfig& c);
 
 using XdpCounters = std::array<uint64_t, BS_STAT_COUNT>;
 

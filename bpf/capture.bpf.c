@@ -65,7 +65,7 @@ struct {
 /* The object is built twice (bpf/meson.build): with BS_NIC_TIMESTAMPS 1, whose NIC entry points ask
  * the driver for the frame's timestamp, and with 0, loaded whenever the NIC's timestamps are not
  * asked for. A kfunc is a typed kernel symbol, and for one libbpf reads the kernel's whole BTF at
- * every load (60-80 ms of CPU on the project's VM): only the object that calls it carries it. */
+ * every load (59-80 ms on the project's VM): only the object that calls it carries it. */
 #ifndef BS_NIC_TIMESTAMPS
 #define BS_NIC_TIMESTAMPS 1
 #endif

@@ -76,7 +76,7 @@ bpf_program* entryOf(capture* skel, const XdpProgramConfig& c, bool in_frame) {
 // `capture`'s skeleton over the object built with the NIC timestamps' kfunc (`nic`), or over the one built without
 // it (bpf/meson.build): the two have the same maps, programs and read-only data, and the object's name comes from
 // the skeleton, so every name the skeleton binds is found in either. Without the kfunc libbpf does not read the
-// kernel's BTF at load (60-80 ms of CPU on the project's VM; bench/README.md, issue 41's twenty-third session).
+// kernel's BTF at load (59-80 ms on the project's VM; bench/README.md, issue 41's twenty-third session).
 capture* openCaptureObject(bool nic) {
   auto* obj = static_cast<capture*>(calloc(1, sizeof(capture)));  // NOLINT: capture__destroy frees it
   if (obj == nullptr) {

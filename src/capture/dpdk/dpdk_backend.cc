@@ -660,16 +660,22 @@ void DpdkBackend::rxLoop(Lcore& lc) {
         rte_mbuf* m = mbufs[i];
         if (i + 1 < n) rte_prefetch0(rte_pktmbuf_mtod(mbufs[i + 1], void*));
         int64_t ts = burst_ns;
+        bool recorded = false;  // a file's own time, which may go back (the file's order is the file's)
         if (ts_off >= 0 && (m->ol_flags & ts_flag)) {
           const uint64_t raw = *RTE_MBUF_DYNFIELD(m, ts_off, rte_mbuf_timestamp_t*);
           if (port.ts == TsSource::kPcapFile) {
             ts = static_cast<int64_t>(raw) * 1000;  // net_pcap: microseconds since the epoch
+            recorded = true;
           } else if (port.ts == TsSource::kNic) {
             ts = q.nic_clock.toNs(raw);
           }
         }
-        // Per queue, time never goes backwards (a re-synchronisation step is absorbed here).
-        if (port.ts != TsSource::kPcapFile && ts < q.last_ts) ts = q.last_ts;
+        // Per queue, time we stamp never goes backwards (a re-synchronisation step is absorbed here). That includes
+        // a net_pcap port's frames that come without the file's time: with infinite_rx=1, DPDK 22.11's net_pcap
+        // hands out copies without the timestamp field, so they take the burst's, and a step back at a
+        // re-synchronisation (up to 1.8 ms on a VM here) made the worker put tens of thousands of records a second
+        // back in order, each behind the whole reorder horizon (bench/README.md, issue 41's twenty-fourth session).
+        if (!recorded && ts < q.last_ts) ts = q.last_ts;
         q.producer->add({rte_pktmbuf_mtod(m, const uint8_t*), m->data_len}, m->pkt_len, ts);
         q.last_ts = std::max(q.last_ts, ts);
       }
@@ -981,7 +987,9 @@ TimestampInfo DpdkBackend::timestampInfo() const {
   switch (src) {
     case TsSource::kPcapFile:
       t.source = "pcap_file";
-      t.description = "net_pcap replays the file's recorded timestamps, read at microsecond precision";
+      t.description =
+          "net_pcap replays the file's recorded timestamps, read at microsecond precision (with infinite_rx=1 its "
+          "copies carry none: those frames are stamped at their RX burst, as tsc)";
       t.error_bound_ns = 1000;  // libpcap's microsecond read truncates the file's nanoseconds
       break;
     case TsSource::kNic:

@@ -175,7 +175,8 @@ check "paced replay at 2x takes at least half the recorded 1383 ms (took $elapse
 # back. It did go back at the TSC's re-synchronisations (steps of up to 1.8 ms on a VM here), and the worker put
 # every record behind such a step back in order, behind the whole reorder horizon (bench/README.md, issue 41). A
 # re-synchronisation every 10 ms makes the steps many; whether one goes back depends on the clocks, so on a machine
-# whose steps all go forward this check passes either way.
+# whose steps all go forward this check passes either way. It asks for one pass of the loop (4,000 frames), however
+# slowly a busy machine's RX lcore takes them in its 2 s; the 10 ms re-synchronisations come whatever the rate.
 editcap -r "$TMP/pad.pcap" "$TMP/loop.pcap" 1-4000
 printf 'dpdk:\n  tsc-resync: 10ms\n' >"$TMP/resync.yaml"
 # shellcheck disable=SC2046
@@ -183,14 +184,14 @@ printf 'dpdk:\n  tsc-resync: 10ms\n' >"$TMP/resync.yaml"
   --vdev "net_pcap0,rx_pcap=$TMP/loop.pcap,infinite_rx=1" --duration 2 -- $(eal loop) >"$TMP/loop.json" 2>"$TMP/loop.err"
 rc=$?
 check "looped trace exits 0" test "$rc" = 0
-check "looped trace: frames analysed, none reordered or clamped (a queue's own time never goes back)" python3 - \
+check "looped trace: a pass analysed, none reordered or clamped (a queue's own time never goes back)" python3 - \
   "$TMP/loop.json" <<'EOF2'
 import json, sys
 d = json.load(open(sys.argv[1]))
 p = d["ports"][0]
 t = p["timestamps"]
 print("packets", p["packets"], "timestamps", t, "resync steps up to", d["timestamps"]["max_resync_step_ns"], "ns")
-sys.exit(0 if p["packets"] > 100000 and t["reordered"] == 0 and t["clamped"] == 0 else 1)
+sys.exit(0 if p["packets"] >= 4000 and t["reordered"] == 0 and t["clamped"] == 0 else 1)
 EOF2
 check "looped trace: the timestamp source says its frames are stamped at their burst" \
   sh -c "grep -q 'infinite_rx=1 its copies carry none' '$TMP/loop.json'"

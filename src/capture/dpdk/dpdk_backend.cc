@@ -672,9 +672,9 @@ void DpdkBackend::rxLoop(Lcore& lc) {
         }
         // Per queue, time we stamp never goes backwards (a re-synchronisation step is absorbed here). That includes
         // a net_pcap port's frames that come without the file's time: with infinite_rx=1, DPDK 22.11's net_pcap
-        // hands out copies without the timestamp field, so they take the burst's, and a step back at a
-        // re-synchronisation (up to 1.8 ms on a VM here) made the worker put tens of thousands of records a second
-        // back in order, each behind the whole reorder horizon (bench/README.md, issue 41's twenty-fourth session).
+        // hands out copies without the timestamp field, so they take the burst's. Unguarded, the re-synchronisations'
+        // steps back (up to 1.8 ms on a VM here) made the worker put 50,944 records back in order in a 3 s run, each
+        // behind the whole reorder horizon (bench/README.md, issue 41's twenty-fourth session).
         if (!recorded && ts < q.last_ts) ts = q.last_ts;
         q.producer->add({rte_pktmbuf_mtod(m, const uint8_t*), m->data_len}, m->pkt_len, ts);
         q.last_ts = std::max(q.last_ts, ts);

@@ -310,10 +310,14 @@ class Reorderer {
   template <typename Emit>
   void flush(Emit&& emit);
 
-  // For merging several queues: hold a record without releasing anything, then release every record at or
-  // before `bound` (the oldest of the queues' watermarks less the horizon). A record that arrives later with
-  // a timestamp at or before `bound` is clamped to it and counted, so that the engine may advance to it.
-  void hold(const PacketRecord& r);
+  // For merging several queues: hold a record of queue `queue` without releasing anything, then release every
+  // record at or before `bound` (the oldest of the queues' watermarks less the horizon). A record that arrives
+  // later with a timestamp at or before `bound` is clamped to it and counted, so that the engine may advance to it.
+  // Each queue's records are held apart, in time order (a queue's records arrive in order, or nearly), and the
+  // release merges the queues: a record is never moved past another queue's records. (One buffer for all of them
+  // put each record that was behind another queue's newest in place by moving those one at a time: with the worker
+  // behind, hundreds a record; bench/README.md, issue 41.) Ties across queues are released in the order held.
+  void hold(size_t queue, const PacketRecord& r);
   template <typename Emit>
   void releaseUpTo(int64_t bound, Emit&& emit);
 
@@ -343,6 +347,31 @@ class Reorderer {
   void insertLate(const PacketRecord& r, int64_t ts);
   void grow();
 
+  // A queue's held records (hold()), in time order, each with its place in the order held (ties across queues).
+  struct Held {
+    PacketRecord r;
+    uint64_t seq;
+  };
+  struct Lane {
+    std::vector<Held> buf;  // ring, power-of-two size (or empty)
+    size_t cap = 0;         // buf.size(), kept: a size() is a division by sizeof(Held)
+    size_t head = 0;
+    size_t size = 0;
+    const Held& front() const { return buf[head]; }
+  };
+  void holdLate(Lane& lane, const PacketRecord& r, int64_t ts);  // behind the lane's newest: inserted from the back
+  static void growLane(Lane& lane);
+  // The lane whose front comes next (time, then order held) among those with a front at or before `bound` (-1:
+  // none), and the first of the other lanes' fronts (the end of its run).
+  struct Next {
+    int lane = -1;
+    int64_t until_ts = INT64_MAX;
+    uint64_t until_seq = UINT64_MAX;
+  };
+  Next nextLane(int64_t bound) const;
+  template <typename Emit>
+  void mergeLanes(int64_t bound, Emit&& emit);
+
   int64_t horizon_ns_;
   std::vector<PacketRecord> buf_ = std::vector<PacketRecord>(1024);  // ring, power-of-two size
   size_t head_ = 0;                                                  // oldest
@@ -354,9 +383,38 @@ class Reorderer {
   int64_t max_lateness_ns_ = 0;
   uint64_t steps_back_ = 0;
   int64_t shift_ns_ = 0;
+  std::vector<Lane> lanes_;
+  size_t lanes_held_ = 0;                // records held in lanes_
+  int64_t lanes_newest_ns_ = INT64_MIN;  // the newest of them (INT64_MIN: none)
+  uint64_t seq_ = 0;
 };
 
-inline void Reorderer::hold(const PacketRecord& r) { holdAt(r, r.ts_ns); }
+inline void Reorderer::hold(size_t queue, const PacketRecord& r) {
+  int64_t ts = r.ts_ns;
+  if (ts < released_ns_) {
+    max_lateness_ns_ = std::max(max_lateness_ns_, released_ns_ - ts);
+    ts = released_ns_;
+    ++clamped_;
+  }
+  if (queue >= lanes_.size()) lanes_.resize(queue + 1);
+  Lane& lane = lanes_[queue];
+  // Reordered as one buffer for every queue would count it: behind the newest record held.
+  if (ts < lanes_newest_ns_) ++reordered_;
+  if (lane.size == lane.cap) growLane(lane);
+  const size_t mask = lane.cap - 1;
+  if (lane.size == 0 || lane.buf[(lane.head + lane.size - 1) & mask].r.ts_ns <= ts) {
+    Held& slot = lane.buf[(lane.head + lane.size) & mask];
+    slot.r = r;
+    slot.r.ts_ns = ts;
+    slot.seq = seq_++;
+    ++lane.size;
+  } else {
+    holdLate(lane, r, ts);
+  }
+  ++lanes_held_;
+  lanes_newest_ns_ = std::max(lanes_newest_ns_, ts);
+  newest_ns_ = std::max(newest_ns_, ts);
+}
 
 inline void Reorderer::holdAt(const PacketRecord& r, int64_t ts) {
   if (ts < released_ns_) {
@@ -389,12 +447,24 @@ void Reorderer::push(const PacketRecord& r, Emit&& emit) {
 
 template <typename Emit>
 void Reorderer::releaseUpTo(int64_t bound, Emit&& emit) {
-  const size_t mask = buf_.size() - 1;
-  while (size_ > 0 && buf_[head_].ts_ns <= bound) {
-    emit(buf_[head_]);
-    head_ = (head_ + 1) & mask;
-    --size_;
+  if (lanes_.size() == 1) {  // one queue: its records in the order held
+    Lane& lane = lanes_[0];
+    const Held* buf = lane.buf.data();
+    const size_t mask = lane.cap - 1, size = lane.size;
+    size_t head = lane.head, left = size;
+    while (left > 0 && buf[head].r.ts_ns <= bound) {
+      emit(buf[head].r);
+      head = (head + 1) & mask;
+      --left;
+    }
+    lane.head = head;
+    lane.size = left;
+    lanes_held_ -= size - left;
+  } else {
+    mergeLanes(bound, [&](const PacketRecord& r) { emit(r); });
   }
+  // Whatever is still held is later than bound, the newest among it too; with nothing held, nothing is newer.
+  if (lanes_held_ == 0) lanes_newest_ns_ = INT64_MIN;
   released_ns_ = std::max(released_ns_, bound);
 }
 
@@ -406,6 +476,34 @@ void Reorderer::flush(Emit&& emit) {
     emit(buf_[head_]);
     head_ = (head_ + 1) & mask;
     --size_;
+  }
+  mergeLanes(INT64_MAX, [&](const PacketRecord& r) {
+    released_ns_ = r.ts_ns;
+    emit(r);
+  });
+  lanes_newest_ns_ = INT64_MIN;
+}
+
+template <typename Emit>
+void Reorderer::mergeLanes(int64_t bound, Emit&& emit) {
+  // The next lane's records up to the other lanes' first (time, then order held): a queue's run of records, a
+  // flow's burst in RSS's one queue, is released without looking at the other lanes again for each.
+  for (Next n; (n = nextLane(bound)).lane >= 0;) {
+    Lane& lane = lanes_[static_cast<size_t>(n.lane)];
+    const Held* buf = lane.buf.data();
+    const size_t mask = lane.cap - 1, size = lane.size;
+    const int64_t until = std::min(bound, n.until_ts);  // a record at until_ts itself: by the order held
+    size_t head = lane.head, left = size;
+    do {
+      emit(buf[head].r);
+      head = (head + 1) & mask;
+      --left;
+    } while (left > 0 && (buf[head].r.ts_ns < until ||
+                          (buf[head].r.ts_ns == until &&
+                           (until < n.until_ts || (until == n.until_ts && buf[head].seq < n.until_seq)))));
+    lane.head = head;
+    lane.size = left;
+    lanes_held_ -= size - left;
   }
 }
 

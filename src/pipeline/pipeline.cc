@@ -398,9 +398,9 @@ class PortWorker {
         });
       } else {
         int64_t& watermark = watermark_[q];
-        taken += port_.rings[q]->consume(kBatch, [this, &watermark](const PacketRecord& r) {
+        taken += port_.rings[q]->consume(kBatch, [this, &watermark, q](const PacketRecord& r) {
           watermark = std::max(watermark, r.ts_ns);
-          if (!(r.flags & kRecordTick)) reorder_.hold(r);
+          if (!(r.flags & kRecordTick)) reorder_.hold(q, r);
         });
       }
       // The queue's bins after its records: every bin its producer closed before them is visible now.

@@ -501,6 +501,55 @@ void Reorderer::insertLate(const PacketRecord& r, int64_t ts) {
   ++size_;
 }
 
+void Reorderer::holdLate(Lane& lane, const PacketRecord& r, int64_t ts) {
+  const size_t mask = lane.cap - 1;
+  // Stable insertion from the back, past this queue's later records only (the other queues' are in their lanes).
+  size_t pos = lane.size;
+  while (pos > 0 && lane.buf[(lane.head + pos - 1) & mask].r.ts_ns > ts) {
+    lane.buf[(lane.head + pos) & mask] = lane.buf[(lane.head + pos - 1) & mask];
+    --pos;
+  }
+  Held& slot = lane.buf[(lane.head + pos) & mask];
+  slot.r = r;
+  slot.r.ts_ns = ts;
+  slot.seq = seq_++;
+  ++lane.size;
+}
+
+void Reorderer::growLane(Lane& lane) {
+  const size_t cap = std::max<size_t>(lane.cap * 2, 1024);
+  std::vector<Held> bigger(cap);
+  for (size_t i = 0; i < lane.size; ++i) bigger[i] = lane.buf[(lane.head + i) & (lane.cap - 1)];
+  lane.buf.swap(bigger);
+  lane.cap = cap;
+  lane.head = 0;
+}
+
+Reorderer::Next Reorderer::nextLane(int64_t bound) const {
+  // A scan of the queues' fronts: a port has a few queues (a heap pays off only past a dozen or so).
+  Next n;
+  int64_t best_ts = INT64_MAX;
+  uint64_t best_seq = UINT64_MAX;
+  for (size_t q = 0; q < lanes_.size(); ++q) {
+    const Lane& lane = lanes_[q];
+    if (lane.size == 0) continue;
+    const int64_t ts = lane.front().r.ts_ns;
+    const uint64_t seq = lane.front().seq;
+    if (ts < best_ts || (ts == best_ts && seq < best_seq)) {
+      n.until_ts = best_ts;  // the former best is now the first of the others
+      n.until_seq = best_seq;
+      n.lane = static_cast<int>(q);
+      best_ts = ts;
+      best_seq = seq;
+    } else if (ts < n.until_ts || (ts == n.until_ts && seq < n.until_seq)) {
+      n.until_ts = ts;
+      n.until_seq = seq;
+    }
+  }
+  if (n.lane >= 0 && best_ts > bound) n.lane = -1;
+  return n;
+}
+
 void Reorderer::grow() {
   std::vector<PacketRecord> bigger(buf_.size() * 2);
   for (size_t i = 0; i < size_; ++i) bigger[i] = buf_[(head_ + i) & (buf_.size() - 1)];

@@ -56,6 +56,91 @@ TEST(ReordererTest, LaterThanTheHorizonIsClampedAndCounted) {
   EXPECT_EQ(ro.maxLatenessNs(), 15'000);  // behind the last released timestamp
 }
 
+// Several queues held apart and merged at release (hold, releaseUpTo, flush) against the definition: one buffer of
+// every record held, put in time order stably (ties in the order held), a record behind what was released clamped
+// to it. Queues mostly in order, some records behind their queue's newest, times from a narrow range so that ties
+// across queues are common; releases at the oldest queue's newest less a horizon, and now and then at a bound past
+// records still arriving (those come late and are clamped).
+TEST(ReordererTest, QueuesHeldApartAreReleasedAsOneBufferInTimeOrder) {
+  std::mt19937 rng(41);
+  for (int round = 0; round < 40; ++round) {
+    const size_t queues = 1 + rng() % 6;
+    const int64_t horizon = rng() % 3 == 0 ? 0 : static_cast<int64_t>(rng() % 50);
+    Reorderer ro(horizon);
+    struct Ref {
+      int64_t ts;
+      uint32_t id;
+    };
+    std::vector<Ref> held;  // in time order, stable
+    int64_t released = INT64_MIN;
+    uint64_t reordered = 0, clamped = 0;
+    int64_t lateness = 0;
+    std::vector<uint32_t> out, want;
+    std::vector<int64_t> out_ts, want_ts;
+    auto emit_ts = [&](const PacketRecord& r) {
+      out.push_back(r.wire_len);
+      out_ts.push_back(r.ts_ns);
+    };
+    std::vector<int64_t> clock(queues, 1000), watermark(queues, INT64_MIN);
+    auto release = [&](int64_t bound) {
+      size_t n = 0;
+      while (n < held.size() && held[n].ts <= bound) {
+        want.push_back(held[n].id);
+        want_ts.push_back(held[n].ts);
+        ++n;
+      }
+      held.erase(held.begin(), held.begin() + static_cast<std::ptrdiff_t>(n));
+      released = std::max(released, bound);
+      ro.releaseUpTo(bound, emit_ts);
+    };
+    uint32_t id = 0;
+    for (int step = 0; step < 3000; ++step) {
+      const size_t q = rng() % queues;
+      const uint32_t roll = rng() % 100;
+      int64_t ts = clock[q];
+      if (roll < 10) {
+        ts -= static_cast<int64_t>(rng() % 40);  // behind its queue's newest
+      } else {
+        ts = clock[q] += static_cast<int64_t>(rng() % 4);  // often a tie
+      }
+      PacketRecord r;
+      r.ts_ns = ts;
+      r.wire_len = id;
+      watermark[q] = std::max(watermark[q], ts);
+      ro.hold(q, r);
+      // The definition.
+      if (ts < released) {
+        lateness = std::max(lateness, released - ts);
+        ts = released;
+        ++clamped;
+      }
+      if (!held.empty() && ts < held.back().ts) ++reordered;
+      auto at = std::upper_bound(held.begin(), held.end(), ts, [](int64_t t, const Ref& x) { return t < x.ts; });
+      held.insert(at, Ref{ts, id});
+      ++id;
+      if (rng() % 16 == 0) {
+        const int64_t low = *std::min_element(watermark.begin(), watermark.end());
+        if (rng() % 8 == 0) {
+          release(clock[rng() % queues] + static_cast<int64_t>(rng() % 20));  // ahead of some queues: clamps
+        } else if (low != INT64_MIN) {
+          release(low - horizon);
+        }
+      }
+    }
+    ro.flush(emit_ts);
+    for (const Ref& x : held) {
+      want.push_back(x.id);
+      want_ts.push_back(x.ts);
+    }
+    ASSERT_EQ(out, want) << "round " << round << ", " << queues << " queues";
+    ASSERT_EQ(out_ts, want_ts) << "round " << round;
+    EXPECT_EQ(ro.reordered(), reordered) << "round " << round;
+    EXPECT_EQ(ro.clamped(), clamped) << "round " << round;
+    EXPECT_EQ(ro.maxLatenessNs(), lateness) << "round " << round;
+    EXPECT_GT(clamped, 0u);  // the late path was taken (every round makes some)
+  }
+}
+
 TEST(ReordererTest, ZeroHorizonPassesStraightThrough) {
   Reorderer ro(0);
   int emitted = 0;

@@ -221,6 +221,68 @@ void BM_AtRate(benchmark::State& state) {
 }
 BENCHMARK(BM_AtRate)->ArgNames({"part", "mpps", "jobs"})->ArgsProduct({{0, 1, 2, 3, 4, 5}, {15, 32}, {1, 0}});
 
+// The worker's merge of a port's RX queues (PortWorker::poll in src/pipeline/pipeline.cc), before any part: 100 G of
+// many jobs (atRate, 15 M packets/s, about 15,000 flows) spread over `queues` queues by flow, as RSS spreads them,
+// each queue in time order. A poll takes from each queue in turn what arrived by the poll's time, at most a batch
+// of 256, holds it, and releases what lies the 1 ms horizon behind the oldest of the queues' newest records. A
+// round of polls comes every `per_poll` records a queue of traffic on average: 32 where the worker keeps up, 256
+// (a whole batch) where it falls behind. Per record released.
+void BM_Merge(benchmark::State& state) {
+  static const std::vector<PacketRecord> records = atRate(15e6, false);
+  const auto queues = static_cast<size_t>(state.range(0));
+  constexpr size_t kBatch = 256;  // pipeline.cc's
+  std::vector<std::vector<PacketRecord>> lanes(queues);
+  for (const PacketRecord& r : records) {
+    uint64_t w[5];
+    std::memcpy(w, &r.key, sizeof(w));
+    uint64_t h = 0;
+    for (uint64_t x : w) h = (h ^ x) * 0x9E3779B97F4A7C15ull;
+    lanes[(h >> 32) % queues].push_back(r);
+  }
+  const int64_t span = passLength(records);
+  const int64_t step = state.range(1) * state.range(0) * 1'000'000'000 / 15'000'000;  // traffic's ns a poll
+  Reorderer reorder(1'000'000);
+  std::vector<size_t> at(queues, 0);
+  std::vector<int64_t> shift(queues, 0), watermark(queues, INT64_MIN);
+  int64_t now = records.front().ts_ns;
+  uint64_t released = 0;
+  for (auto _ : state) {
+    now += step;
+    // Polls until every queue has given what arrived by `now` (a queue with more than a batch waiting is polled
+    // again, as the worker does).
+    for (bool more = true; more;) {
+      more = false;
+      for (size_t q = 0; q < queues; ++q) {
+        const std::vector<PacketRecord>& lane = lanes[q];
+        for (size_t n = 0; !lane.empty(); ++n) {
+          PacketRecord r = lane[at[q]];
+          r.ts_ns += shift[q];
+          if (r.ts_ns > now) break;
+          if (n == kBatch) {
+            more = true;
+            break;
+          }
+          watermark[q] = r.ts_ns;
+          reorder.hold(q, r);
+          if (++at[q] == lane.size()) {
+            at[q] = 0;
+            shift[q] += span;
+          }
+        }
+      }
+      const int64_t low = *std::min_element(watermark.begin(), watermark.end());
+      if (low == INT64_MIN) continue;
+      reorder.releaseUpTo(low - 1'000'000, [&](const PacketRecord& r) {
+        benchmark::DoNotOptimize(r.ts_ns);
+        ++released;
+      });
+    }
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(released));
+  state.counters["reordered_share"] = static_cast<double>(reorder.reordered()) / static_cast<double>(released);
+}
+BENCHMARK(BM_Merge)->ArgNames({"queues", "per_poll"})->ArgsProduct({{1, 2, 4, 8}, {32, 256}});
+
 }  // namespace
 }  // namespace burstscope
 

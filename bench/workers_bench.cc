@@ -231,13 +231,13 @@ void BM_Merge(benchmark::State& state) {
   static const std::vector<PacketRecord> records = atRate(15e6, false);
   const auto queues = static_cast<size_t>(state.range(0));
   constexpr size_t kBatch = 256;  // pipeline.cc's
-  std::vector<std::vector<PacketRecord>> lanes(queues);
+  std::vector<std::vector<PacketRecord>> queue_records(queues);
   for (const PacketRecord& r : records) {
     uint64_t w[5];
     std::memcpy(w, &r.key, sizeof(w));
     uint64_t h = 0;
     for (uint64_t x : w) h = (h ^ x) * 0x9E3779B97F4A7C15ull;
-    lanes[(h >> 32) % queues].push_back(r);
+    queue_records[(h >> 32) % queues].push_back(r);
   }
   const int64_t span = passLength(records);
   const int64_t step = state.range(1) * state.range(0) * 1'000'000'000 / 15'000'000;  // traffic's ns a poll
@@ -253,7 +253,7 @@ void BM_Merge(benchmark::State& state) {
     for (bool more = true; more;) {
       more = false;
       for (size_t q = 0; q < queues; ++q) {
-        const std::vector<PacketRecord>& lane = lanes[q];
+        const std::vector<PacketRecord>& lane = queue_records[q];
         for (size_t n = 0; !lane.empty(); ++n) {
           PacketRecord r = lane[at[q]];
           r.ts_ns += shift[q];

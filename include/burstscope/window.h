@@ -312,7 +312,9 @@ class Reorderer {
 
   // For merging several queues: hold a record of queue `queue` without releasing anything, then release every
   // record at or before `bound` (the oldest of the queues' watermarks less the horizon). A record that arrives
-  // later with a timestamp at or before `bound` is clamped to it and counted, so that the engine may advance to it.
+  // later with a timestamp before the release point (the largest bound so far) is clamped to it and counted, so
+  // that the engine may advance to it. A Reorderer takes either push() or hold() records, never both (flush()
+  // ends either): the two are held apart.
   // Each queue's records are held apart, in time order (a queue's records arrive in order, or nearly), and the
   // release merges the queues: a record is never moved past another queue's records. (One buffer for all of them
   // put each record that was behind another queue's newest in place by moving those one at a time: with the worker
@@ -384,8 +386,6 @@ class Reorderer {
   uint64_t steps_back_ = 0;
   int64_t shift_ns_ = 0;
   std::vector<Lane> lanes_;
-  size_t lanes_held_ = 0;                // records held in lanes_
-  int64_t lanes_newest_ns_ = INT64_MIN;  // the newest of them (INT64_MIN: none)
   uint64_t seq_ = 0;
 };
 
@@ -398,8 +398,9 @@ inline void Reorderer::hold(size_t queue, const PacketRecord& r) {
   }
   if (queue >= lanes_.size()) lanes_.resize(queue + 1);
   Lane& lane = lanes_[queue];
-  // Reordered as one buffer for every queue would count it: behind the newest record held.
-  if (ts < lanes_newest_ns_) ++reordered_;
+  // Reordered as one buffer for every queue would count it: behind the newest record held. That is newest_ns_:
+  // the newest record is released only with everything else, and a record behind what was released is clamped.
+  if (ts < newest_ns_) ++reordered_;
   if (lane.size == lane.cap) growLane(lane);
   const size_t mask = lane.cap - 1;
   if (lane.size == 0 || lane.buf[(lane.head + lane.size - 1) & mask].r.ts_ns <= ts) {
@@ -411,8 +412,6 @@ inline void Reorderer::hold(size_t queue, const PacketRecord& r) {
   } else {
     holdLate(lane, r, ts);
   }
-  ++lanes_held_;
-  lanes_newest_ns_ = std::max(lanes_newest_ns_, ts);
   newest_ns_ = std::max(newest_ns_, ts);
 }
 
@@ -450,8 +449,8 @@ void Reorderer::releaseUpTo(int64_t bound, Emit&& emit) {
   if (lanes_.size() == 1) {  // one queue: its records in the order held
     Lane& lane = lanes_[0];
     const Held* buf = lane.buf.data();
-    const size_t mask = lane.cap - 1, size = lane.size;
-    size_t head = lane.head, left = size;
+    const size_t mask = lane.cap - 1;
+    size_t head = lane.head, left = lane.size;
     while (left > 0 && buf[head].r.ts_ns <= bound) {
       emit(buf[head].r);
       head = (head + 1) & mask;
@@ -459,12 +458,9 @@ void Reorderer::releaseUpTo(int64_t bound, Emit&& emit) {
     }
     lane.head = head;
     lane.size = left;
-    lanes_held_ -= size - left;
   } else {
     mergeLanes(bound, [&](const PacketRecord& r) { emit(r); });
   }
-  // Whatever is still held is later than bound, the newest among it too; with nothing held, nothing is newer.
-  if (lanes_held_ == 0) lanes_newest_ns_ = INT64_MIN;
   released_ns_ = std::max(released_ns_, bound);
 }
 
@@ -481,29 +477,27 @@ void Reorderer::flush(Emit&& emit) {
     released_ns_ = r.ts_ns;
     emit(r);
   });
-  lanes_newest_ns_ = INT64_MIN;
 }
 
 template <typename Emit>
 void Reorderer::mergeLanes(int64_t bound, Emit&& emit) {
   // The next lane's records up to the other lanes' first (time, then order held): a queue's run of records, a
   // flow's burst in RSS's one queue, is released without looking at the other lanes again for each.
-  for (Next n; (n = nextLane(bound)).lane >= 0;) {
+  for (;;) {
+    const Next n = nextLane(bound);
+    if (n.lane < 0) break;
     Lane& lane = lanes_[static_cast<size_t>(n.lane)];
     const Held* buf = lane.buf.data();
-    const size_t mask = lane.cap - 1, size = lane.size;
-    const int64_t until = std::min(bound, n.until_ts);  // a record at until_ts itself: by the order held
-    size_t head = lane.head, left = size;
+    const size_t mask = lane.cap - 1;
+    size_t head = lane.head, left = lane.size;
     do {
       emit(buf[head].r);
       head = (head + 1) & mask;
       --left;
-    } while (left > 0 && (buf[head].r.ts_ns < until ||
-                          (buf[head].r.ts_ns == until &&
-                           (until < n.until_ts || (until == n.until_ts && buf[head].seq < n.until_seq)))));
+    } while (left > 0 && buf[head].r.ts_ns <= bound &&
+             (buf[head].r.ts_ns < n.until_ts || (buf[head].r.ts_ns == n.until_ts && buf[head].seq < n.until_seq)));
     lane.head = head;
     lane.size = left;
-    lanes_held_ -= size - left;
   }
 }
 

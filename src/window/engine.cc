@@ -526,7 +526,7 @@ void Reorderer::growLane(Lane& lane) {
 }
 
 Reorderer::Next Reorderer::nextLane(int64_t bound) const {
-  // A scan of the queues' fronts: a port has a few queues (a heap pays off only past a dozen or so).
+  // A scan of the queues' fronts: a port has a few (a tournament tree of them was not tried; bench/README.md).
   Next n;
   int64_t best_ts = INT64_MAX;
   uint64_t best_seq = UINT64_MAX;

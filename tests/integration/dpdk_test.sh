@@ -217,13 +217,13 @@ check "overload replay: the summary marks degraded intervals with their bounds" 
   --baseline 10s -- $(eal null) >"$TMP/null.json" 2>"$TMP/null.err" &
 pid=$!
 # Memory is read when the overload is under way (the metrics show ring drops: set-up is over, however slowly a
-# loaded machine got there), three seconds later and three more after that. Bounded buffers grow to their size
-# in the first seconds: the reorderer holds one reorder horizon of records and the worker's batch of released
-# records lies beside it (72-byte records, vector doubling), which on a slow machine took 22 MB within the
-# first three seconds (9.4 MB the reorderer and 14 MB the batch at their peak, heaptrack). So the first window
-# is held only to a runaway bound, and the second must be flat: a queue of the excess grows by the drop rate
-# (about 40 Mpps x 72 B = 2.9 GB/s here) and a byte leaked per analysed packet by 15-30 MB in each window, where
-# bounded buffers add at most a last doubling.
+# loaded machine got there), three seconds later, and then every three seconds until a window is flat (below).
+# Bounded buffers grow to their size in the first seconds: the reorderer holds one reorder horizon of records and
+# the worker's batch of released records lies beside it (72-byte records, vector doubling), which on a slow
+# machine took 22 MB within the first three seconds (9.4 MB the reorderer and 14 MB the batch at their peak,
+# heaptrack). So the first window is held only to a runaway bound, and a later one must be flat: a queue of the
+# excess grows by the drop rate (about 40 Mpps x 72 B = 2.9 GB/s here) and a byte leaked per analysed packet by
+# 15-30 MB in each window, where bounded buffers add at most a last doubling.
 ring_drops() {  # ring_drops: exits 0 once the sensor's metrics count ring-full drops
   local url
   url=$(grep -o 'http://127.0.0.1:[0-9]*/metrics' "$TMP/null.err") &&
@@ -244,11 +244,24 @@ version=$(echo "$version_line" | awk '{print $2}')
 metrics_url=$(grep -o 'http://127.0.0.1:[0-9]*/metrics' "$TMP/null.err")
 check "burstscope_build_info carries the same version and revision" sh -c \
   "curl -sf '$metrics_url' | grep '^burstscope_build_info{' | grep 'version=\"$version\"' | grep -q 'revision=\"$revision\"'"
-rss_start=$(awk '/VmRSS/ {print $2}' /proc/$pid/status)
+rss() { awk '/VmRSS/ {print $2}' /proc/$pid/status; }
+rss_start=$(rss)
 sleep 3
-rss_mid=$(awk '/VmRSS/ {print $2}' /proc/$pid/status)
-sleep 3
-rss_end=$(awk '/VmRSS/ {print $2}' /proc/$pid/status)
+rss_mid=$(rss)
+# Flat: one 3 s window of the next four grows by less than 16 MB. On a slow machine a bounded buffer can still
+# take its last doubling after the first window (a 37 MB one in the second window, 2026-12-05, the binary of
+# 1fe5d89 as well as the one after it, under MALLOC_PERTURB_, which writes every new block), where a leak grows in
+# every window. All four together are held to the runaway bound too.
+rss_flat="" rss_prev=$rss_mid rss_end=$rss_mid
+for window in 1 2 3 4; do
+  sleep 3
+  rss_end=$(rss)
+  if [ $((rss_end - rss_prev)) -lt 16384 ]; then
+    rss_flat="$rss_prev -> $rss_end kB in window $window"
+    break
+  fi
+  rss_prev=$rss_end
+done
 # Least privilege: after set-up our threads (main, worker, RX lcore, HTTP) hold only CAP_NET_ADMIN; the EAL's
 # own interrupt and IPC threads, made inside rte_eal_init, keep theirs (docs/operations.md).
 ours=$(for t in /proc/$pid/task/*; do
@@ -267,7 +280,9 @@ check "overload: received = analysed + ring drops, = device ipackets" test "$(js
   "(lambda l, p: l['received'] == l['analysed'] + l['dropped']['ring_full'] == p['device']['received'] and l['balanced'])(d['ports'][0]['ledger'], d['ports'][0])")" = True
 check "overload: RSS within the bounded buffers over the first 3 s of overload ($rss_start -> $rss_mid kB)" \
   test $((rss_mid - rss_start)) -lt 131072
-check "overload: RSS flat over the next 3 s ($rss_mid -> $rss_end kB)" test $((rss_end - rss_mid)) -lt 16384
+check "overload: RSS flat over a 3 s window within the next 12 s (${rss_flat:-none})" test -n "$rss_flat"
+check "overload: RSS within the bounded buffers from then on ($rss_mid -> $rss_end kB)" \
+  test $((rss_end - rss_mid)) -lt 131072
 
 # 3. Two RX queues: net_af_packet (PACKET_FANOUT over 2 sockets) on a veth in its own namespace, fed by
 #    tcpreplay from the peer namespace with 64 flows, enough for any hash seed to use both queues.

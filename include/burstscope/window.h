@@ -446,21 +446,8 @@ void Reorderer::push(const PacketRecord& r, Emit&& emit) {
 
 template <typename Emit>
 void Reorderer::releaseUpTo(int64_t bound, Emit&& emit) {
-  if (lanes_.size() == 1) {  // one queue: its records in the order held
-    Lane& lane = lanes_[0];
-    const Held* buf = lane.buf.data();
-    const size_t mask = lane.cap - 1;
-    size_t head = lane.head, left = lane.size;
-    while (left > 0 && buf[head].r.ts_ns <= bound) {
-      emit(buf[head].r);
-      head = (head + 1) & mask;
-      --left;
-    }
-    lane.head = head;
-    lane.size = left;
-  } else {
-    mergeLanes(bound, [&](const PacketRecord& r) { emit(r); });
-  }
+  // One queue too: its only run ends at the bound (the other lanes' first is "none").
+  mergeLanes(bound, emit);
   released_ns_ = std::max(released_ns_, bound);
 }
 

@@ -154,6 +154,88 @@ TEST(ReordererTest, QueuesHeldApartAreReleasedAsOneBufferInTimeOrder) {
   }
 }
 
+// One ordered source through push() (a file, `analyze`) against the definition the header gives: a record more than
+// kClockStepNs behind the newest shifts time on from it (the clock stepped back); one behind what was released is
+// clamped to it; the rest are held in time order stably, and a record is released once the newest is the horizon
+// past it. "Reordered" counts the records held behind the newest. Each push's releases are compared, and a burst of
+// records at one time holds more than the first ring (1,024) at once, so that it grows.
+TEST(ReordererTest, PushedRecordsComeOutAsTheDefinitionSays) {
+  std::mt19937 rng(7);
+  for (int round = 0; round < 40; ++round) {
+    const int64_t horizon = round % 4 == 0 ? 0 : static_cast<int64_t>(rng() % 50'000);
+    Reorderer ro(horizon);
+    std::vector<PacketRecord> held;  // the definition's one buffer, in time order
+    int64_t newest = INT64_MIN, released = INT64_MIN, shift = 0, lateness = 0;
+    uint64_t reordered = 0, clamped = 0, steps = 0;
+    int64_t t = 5'000'000'000;
+    for (uint32_t i = 0; i < 6000; ++i) {
+      PacketRecord r;
+      const uint32_t kind = rng() % 1000;
+      if (kind < 2) {
+        t -= Reorderer::kClockStepNs + 1 + static_cast<int64_t>(rng() % 3'000'000'000u);  // the clock steps back
+      } else if (i >= 3000 && i < 4500) {
+        // a burst at one instant: held all at once while the horizon is not yet past
+      } else if (kind < 900) {
+        t += rng() % 3 == 0 ? 0 : static_cast<int64_t>(rng() % 20'000);
+      }
+      // Now and then a record from behind: within the horizon or beyond it.
+      r.ts_ns = kind >= 900 && kind < 990 ? t - static_cast<int64_t>(rng() % (2 * horizon + 2)) : t;
+      r.wire_len = i;  // its place in the input
+      // The definition.
+      int64_t ts = r.ts_ns + shift;
+      if (newest != INT64_MIN && ts < newest - Reorderer::kClockStepNs) {
+        ++steps;
+        shift += newest - ts;
+        ts = newest;
+      }
+      if (ts < released) {
+        lateness = std::max(lateness, released - ts);
+        ts = released;
+        ++clamped;
+      }
+      if (ts < newest) ++reordered;
+      PacketRecord h = r;
+      h.ts_ns = ts;
+      held.insert(std::upper_bound(held.begin(), held.end(), h,
+                                   [](const PacketRecord& a, const PacketRecord& b) { return a.ts_ns < b.ts_ns; }),
+                  h);
+      newest = std::max(newest, ts);
+      std::vector<PacketRecord> want;
+      size_t n = 0;
+      while (n < held.size() && held[n].ts_ns <= newest - horizon) {
+        released = held[n].ts_ns;
+        want.push_back(held[n++]);
+      }
+      held.erase(held.begin(), held.begin() + static_cast<std::ptrdiff_t>(n));
+      std::vector<PacketRecord> got;
+      ro.push(r, [&](const PacketRecord& x) { got.push_back(x); });
+      ASSERT_EQ(got.size(), want.size()) << "round " << round << " record " << i;
+      for (size_t k = 0; k < got.size(); ++k) {
+        ASSERT_EQ(got[k].ts_ns, want[k].ts_ns) << "round " << round << " record " << i;
+        ASSERT_EQ(got[k].wire_len, want[k].wire_len) << "round " << round << " record " << i;
+      }
+    }
+    std::vector<PacketRecord> got;
+    ro.flush([&](const PacketRecord& x) { got.push_back(x); });
+    ASSERT_EQ(got.size(), held.size()) << "round " << round;
+    for (size_t k = 0; k < got.size(); ++k) {
+      ASSERT_EQ(got[k].ts_ns, held[k].ts_ns) << "round " << round;
+      ASSERT_EQ(got[k].wire_len, held[k].wire_len) << "round " << round;
+    }
+    EXPECT_EQ(ro.reordered(), reordered) << "round " << round;
+    EXPECT_EQ(ro.clamped(), clamped) << "round " << round;
+    EXPECT_EQ(ro.maxLatenessNs(), lateness) << "round " << round;
+    EXPECT_EQ(ro.clockStepsBack(), steps) << "round " << round;
+    EXPECT_EQ(ro.clockShiftNs(), shift) << "round " << round;
+    // Each path of the definition is taken (with no horizon, whatever comes from behind is clamped).
+    EXPECT_GT(steps, 0u) << "round " << round;
+    EXPECT_GT(clamped, 0u) << "round " << round;
+    if (horizon > 0) {
+      EXPECT_GT(reordered, 0u) << "round " << round;
+    }
+  }
+}
+
 TEST(ReordererTest, ZeroHorizonPassesStraightThrough) {
   Reorderer ro(0);
   int emitted = 0;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "burstscope/window.h"
@@ -160,6 +161,8 @@ TEST(ReordererTest, QueuesHeldApartAreReleasedAsOneBufferInTimeOrder) {
 // past it. "Reordered" counts the records held behind the newest. Each push's releases are compared, and a burst of
 // records at one time holds more than the first ring (1,024) at once, so that it grows.
 TEST(ReordererTest, PushedRecordsComeOutAsTheDefinitionSays) {
+  using Out = std::pair<int64_t, uint32_t>;  // a released record: its time and its place in the input
+  auto out = [](const PacketRecord& r) { return Out{r.ts_ns, r.wire_len}; };
   std::mt19937 rng(7);
   for (int round = 0; round < 40; ++round) {
     const int64_t horizon = round % 4 == 0 ? 0 : static_cast<int64_t>(rng() % 50'000);
@@ -200,28 +203,21 @@ TEST(ReordererTest, PushedRecordsComeOutAsTheDefinitionSays) {
                                    [](const PacketRecord& a, const PacketRecord& b) { return a.ts_ns < b.ts_ns; }),
                   h);
       newest = std::max(newest, ts);
-      std::vector<PacketRecord> want;
+      std::vector<Out> want;
       size_t n = 0;
       while (n < held.size() && held[n].ts_ns <= newest - horizon) {
         released = held[n].ts_ns;
-        want.push_back(held[n++]);
+        want.push_back(out(held[n++]));
       }
       held.erase(held.begin(), held.begin() + static_cast<std::ptrdiff_t>(n));
-      std::vector<PacketRecord> got;
-      ro.push(r, [&](const PacketRecord& x) { got.push_back(x); });
-      ASSERT_EQ(got.size(), want.size()) << "round " << round << " record " << i;
-      for (size_t k = 0; k < got.size(); ++k) {
-        ASSERT_EQ(got[k].ts_ns, want[k].ts_ns) << "round " << round << " record " << i;
-        ASSERT_EQ(got[k].wire_len, want[k].wire_len) << "round " << round << " record " << i;
-      }
+      std::vector<Out> got;
+      ro.push(r, [&](const PacketRecord& x) { got.push_back(out(x)); });
+      ASSERT_EQ(got, want) << "round " << round << " record " << i;
     }
-    std::vector<PacketRecord> got;
-    ro.flush([&](const PacketRecord& x) { got.push_back(x); });
-    ASSERT_EQ(got.size(), held.size()) << "round " << round;
-    for (size_t k = 0; k < got.size(); ++k) {
-      ASSERT_EQ(got[k].ts_ns, held[k].ts_ns) << "round " << round;
-      ASSERT_EQ(got[k].wire_len, held[k].wire_len) << "round " << round;
-    }
+    std::vector<Out> got, want;
+    ro.flush([&](const PacketRecord& x) { got.push_back(out(x)); });
+    for (const PacketRecord& h : held) want.push_back(out(h));
+    ASSERT_EQ(got, want) << "round " << round;
     EXPECT_EQ(ro.reordered(), reordered) << "round " << round;
     EXPECT_EQ(ro.clamped(), clamped) << "round " << round;
     EXPECT_EQ(ro.maxLatenessNs(), lateness) << "round " << round;

@@ -363,14 +363,26 @@ class Reorderer {
   };
   void holdLate(Lane& lane, const PacketRecord& r, int64_t ts);  // behind the lane's newest: inserted from the back
   static void growLane(Lane& lane);
-  // The lane whose front comes next (time, then order held) among those with a front at or before `bound` (-1:
-  // none), and the first of the other lanes' fronts (the end of its run).
-  struct Next {
-    int lane = -1;
-    int64_t until_ts = INT64_MAX;
-    uint64_t until_seq = UINT64_MAX;
-  };
-  Next nextLane(int64_t bound) const;
+
+  // The merge's tournament (a winner tree). The leaves are the lanes' front keys (an empty lane's: none); an inner
+  // node holds the lane of its children's earlier key, so the root is the lane whose front comes next, and the
+  // first of the other lanes' fronts is the earliest key beside its path. After a lane's run only its path is
+  // played again: about 2·log2(lanes) compares a run, where a scan read every lane's front record at every run
+  // (with the queues' flows interleaved a run is a record or two). bench/README.md, issue 41.
+  // A key is one unsigned 128-bit word, the time (sign bit flipped) above the order held: one compare, no branch.
+  using Key = unsigned __int128;
+  static constexpr Key kNoKey = ~Key{0};  // no record: after every key (no record has the last seq)
+  static Key key(int64_t ts, uint64_t seq) { return Key{static_cast<uint64_t>(ts) ^ (uint64_t{1} << 63)} << 64 | seq; }
+  static Key frontKey(const Lane& lane) {
+    return lane.size == 0 ? kNoKey : key(lane.front().r.ts_ns, lane.front().seq);
+  }
+  void buildTree();  // every lane's key and every node, from the lanes' fronts
+  void replay(size_t lane) {
+    for (size_t node = (leaves_ + lane) >> 1; node >= 1; node >>= 1) {
+      const uint32_t l = tree_[2 * node], r = tree_[2 * node + 1];
+      tree_[node] = keys_[r] < keys_[l] ? r : l;
+    }
+  }
   template <typename Emit>
   void mergeLanes(int64_t bound, Emit&& emit);
 
@@ -387,6 +399,9 @@ class Reorderer {
   int64_t shift_ns_ = 0;
   std::vector<Lane> lanes_;
   uint64_t seq_ = 0;
+  size_t leaves_ = 0;           // the tree's leaves: the lanes' count, rounded up to a power of two
+  std::vector<Key> keys_;       // a lane's front key at its index; one more, kNoKey, for the leaves past the lanes
+  std::vector<uint32_t> tree_;  // node n's children 2n and 2n + 1; the root 1; leaf q at leaves_ + q
 };
 
 inline void Reorderer::hold(size_t queue, const PacketRecord& r) {
@@ -470,10 +485,16 @@ template <typename Emit>
 void Reorderer::mergeLanes(int64_t bound, Emit&& emit) {
   // The next lane's records up to the other lanes' first (time, then order held): a queue's run of records, a
   // flow's burst in RSS's one queue, is released without looking at the other lanes again for each.
+  if (lanes_.empty()) return;
+  buildTree();
+  const Key end = key(bound, UINT64_MAX);  // the first key past the bound (kNoKey for a flush's)
   for (;;) {
-    const Next n = nextLane(bound);
-    if (n.lane < 0) break;
-    Lane& lane = lanes_[static_cast<size_t>(n.lane)];
+    const uint32_t next = tree_[1];
+    if (keys_[next] >= end) break;
+    // The run ends at the bound or at the other lanes' first, the earliest of the keys on its path.
+    Key until = end;
+    for (size_t node = leaves_ + next; node > 1; node >>= 1) until = std::min(until, keys_[tree_[node ^ 1]]);
+    Lane& lane = lanes_[next];
     const Held* buf = lane.buf.data();
     const size_t mask = lane.cap - 1;
     size_t head = lane.head, left = lane.size;
@@ -481,10 +502,11 @@ void Reorderer::mergeLanes(int64_t bound, Emit&& emit) {
       emit(buf[head].r);
       head = (head + 1) & mask;
       --left;
-    } while (left > 0 && buf[head].r.ts_ns <= bound &&
-             (buf[head].r.ts_ns < n.until_ts || (buf[head].r.ts_ns == n.until_ts && buf[head].seq < n.until_seq)));
+    } while (left > 0 && key(buf[head].r.ts_ns, buf[head].seq) < until);
     lane.head = head;
     lane.size = left;
+    keys_[next] = frontKey(lane);
+    replay(next);
   }
 }
 

@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cmath>
 #include <deque>
 #include <type_traits>
@@ -525,29 +526,19 @@ void Reorderer::growLane(Lane& lane) {
   lane.head = 0;
 }
 
-Reorderer::Next Reorderer::nextLane(int64_t bound) const {
-  // A scan of the queues' fronts: a port has a few (a tournament tree of them was not tried; bench/README.md).
-  Next n;
-  int64_t best_ts = INT64_MAX;
-  uint64_t best_seq = UINT64_MAX;
-  for (size_t q = 0; q < lanes_.size(); ++q) {
-    const Lane& lane = lanes_[q];
-    if (lane.size == 0) continue;
-    const int64_t ts = lane.front().r.ts_ns;
-    const uint64_t seq = lane.front().seq;
-    if (ts < best_ts || (ts == best_ts && seq < best_seq)) {
-      n.until_ts = best_ts;  // the former best is now the first of the others
-      n.until_seq = best_seq;
-      n.lane = static_cast<int>(q);
-      best_ts = ts;
-      best_seq = seq;
-    } else if (ts < n.until_ts || (ts == n.until_ts && seq < n.until_seq)) {
-      n.until_ts = ts;
-      n.until_seq = seq;
-    }
+void Reorderer::buildTree() {
+  const size_t lanes = lanes_.size();
+  if (keys_.size() != lanes + 1) {  // a queue seen for the first time (a port's queues: a few, at start-up)
+    leaves_ = std::bit_ceil(lanes);
+    keys_.assign(lanes + 1, kNoKey);
+    tree_.assign(2 * leaves_, static_cast<uint32_t>(lanes));
+    for (size_t q = 0; q < lanes; ++q) tree_[leaves_ + q] = static_cast<uint32_t>(q);
   }
-  if (n.lane >= 0 && best_ts > bound) n.lane = -1;
-  return n;
+  for (size_t q = 0; q < lanes; ++q) keys_[q] = frontKey(lanes_[q]);
+  for (size_t node = leaves_ - 1; node >= 1; --node) {
+    const uint32_t l = tree_[2 * node], r = tree_[2 * node + 1];
+    tree_[node] = keys_[r] < keys_[l] ? r : l;
+  }
 }
 
 void Reorderer::grow() {

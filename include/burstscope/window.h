@@ -491,7 +491,7 @@ void Reorderer::mergeLanes(int64_t bound, Emit&& emit) {
   for (;;) {
     const uint32_t next = tree_[1];
     if (keys_[next] >= end) break;
-    // The run ends at the bound or at the other lanes' first, the earliest of the keys on its path.
+    // The run ends at the bound or at the other lanes' first: the earliest of the keys beside the root's path.
     Key until = end;
     for (size_t node = leaves_ + next; node > 1; node >>= 1) until = std::min(until, keys_[tree_[node ^ 1]]);
     Lane& lane = lanes_[next];

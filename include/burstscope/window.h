@@ -367,8 +367,9 @@ class Reorderer {
   // The merge's tournament (a winner tree). The leaves are the lanes' front keys (an empty lane's: none); an inner
   // node holds the lane of its children's earlier key, so the root is the lane whose front comes next, and the
   // first of the other lanes' fronts is the earliest key beside its path. After a lane's run only its path is
-  // played again: about 2·log2(lanes) compares a run, where a scan read every lane's front record at every run
-  // (with the queues' flows interleaved a run is a record or two). bench/README.md, issue 41.
+  // played again: about 2·log2(lanes) compares a run, and a compare a lane to build the tree at each release, where a
+  // scan read every lane's front record at every run (with the queues' flows interleaved a run is a record or two).
+  // bench/README.md, issue 41.
   // A key is one unsigned 128-bit word, the time (sign bit flipped) above the order held: one compare, no branch.
   using Key = unsigned __int128;
   static constexpr Key kNoKey = ~Key{0};  // no record: after every key (no record has the last seq)
@@ -487,7 +488,9 @@ void Reorderer::mergeLanes(int64_t bound, Emit&& emit) {
   // flow's burst in RSS's one queue, is released without looking at the other lanes again for each.
   if (lanes_.empty()) return;
   buildTree();
-  const Key end = key(bound, UINT64_MAX);  // the first key past the bound (kNoKey for a flush's)
+  // The last key at the bound, which no record has (no seq is UINT64_MAX): every record's key at or before the
+  // bound is below it, every later one above (kNoKey for a flush's).
+  const Key end = key(bound, UINT64_MAX);
   for (;;) {
     const uint32_t next = tree_[1];
     if (keys_[next] >= end) break;

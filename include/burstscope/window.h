@@ -377,12 +377,14 @@ class Reorderer {
   static Key frontKey(const Lane& lane) {
     return lane.size == 0 ? kNoKey : key(lane.front().r.ts_ns, lane.front().seq);
   }
+  size_t leaves() const { return tree_.size() / 2; }  // the lanes' count rounded up to a power of two
+  void play(size_t node) {                            // the node's lane: its children's earlier key
+    const uint32_t l = tree_[2 * node], r = tree_[2 * node + 1];
+    tree_[node] = keys_[r] < keys_[l] ? r : l;
+  }
   void buildTree();  // every lane's key and every node, from the lanes' fronts
   void replay(size_t lane) {
-    for (size_t node = (leaves_ + lane) >> 1; node >= 1; node >>= 1) {
-      const uint32_t l = tree_[2 * node], r = tree_[2 * node + 1];
-      tree_[node] = keys_[r] < keys_[l] ? r : l;
-    }
+    for (size_t node = (leaves() + lane) >> 1; node >= 1; node >>= 1) play(node);
   }
   template <typename Emit>
   void mergeLanes(int64_t bound, Emit&& emit);
@@ -400,9 +402,8 @@ class Reorderer {
   int64_t shift_ns_ = 0;
   std::vector<Lane> lanes_;
   uint64_t seq_ = 0;
-  size_t leaves_ = 0;           // the tree's leaves: the lanes' count, rounded up to a power of two
   std::vector<Key> keys_;       // a lane's front key at its index; one more, kNoKey, for the leaves past the lanes
-  std::vector<uint32_t> tree_;  // node n's children 2n and 2n + 1; the root 1; leaf q at leaves_ + q
+  std::vector<uint32_t> tree_;  // node n's children 2n and 2n + 1; the root 1; leaf q at leaves() + q
 };
 
 inline void Reorderer::hold(size_t queue, const PacketRecord& r) {
@@ -496,7 +497,7 @@ void Reorderer::mergeLanes(int64_t bound, Emit&& emit) {
     if (keys_[next] >= end) break;
     // The run ends at the bound or at the other lanes' first: the earliest of the keys beside the root's path.
     Key until = end;
-    for (size_t node = leaves_ + next; node > 1; node >>= 1) until = std::min(until, keys_[tree_[node ^ 1]]);
+    for (size_t node = leaves() + next; node > 1; node >>= 1) until = std::min(until, keys_[tree_[node ^ 1]]);
     Lane& lane = lanes_[next];
     const Held* buf = lane.buf.data();
     const size_t mask = lane.cap - 1;

@@ -529,16 +529,12 @@ void Reorderer::growLane(Lane& lane) {
 void Reorderer::buildTree() {
   const size_t lanes = lanes_.size();
   if (keys_.size() != lanes + 1) {  // a queue seen for the first time (a port's queues: a few, at start-up)
-    leaves_ = std::bit_ceil(lanes);
     keys_.assign(lanes + 1, kNoKey);
-    tree_.assign(2 * leaves_, static_cast<uint32_t>(lanes));
-    for (size_t q = 0; q < lanes; ++q) tree_[leaves_ + q] = static_cast<uint32_t>(q);
+    tree_.assign(2 * std::bit_ceil(lanes), static_cast<uint32_t>(lanes));
+    for (size_t q = 0; q < lanes; ++q) tree_[leaves() + q] = static_cast<uint32_t>(q);
   }
   for (size_t q = 0; q < lanes; ++q) keys_[q] = frontKey(lanes_[q]);
-  for (size_t node = leaves_ - 1; node >= 1; --node) {
-    const uint32_t l = tree_[2 * node], r = tree_[2 * node + 1];
-    tree_[node] = keys_[r] < keys_[l] ? r : l;
-  }
+  for (size_t node = leaves() - 1; node >= 1; --node) play(node);
 }
 
 void Reorderer::grow() {

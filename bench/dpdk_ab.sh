@@ -6,6 +6,8 @@
 #   - the ring drops, as a share of the frames the RX lcore received (the ledger at exit);
 #   - the port worker's CPU (bs-port-0, /proc ticks from the 3rd to the 7th second): share of a core, and ns per
 #     packet analysed at the median rate.
+# RUN_ARGS adds options to both runs' `run` (e.g. RUN_ARGS="--ring-size 4194304": a ring larger than the last-level
+# cache, whose slots are never near the RX core).
 # Needs root. usage: bench/dpdk_ab.sh BIN_A BIN_B [ROUNDS=3] [SECONDS=10]   (BIN: a build's burstscope binary)
 set -euo pipefail
 A=${1:?usage: dpdk_ab.sh BIN_A BIN_B [ROUNDS] [SECONDS]}
@@ -24,7 +26,8 @@ DEV="net_pcap0,rx_pcap=$TMP/loop.pcap,infinite_rx=1"
 HZ=$(getconf CLK_TCK)
 
 run() {  # BIN -> one line of figures
-  "$1" run --listen 127.0.0.1:0 --port net_pcap0 --vdev "$DEV" --duration "$SECS" --interval 1s -- \
+  # shellcheck disable=SC2086
+  "$1" run --listen 127.0.0.1:0 --port net_pcap0 --vdev "$DEV" --duration "$SECS" --interval 1s ${RUN_ARGS:-} -- \
     -l 0-1 --no-huge -m 512 --no-pci --file-prefix=bsab_run >"$TMP/out" 2>&1 &
   local pid=$! tid="" c0 c1
   sleep 3

@@ -262,6 +262,14 @@ class QueueProducer {
       }
     } else {
       if (n_ == room_) room_ = ring_.reserve(n_ + 1);
+      // The slot kSlotsAhead records on is fetched now (both lines a record may span), so that the decoder's stores
+      // into it do not wait for lines the worker's core read a lap ago (bench/README.md, issue 41's twenty-eighth
+      // session: with a ring far larger than the last-level cache, 2-4% of the RX lcore's rate).
+      if (n_ + kSlotsAhead < room_) {
+        const char* ahead = reinterpret_cast<const char*>(&ring_.reserved(n_ + kSlotsAhead));
+        __builtin_prefetch(ahead, 1);
+        __builtin_prefetch(ahead + sizeof(PacketRecord) - 1, 1);
+      }
       if (n_ < room_) {
         r = &ring_.reserved(n_++);
       } else {
@@ -298,6 +306,7 @@ class QueueProducer {
   void tick(int64_t watermark_ns);
 
   static constexpr size_t kMaxBatch = 1024;
+  static constexpr size_t kSlotsAhead = 6;  // a live in-place queue's slot prefetch distance, in records
   // Bins the side channel holds: 0.8 s of a busy queue's bins (the worker drains it at every poll).
   static constexpr size_t kBinChannel = 8192;
   SpscRing<PacketRecord>& ring() { return ring_; }
@@ -311,8 +320,8 @@ class QueueProducer {
   uint64_t fullWaits() const { return full_waits_; }
   void setFrameTap(FrameTap* tap) { tap_ = tap; }
   // Before the first add(), a live queue only: its records go into the ring's slots by streaming stores
-  // (streamRecord). Set by the DPDK RX lcores, which fill the ring in bursts of up to 32 at their full rate. AF_XDP's
-  // RX threads decode in place: on a veth at about 1 M packets/s streaming did not make them cheaper (bench/README.md).
+  // (streamRecord). Set by the DPDK RX lcores on AMD CPUs (dpdk_backend.cc says why only there). AF_XDP's RX threads
+  // decode in place: on a veth at about 1 M packets/s streaming did not make them cheaper (bench/README.md).
   void streamIntoSlots(bool on) {
 #if defined(__x86_64__)
     if (stream_) _mm_sfence();  // records streamed before a switch off are fenced all the same

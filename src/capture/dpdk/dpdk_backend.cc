@@ -51,6 +51,21 @@ static_assert(kPublishEvery - 1 + kMaxBurst <= QueueProducer::kMaxBatch);
 // Descriptors asked for each idle TX queue (adjusted to the driver's limits): burstscope sends nothing.
 constexpr uint16_t kTxDescriptors = 64;
 
+// Whether the RX lcores stream their records into the ring's slots (QueueProducer::streamIntoSlots) or decode into
+// them in place, each slot fetched a few records ahead. Measured on the trace loop (bench/README.md, issue 41):
+//   - AMD EPYC (eighteenth session): in place (then without the fetch ahead) 8.7 M packets/s, streamed 14.1. Each
+//     store into a slot the worker's core had read waited for its line.
+//   - Intel Xeon, a 300 MB L3 (twenty-eighth session): in place with the fetch ahead 2-5% faster than streamed,
+//     with the default ring and with a ring four times the L3. The streaming stores themselves stalled.
+// Streaming where it was measured faster; in place elsewhere, where the fetch ahead covers a far slot.
+bool streamsRecords() {
+#if defined(__x86_64__)
+  return __builtin_cpu_is("amd");
+#else
+  return false;
+#endif
+}
+
 // Maps a free-running counter (the TSC, or a NIC's clock) to CLOCK_REALTIME: one (counter, realtime) pair
 // read back to back, and the counter's frequency. Re-synchronised periodically by the thread that uses it;
 // each re-synchronisation's correction is recorded, which is the clock error that accumulated meanwhile.
@@ -422,7 +437,7 @@ absl::Status DpdkBackend::initPort(const DpdkPortConfig& pc, size_t index) {
     rq->queue_id = q;
     rq->port_index = index;
     rq->producer = std::make_unique<QueueProducer>(cfg_.decoder, cfg_.ring_capacity);
-    rq->producer->streamIntoSlots(true);  // the RX lcore fills the ring in bursts of up to 32 (capture.h)
+    rq->producer->streamIntoSlots(streamsRecords());
     rq->publish_every = std::clamp<size_t>(rq->producer->ring().capacity() / 4, 1, kPublishEvery);
     rq->hold_gen = &p.watch->hold_gen;
     lp.rings.push_back(&rq->producer->ring());

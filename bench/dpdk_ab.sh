@@ -6,8 +6,8 @@
 #   - the ring drops, as a share of the frames the RX lcore received (the ledger at exit);
 #   - the port worker's CPU (bs-port-0, /proc ticks from the 3rd to the 7th second): share of a core, and ns per
 #     packet analysed at the median rate.
-# RUN_ARGS adds options to both runs' `run` (e.g. RUN_ARGS="--ring-size 4194304": a ring larger than the last-level
-# cache, whose slots are never near the RX core).
+# RUN_ARGS adds options to both runs' `run` (e.g. RUN_ARGS="--ring-size 16777216": a ring of 1.2 GB, larger than the
+# last-level cache, whose slots are never near the RX core).
 # Needs root. usage: bench/dpdk_ab.sh BIN_A BIN_B [ROUNDS=3] [SECONDS=10]   (BIN: a build's burstscope binary)
 set -euo pipefail
 A=${1:?usage: dpdk_ab.sh BIN_A BIN_B [ROUNDS] [SECONDS]}

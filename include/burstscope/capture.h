@@ -190,11 +190,12 @@ class CaptureSource {
 };
 
 // Copies a decoded record into its ring slot with streaming (non-temporal) stores: whole cache lines written
-// without reading them first. The slot's lines were last read by the worker's core a lap of the ring ago and are in
-// no cache near this one: decoded into in place, every store waited for its line to be fetched, the stores
-// queued up and the RX thread stalled (perf: most of the decoder's samples; bench/README.md: the DPDK trace loop
-// went from 8.5 to 14.1 M packets/s). The record is read back from `r`, never from the slot, which would wait for
-// the streaming stores to reach memory.
+// without reading them first. The slot's lines were last read by the worker's core a lap of the ring ago: on AMD
+// EPYC, decoded into in place (without fetching the slot ahead), every store waited for its line to be fetched, the
+// stores queued up and the RX thread stalled (perf: most of the decoder's samples; bench/README.md: the DPDK trace
+// loop went from 8.7 to 14.1 M packets/s). Elsewhere the RX lcores decode in place, each slot fetched ahead, which
+// was faster on Intel (dpdk_backend.cc streamsRecords()). The record is read back from `r`, never from the slot,
+// which would wait for the streaming stores to reach memory.
 // The stores are ordered before the ring's publish by the sfence in QueueProducer::flush(). The sanitizers do not
 // see streaming stores, so their builds (GCC's and clang's) copy plainly and check the slots' writes as before.
 #if defined(__has_feature)
@@ -264,7 +265,8 @@ class QueueProducer {
       if (n_ == room_) room_ = ring_.reserve(n_ + 1);
       // The slot kSlotsAhead records on is fetched now (both lines a record may span), so that the decoder's stores
       // into it do not wait for lines the worker's core read a lap ago (bench/README.md, issue 41's twenty-eighth
-      // session: with a ring far larger than the last-level cache, 2-4% of the RX lcore's rate).
+      // session: with a ring far larger than the last-level cache, 2-4% of the RX lcore's rate). Without -mprfchw GCC
+      // emits prefetcht0 (no intent to write), which every x86-64 runs; `prefetchw` measured the same.
       if (n_ + kSlotsAhead < room_) {
         const char* ahead = reinterpret_cast<const char*>(&ring_.reserved(n_ + kSlotsAhead));
         __builtin_prefetch(ahead, 1);

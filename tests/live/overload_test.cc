@@ -206,8 +206,8 @@ TEST(QueueProducerTest, ALosslessQueueWaitsForTheWorkerAndLosesNothing) {
 
 // A live queue's records are the decoder's, byte for byte: every frame of the committed traces (TCP data and
 // ACKs, RoCEv2, IPv6, VLANs, VXLAN and ERSPAN mirrors, malformed frames) through a lossy producer, decoded in place
-// into its ring slots or (streaming, as a DPDK RX lcore does) into a scratch record streamed into them, against the
-// same frame decoded alone. Every field counts: a slot holds an earlier lap's record, the scratch record the frame
+// into its ring slots or (streaming, as a DPDK RX lcore does on AMD) into a scratch record streamed into them, against
+// the same frame decoded alone. Every field counts: a slot holds an earlier lap's record, the scratch record the frame
 // before's.
 class LiveRecordsTest : public ::testing::TestWithParam<bool> {};
 INSTANTIATE_TEST_SUITE_P(QueueProducer, LiveRecordsTest, ::testing::Values(false, true),

@@ -55,7 +55,7 @@ constexpr uint16_t kTxDescriptors = 64;
 // them in place, each slot fetched a few records ahead. Measured on the trace loop (bench/README.md, issue 41):
 //   - AMD EPYC (eighteenth session): in place (then without the fetch ahead) 8.7 M packets/s, streamed 14.1. Each
 //     store into a slot the worker's core had read waited for its line.
-//   - Intel Xeon, a 300 MB L3 (twenty-eighth session): in place with the fetch ahead 2-5% faster than streamed,
+//   - Intel Xeon, a 300 MiB L3 (twenty-eighth session): in place with the fetch ahead 2-5% faster than streamed,
 //     with the default ring and with a ring four times the L3. The streaming stores themselves stalled.
 // Streaming where it was measured faster; in place elsewhere, where the fetch ahead covers a far slot.
 bool streamsRecords() {
@@ -714,8 +714,8 @@ void DpdkBackend::rxLoop(Lcore& lc) {
       // Published when the queue has no full burst waiting (a short one), once publish_every records wait, or when
       // the ring was full (its slots are all reserved: the worker must have them to free any): at full rate a
       // publish every few bursts, not at each. A publish's sequentially consistent store waits for the records'
-      // streaming stores to reach memory, and at one per burst it was 7% of the RX lcore's time on the trace loop
-      // (bench/README.md). A paced replay publishes each burst when it is due.
+      // streaming stores to reach memory where they stream (AMD), and at one per burst it was 7% of the RX lcore's time
+      // on the trace loop there (bench/README.md). A paced replay publishes each burst when it is due.
       if (n < burst || speed > 0 || q.producer->pendingCount() >= q.publish_every || q.producer->pendingDrops() != 0) {
         q.producer->flush();
       }

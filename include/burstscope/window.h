@@ -307,8 +307,15 @@ class Reorderer {
 
   template <typename Emit>
   void push(const PacketRecord& r, Emit&& emit);
+  // push() without the copy out: the records it releases stay in the buffer, in order, until takeReleased() hands
+  // them over as one span or two (where the buffer wraps). A worker's file path takes them once a poll, so the
+  // engine reads them where they were held (the copy into a batch of its own was a twentieth of the worker's
+  // time in `analyze`; bench/README.md, issue 41).
+  void pushHeld(const PacketRecord& r);
+  template <typename Take>
+  void takeReleased(Take&& take);  // take(std::span<const PacketRecord>)
   template <typename Emit>
-  void flush(Emit&& emit);
+  void flush(Emit&& emit);  // what push() or pushHeld() released and not yet taken first, then everything held
 
   // For merging several queues: hold a record of queue `queue` without releasing anything, then release every
   // record at or before `bound` (the oldest of the queues' watermarks less the horizon). A record that arrives
@@ -335,7 +342,7 @@ class Reorderer {
   // Into the buffer in time order, stable: at the back for a record in order (the usual case, inline), else
   // by insertion from the back (insertLate).
   void insert(const PacketRecord& r, int64_t ts) {
-    if (size_ == buf_.size()) grow();
+    if (taken_from_ + size_ == buf_.size()) grow();
     const size_t mask = buf_.size() - 1;
     if (size_ == 0 || buf_[(head_ + size_ - 1) & mask].ts_ns <= ts) {
       PacketRecord& slot = buf_[(head_ + size_) & mask];
@@ -391,8 +398,9 @@ class Reorderer {
 
   int64_t horizon_ns_;
   std::vector<PacketRecord> buf_ = std::vector<PacketRecord>(1024);  // ring, power-of-two size
-  size_t head_ = 0;                                                  // oldest
+  size_t head_ = 0;                                                  // oldest held
   size_t size_ = 0;
+  size_t taken_from_ = 0;  // released by pushHeld(), not yet taken: the records just before head_
   int64_t newest_ns_ = INT64_MIN;
   int64_t released_ns_ = INT64_MIN;
   uint64_t reordered_ = 0;
@@ -442,8 +450,7 @@ inline void Reorderer::holdAt(const PacketRecord& r, int64_t ts) {
   newest_ns_ = std::max(newest_ns_, ts);
 }
 
-template <typename Emit>
-void Reorderer::push(const PacketRecord& r, Emit&& emit) {
+inline void Reorderer::pushHeld(const PacketRecord& r) {
   int64_t ts = r.ts_ns + shift_ns_;
   // Nothing released is newer than newest_ns_ here, so it is the time line's front.
   if (newest_ns_ != INT64_MIN && ts < newest_ns_ - kClockStepNs) {
@@ -455,10 +462,29 @@ void Reorderer::push(const PacketRecord& r, Emit&& emit) {
   const size_t mask = buf_.size() - 1;
   while (size_ > 0 && buf_[head_].ts_ns <= newest_ns_ - horizon_ns_) {
     released_ns_ = buf_[head_].ts_ns;
-    emit(buf_[head_]);
     head_ = (head_ + 1) & mask;
     --size_;
+    ++taken_from_;
   }
+}
+
+template <typename Take>
+void Reorderer::takeReleased(Take&& take) {
+  if (taken_from_ == 0) return;
+  const size_t cap = buf_.size();
+  const size_t from = (head_ - taken_from_) & (cap - 1);
+  const size_t first = std::min(taken_from_, cap - from);  // up to the buffer's end, then from its start
+  take(std::span<const PacketRecord>(buf_.data() + from, first));
+  if (first < taken_from_) take(std::span<const PacketRecord>(buf_.data(), taken_from_ - first));
+  taken_from_ = 0;
+}
+
+template <typename Emit>
+void Reorderer::push(const PacketRecord& r, Emit&& emit) {
+  pushHeld(r);
+  takeReleased([&](std::span<const PacketRecord> s) {
+    for (const PacketRecord& x : s) emit(x);
+  });
 }
 
 template <typename Emit>
@@ -470,6 +496,9 @@ void Reorderer::releaseUpTo(int64_t bound, Emit&& emit) {
 
 template <typename Emit>
 void Reorderer::flush(Emit&& emit) {
+  takeReleased([&](std::span<const PacketRecord> s) {
+    for (const PacketRecord& x : s) emit(x);
+  });
   const size_t mask = buf_.size() - 1;
   while (size_ > 0) {
     released_ns_ = buf_[head_].ts_ns;

@@ -388,13 +388,14 @@ class PortWorker {
   }
 
   // Takes what the rings hold; returns the number of records (ticks included) taken. Each record is copied once,
-  // from its ring slot into the reorderer.
+  // from its ring slot into the reorderer; a file's (one ordered queue) are read by the engine where the reorderer
+  // held them, several queues' from the batch their merge released them into.
   size_t poll() {
     size_t taken = 0;
     for (size_t q = 0; q < port_.rings.size(); ++q) {
       if (port_.ordered_lossless) {
         taken += port_.rings[q]->consume(kBatch, [this](const PacketRecord& r) {
-          if (!(r.flags & kRecordTick)) reorder_.push(r, [this](const PacketRecord& x) { feed(x); });
+          if (!(r.flags & kRecordTick)) reorder_.pushHeld(r);
         });
       } else {
         int64_t& watermark = watermark_[q];
@@ -419,7 +420,7 @@ class PortWorker {
         advance(bound);
       }
     } else {
-      analyse();
+      reorder_.takeReleased([this](std::span<const PacketRecord> s) { analyse(s); });
     }
     return taken;
   }
@@ -436,18 +437,22 @@ class PortWorker {
     }
   }
 
-  // Records released in order are collected and given to the engine as one batch per poll.
+  // Records released in order by the queues' merge (and by the last flush) are collected and given to the engine as one
+  // batch per poll.
   void feed(const PacketRecord& r) { released_.push_back(r); }
   void analyse() {
-    if (released_.empty()) return;
-    analysed_ += released_.size();
-    if (sink_) sink_(index_, released_);
-    engine_.add(released_);
-    if (!parts_.empty()) {
-      batch_.records.insert(batch_.records.end(), released_.begin(), released_.end());
-      batch_.ops.push_back({released_.size(), INT64_MIN});
-    }
+    analyse(released_);
     released_.clear();
+  }
+  void analyse(std::span<const PacketRecord> records) {
+    if (records.empty()) return;
+    analysed_ += records.size();
+    if (sink_) sink_(index_, records);
+    engine_.add(records);
+    if (!parts_.empty()) {
+      batch_.records.insert(batch_.records.end(), records.begin(), records.end());
+      batch_.ops.push_back({records.size(), INT64_MIN});
+    }
   }
 
   // Hands the engine calls made since the last hand-over to every part (the microbursts to the evidence's).

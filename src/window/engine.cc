@@ -538,10 +538,12 @@ void Reorderer::buildTree() {
 }
 
 void Reorderer::grow() {
+  // The records released and not yet taken too (pushHeld), before the held ones.
   std::vector<PacketRecord> bigger(buf_.size() * 2);
-  for (size_t i = 0; i < size_; ++i) bigger[i] = buf_[(head_ + i) & (buf_.size() - 1)];
+  const size_t from = head_ - taken_from_;
+  for (size_t i = 0; i < taken_from_ + size_; ++i) bigger[i] = buf_[(from + i) & (buf_.size() - 1)];
   buf_.swap(bigger);
-  head_ = 0;
+  head_ = taken_from_;
 }
 
 }  // namespace burstscope

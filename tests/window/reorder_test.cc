@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <random>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -171,12 +172,19 @@ TEST(ReordererTest, QueuesHeldApartAreReleasedAsOneBufferInTimeOrder) {
 // clamped to it; the rest are held in time order stably, and a record is released once the newest is the horizon
 // past it. "Reordered" counts the records held behind the newest. Each push's releases are compared, and a burst of
 // records at one time holds more than the first ring (1,024) at once, so that it grows.
+// In odd rounds the records go in by pushHeld() (a worker's file path) and what it released is taken every 1 to 700
+// records, as one span or two where the buffer wraps: the ring then grows while released records wait in it, and
+// the final flush() finds some not yet taken.
 TEST(ReordererTest, PushedRecordsComeOutAsTheDefinitionSays) {
   using Out = std::pair<int64_t, uint32_t>;  // a released record: its time and its place in the input
   auto out = [](const PacketRecord& r) { return Out{r.ts_ns, r.wire_len}; };
   std::mt19937 rng(7);
+  int wrapped_takes = 0;  // takes of two spans
   for (int round = 0; round < 40; ++round) {
     const int64_t horizon = round % 4 == 0 ? 0 : static_cast<int64_t>(rng() % 50'000);
+    const bool held_in_place = round % 2 == 1;
+    const uint32_t take_every = held_in_place ? 1 + rng() % 700 : 1;
+    std::vector<Out> untaken;  // released by pushHeld(), not yet taken
     Reorderer ro(horizon);
     std::vector<PacketRecord> held;  // the definition's one buffer, in time order
     int64_t newest = INT64_MIN, released = INT64_MIN, shift = 0, lateness = 0;
@@ -222,10 +230,25 @@ TEST(ReordererTest, PushedRecordsComeOutAsTheDefinitionSays) {
       }
       held.erase(held.begin(), held.begin() + static_cast<std::ptrdiff_t>(n));
       std::vector<Out> got;
-      ro.push(r, [&](const PacketRecord& x) { got.push_back(out(x)); });
-      ASSERT_EQ(got, want) << "round " << round << " record " << i;
+      if (!held_in_place) {
+        ro.push(r, [&](const PacketRecord& x) { got.push_back(out(x)); });
+        ASSERT_EQ(got, want) << "round " << round << " record " << i;
+        continue;
+      }
+      ro.pushHeld(r);
+      untaken.insert(untaken.end(), want.begin(), want.end());
+      if (i % take_every != 0) continue;
+      int spans = 0;
+      ro.takeReleased([&](std::span<const PacketRecord> s) {
+        ++spans;
+        for (const PacketRecord& x : s) got.push_back(out(x));
+      });
+      ASSERT_EQ(got, untaken) << "round " << round << " record " << i;
+      ASSERT_LE(spans, 2);
+      wrapped_takes += spans == 2;
+      untaken.clear();
     }
-    std::vector<Out> got, want;
+    std::vector<Out> got, want = untaken;
     ro.flush([&](const PacketRecord& x) { got.push_back(out(x)); });
     for (const PacketRecord& h : held) want.push_back(out(h));
     ASSERT_EQ(got, want) << "round " << round;
@@ -241,6 +264,7 @@ TEST(ReordererTest, PushedRecordsComeOutAsTheDefinitionSays) {
       EXPECT_GT(reordered, 0u) << "round " << round;
     }
   }
+  EXPECT_GT(wrapped_takes, 0);  // the take's second span was needed
 }
 
 TEST(ReordererTest, ZeroHorizonPassesStraightThrough) {

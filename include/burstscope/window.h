@@ -296,9 +296,9 @@ class Engine {
 // Puts records back into timestamp order before the engine. A record is held until the newest timestamp
 // seen is `horizon_ns` past it; ties keep arrival order. A record older than what was already released is
 // released with the last released timestamp (clamped) and counted: the engine never sees time go backwards.
-// In push() (one ordered source, e.g. a capture file), a record more than kClockStepNs behind is not late
-// but a clock stepped back (a merged or restarted capture, an NTP step): time is shifted forward from it on,
-// so that it continues where it was instead of piling the rest of the traffic up at one clamped instant.
+// In push() and pushHeld() (one ordered source, e.g. a capture file), a record more than kClockStepNs behind is not
+// late but a clock stepped back (a merged or restarted capture, an NTP step): time is shifted forward from it on, so
+// that it continues where it was instead of piling the rest of the traffic up at one clamped instant.
 class Reorderer {
  public:
   static constexpr int64_t kClockStepNs = 1'000'000'000;
@@ -309,19 +309,20 @@ class Reorderer {
   void push(const PacketRecord& r, Emit&& emit);
   // push() without the copy out: the records it releases stay in the buffer, in order, until takeReleased() hands
   // them over as one span or two (where the buffer wraps). A worker's file path takes them once a poll, so the
-  // engine reads them where they were held (the copy into a batch of its own was a twentieth of the worker's
-  // time in `analyze`; bench/README.md, issue 41).
+  // engine reads them where they were held (the release with its copy into a batch of its own was about 7% of the
+  // worker's samples in `analyze`; bench/README.md, issue 41). `take` keeps no reference past its call and does
+  // not call back into this Reorderer (a push could grow the buffer under the span).
   void pushHeld(const PacketRecord& r);
   template <typename Take>
   void takeReleased(Take&& take);  // take(std::span<const PacketRecord>)
   template <typename Emit>
-  void flush(Emit&& emit);  // what push() or pushHeld() released and not yet taken first, then everything held
+  void flush(Emit&& emit);  // what pushHeld() released and not yet taken first, then everything held
 
   // For merging several queues: hold a record of queue `queue` without releasing anything, then release every
   // record at or before `bound` (the oldest of the queues' watermarks less the horizon). A record that arrives
   // later with a timestamp before the release point (the largest bound so far) is clamped to it and counted, so
-  // that the engine may advance to it. A Reorderer takes either push() or hold() records, never both (flush()
-  // ends either): the two are held apart.
+  // that the engine may advance to it. A Reorderer takes either push() and pushHeld() records or hold() records,
+  // never both (flush() ends either): the two are held apart.
   // Each queue's records are held apart, in time order (a queue's records arrive in order, or nearly), and the
   // release merges the queues: a record is never moved past another queue's records. (One buffer for all of them
   // put each record that was behind another queue's newest in place by moving those one at a time: with the worker
@@ -333,7 +334,7 @@ class Reorderer {
   uint64_t reordered() const { return reordered_; }  // put back in order within the horizon
   uint64_t clamped() const { return clamped_; }      // arrived later than the horizon allowed
   int64_t maxLatenessNs() const { return max_lateness_ns_; }
-  uint64_t clockStepsBack() const { return steps_back_; }  // push(): steps back of more than kClockStepNs
+  uint64_t clockStepsBack() const { return steps_back_; }  // push(), pushHeld(): steps back of more than kClockStepNs
   int64_t clockShiftNs() const { return shift_ns_; }       // push(): what they add up to (time shifted on)
 
  private:

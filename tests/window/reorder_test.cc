@@ -172,17 +172,21 @@ TEST(ReordererTest, QueuesHeldApartAreReleasedAsOneBufferInTimeOrder) {
 // clamped to it; the rest are held in time order stably, and a record is released once the newest is the horizon
 // past it. "Reordered" counts the records held behind the newest. Each push's releases are compared, and a burst of
 // records at one time holds more than the first ring (1,024) at once, so that it grows.
-// In odd rounds the records go in by pushHeld() (a worker's file path) and what it released is taken every 1 to 700
-// records, as one span or two where the buffer wraps: the ring then grows while released records wait in it, and
-// the final flush() finds some not yet taken.
+// In odd rounds and every eighth (those with no horizon) the records go in by pushHeld() (a worker's file path) and
+// what it released is taken every 1 to 700 records, as one span or two where the buffer wraps; the test counts that
+// the ring grew while released records waited in it and that a final flush() found some not yet taken (the model
+// knows the ring's size: it doubles from 1,024 when what is held and not yet taken fills it).
 TEST(ReordererTest, PushedRecordsComeOutAsTheDefinitionSays) {
   using Out = std::pair<int64_t, uint32_t>;  // a released record: its time and its place in the input
   auto out = [](const PacketRecord& r) { return Out{r.ts_ns, r.wire_len}; };
   std::mt19937 rng(7);
-  int wrapped_takes = 0;  // takes of two spans
+  int wrapped_takes = 0;        // takes of two spans
+  int grown_while_waiting = 0;  // grows with records released and not yet taken
+  int flushed_untaken = 0;      // flushes that found some
   for (int round = 0; round < 40; ++round) {
     const int64_t horizon = round % 4 == 0 ? 0 : static_cast<int64_t>(rng() % 50'000);
-    const bool held_in_place = round % 2 == 1;
+    const bool held_in_place = round % 2 == 1 || round % 8 == 0;
+    size_t ring = 1024;  // the reorderer's buffer, as the model follows it
     const uint32_t take_every = held_in_place ? 1 + rng() % 700 : 1;
     std::vector<Out> untaken;  // released by pushHeld(), not yet taken
     Reorderer ro(horizon);
@@ -235,6 +239,11 @@ TEST(ReordererTest, PushedRecordsComeOutAsTheDefinitionSays) {
         ASSERT_EQ(got, want) << "round " << round << " record " << i;
         continue;
       }
+      // Before the record went in, `held` (without its own) and `untaken` filled the ring: it grew.
+      if (held.size() + n - 1 + untaken.size() == ring) {
+        ring *= 2;
+        grown_while_waiting += !untaken.empty();
+      }
       ro.pushHeld(r);
       untaken.insert(untaken.end(), want.begin(), want.end());
       if (i % take_every != 0) continue;
@@ -248,6 +257,7 @@ TEST(ReordererTest, PushedRecordsComeOutAsTheDefinitionSays) {
       wrapped_takes += spans == 2;
       untaken.clear();
     }
+    flushed_untaken += !untaken.empty();
     std::vector<Out> got, want = untaken;
     ro.flush([&](const PacketRecord& x) { got.push_back(out(x)); });
     for (const PacketRecord& h : held) want.push_back(out(h));
@@ -265,6 +275,8 @@ TEST(ReordererTest, PushedRecordsComeOutAsTheDefinitionSays) {
     }
   }
   EXPECT_GT(wrapped_takes, 0);  // the take's second span was needed
+  EXPECT_GT(grown_while_waiting, 0);
+  EXPECT_GT(flushed_untaken, 0);
 }
 
 TEST(ReordererTest, ZeroHorizonPassesStraightThrough) {

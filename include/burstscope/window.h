@@ -335,7 +335,7 @@ class Reorderer {
   uint64_t clamped() const { return clamped_; }      // arrived later than the horizon allowed
   int64_t maxLatenessNs() const { return max_lateness_ns_; }
   uint64_t clockStepsBack() const { return steps_back_; }  // push(), pushHeld(): steps back of more than kClockStepNs
-  int64_t clockShiftNs() const { return shift_ns_; }       // push(): what they add up to (time shifted on)
+  int64_t clockShiftNs() const { return shift_ns_; }       // push(), pushHeld(): what they add up to (time shifted on)
 
  private:
   // Holds `r` with time `ts` (its own, shifted or clamped): one copy into the buffer.
@@ -396,6 +396,12 @@ class Reorderer {
   }
   template <typename Emit>
   void mergeLanes(int64_t bound, Emit&& emit);
+  template <typename Emit>
+  void emitReleased(Emit&& emit) {  // takeReleased() a record at a time (push(), flush())
+    takeReleased([&](std::span<const PacketRecord> s) {
+      for (const PacketRecord& x : s) emit(x);
+    });
+  }
 
   int64_t horizon_ns_;
   std::vector<PacketRecord> buf_ = std::vector<PacketRecord>(1024);  // ring, power-of-two size
@@ -483,9 +489,7 @@ void Reorderer::takeReleased(Take&& take) {
 template <typename Emit>
 void Reorderer::push(const PacketRecord& r, Emit&& emit) {
   pushHeld(r);
-  takeReleased([&](std::span<const PacketRecord> s) {
-    for (const PacketRecord& x : s) emit(x);
-  });
+  emitReleased(emit);
 }
 
 template <typename Emit>
@@ -497,9 +501,7 @@ void Reorderer::releaseUpTo(int64_t bound, Emit&& emit) {
 
 template <typename Emit>
 void Reorderer::flush(Emit&& emit) {
-  takeReleased([&](std::span<const PacketRecord> s) {
-    for (const PacketRecord& x : s) emit(x);
-  });
+  emitReleased(emit);
   const size_t mask = buf_.size() - 1;
   while (size_ > 0) {
     released_ns_ = buf_[head_].ts_ns;

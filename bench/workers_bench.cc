@@ -10,6 +10,7 @@
 #include "burstscope/decode.h"
 #include "burstscope/evidence.h"
 #include "burstscope/mirror.h"
+#include "burstscope/reorder.h"
 #include "burstscope/training.h"
 #include "burstscope/window.h"
 

@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "burstscope/reorder.h"
 #include "burstscope/status.h"
 #include "src/pipeline/analysis_pace.h"
 #include "src/pipeline/port_bins.h"

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <vector>
 
+#include "burstscope/reorder.h"
 #include "burstscope/window.h"
 
 namespace burstscope {

@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "burstscope/window.h"
+#include "burstscope/reorder.h"
 
 namespace burstscope {
 namespace {

@@ -26,6 +26,7 @@
 #include "absl/status/statusor.h"
 #include "burstscope/decode.h"
 #include "burstscope/packet.h"
+#include "burstscope/reorder.h"
 #include "burstscope/ring.h"
 
 namespace burstscope {
@@ -67,6 +68,10 @@ struct alignas(kCacheLine) QueueCounters {
   std::atomic<uint64_t> received{0};    // frames taken from the queue (ticks are not frames)
   std::atomic<uint64_t> ring_drops{0};  // of those, dropped because the record ring was full
   std::atomic<uint64_t> bin_drops{0};   // 100 µs bins the full side channel dropped (a live queue's series)
+  // A queue whose producer puts its records in time order (a file's, QueueProducer::orderInTime): its Reorderer's
+  // counts as of the last flush (Reorderer::reordered() and the rest), exact once the producer is done.
+  std::atomic<uint64_t> reordered{0}, clamped{0}, clock_steps_back{0};
+  std::atomic<int64_t> max_lateness_ns{0}, clock_shift_ns{0};
   // The queue's decoder counts, copied by the producer now and then (every 64 batches, at each tick, at
   // stop), so that the exporter can read them while capture runs without touching the decoder.
   alignas(kCacheLine) std::array<std::atomic<uint64_t>, kDecodeErrorCount> decode_errors{};
@@ -151,7 +156,9 @@ struct CapturePort {
   std::vector<const QueueCounters*> counters;  // one per queue
   // One per queue: its 100 µs bins, counted before its ring (QueueBin); none (nullptr) for a lossless queue.
   std::vector<SpscRing<QueueBin>*> bins;
-  // One queue in file order that loses nothing (a capture file): merged by push, with clock-step handling.
+  // One queue that loses nothing and whose producer puts its records in time order itself, with clock-step handling
+  // (a capture file: QueueProducer::orderInTime, in the reading thread): the worker reads them where the ring holds
+  // them, and its reordering counts are the queue's (QueueCounters).
   bool ordered_lossless = false;
   // The kernel's own bins of the port, read by its worker at each interval close (nullptr: none).
   const KernelBinSource* kernel_bins = nullptr;
@@ -185,6 +192,9 @@ class CaptureSource {
   virtual TimestampInfo timestampInfo() const = 0;
   // Lines worth telling the operator at start (e.g. the XDP mode taken, a stale program replaced).
   virtual std::vector<std::string> notes() const { return {}; }
+  // Before start(), for a source whose ports are ordered_lossless: the horizon within which its producers put
+  // records back in time order (PipelineConfig::reorder_horizon_ns; until set, 0).
+  virtual void setReorderHorizon(int64_t /*horizon_ns*/) {}
   // Before start(): every frame of the queue also goes to `tap` (the flight recorder).
   virtual absl::Status setFrameTap(size_t port, size_t queue, FrameTap* tap);
 };
@@ -300,8 +310,18 @@ class QueueProducer {
   size_t pendingDrops() const { return dropped_; }  // of those, the ones that found the ring full
   int64_t pendingFirstTs() const { return first_ts_; }
   int64_t pendingLastTs() const { return last_ts_; }
-  // Enqueues the pending records; returns how many were dropped (always 0 when lossless).
+  // Enqueues the pending records; returns how many were dropped (lossless: only those a stop request left out). A
+  // queue ordered in time (orderInTime) enqueues what its Reorderer released, and holds the rest.
   size_t flush(const std::atomic<bool>* stop = nullptr);
+  // A lossless queue, before the first add(): its records are put back in time order here, within `horizon_ns`
+  // (Reorderer::pushHeld: ties in arrival order, a late record clamped, a clock's step back shifted on), before they
+  // go into the ring, so that its worker reads them where the ring holds them. A file's reading thread does this
+  // (it has time to spare: the worker is the wall of `analyze`; bench/README.md, issue 41). Such a queue pushes no
+  // tick records: its records' order is final, and its worker needs no watermark.
+  void orderInTime(int64_t horizon_ns);
+  // An ordered queue at its input's end: flushes what is pending, then enqueues everything its Reorderer still holds.
+  // Returns how many records were dropped (only those a stop request left out).
+  size_t releaseHeld(const std::atomic<bool>* stop = nullptr);
   // Flushes what is pending, publishes the decoder's counts and pushes a tick record: nothing older than
   // `watermark_ns` will come from this queue. A tick that finds the ring full is dropped (the next one
   // supersedes it).
@@ -339,6 +359,10 @@ class QueueProducer {
   bool lossless_;
   bool stream_ = false;                          // streamIntoSlots()
   std::array<PacketRecord, kMaxBatch> pending_;  // lossless: staged records
+  std::optional<Reorderer> order_;               // orderInTime(): where a lossless queue's records are put in order
+  // Lossless: enqueues `records`, waiting for room; a stop request ends the wait. Returns how many went in.
+  size_t enqueueWaiting(std::span<const PacketRecord> records, const std::atomic<bool>* stop);
+  void publishOrder();    // the Reorderer's counts into counters_
   PacketRecord scratch_;  // lossy: where a frame that finds the ring full is decoded (streaming: every frame)
   size_t n_ = 0;          // records written (staged, or in reserved ring slots)
   size_t dropped_ = 0;    // lossy: frames that found the ring full since the last flush

@@ -123,6 +123,26 @@ class SpscRing {
   size_t dequeue(std::span<T> out) {
     return consume(out.size(), [out, i = size_t{0}](const T& item) mutable { out[i++] = item; });
   }
+  // Consumer side, in place as spans: calls `take(std::span<const T>)` on up to `max` items in order, as one span or
+  // two where the ring wraps, then hands their slots back to the producer; returns how many. `take` keeps no
+  // reference to an item past its call.
+  template <typename Take>
+  size_t consumeSpans(size_t max, Take&& take) {
+    const uint64_t tail = cons_.tail.load(std::memory_order_relaxed);
+    size_t avail = cons_.cached_head - tail;
+    if (avail < max) {
+      cons_.cached_head = prod_.head.load(std::memory_order_acquire);
+      avail = cons_.cached_head - tail;
+    }
+    const size_t n = std::min(avail, max);
+    if (n == 0) return 0;
+    const size_t from = tail & mask_;
+    const size_t first = std::min(n, capacity() - from);  // up to the slots' end, then from their start
+    take(std::span<const T>(slots_.get() + from, first));
+    if (first < n) take(std::span<const T>(slots_.get(), n - first));
+    cons_.tail.store(tail + n, std::memory_order_release);
+    return n;
+  }
   // Consumer side, in place (no copy out): calls `take(item)` on up to `max` items in order, then hands their slots
   // back to the producer; returns how many. `take` keeps no reference to an item past its call.
   template <typename Take>

@@ -253,8 +253,8 @@ class PortWorker {
       s.interval = r;
       s.intervals = ++intervals_;
       s.ledger = ledgerNow(port_, measured_);
-      s.reordered = reorder_.reordered();
-      s.clamped = reorder_.clamped();
+      s.reordered = ordered() ? ordered()->reordered.load(std::memory_order_relaxed) : reorder_.reordered();
+      s.clamped = ordered() ? ordered()->clamped.load(std::memory_order_relaxed) : reorder_.clamped();
       if (bins_) {
         s.bounds = bins_->close(r);
         series_packets_ += s.bounds->packets;
@@ -355,11 +355,19 @@ class PortWorker {
     r.engine = engine_.result();
     for (size_t w = 0; w < parts_.size(); ++w) takeParts<EngineResult>(&r.engine, parts_[w]->engine().result(), w == 0);
     r.ledger = ledgerNow(port_, analysed_);
-    r.reordered = reorder_.reordered();
-    r.clamped = reorder_.clamped();
-    r.max_lateness_ns = reorder_.maxLatenessNs();
-    r.clock_steps_back = reorder_.clockStepsBack();
-    r.clock_shift_ns = reorder_.clockShiftNs();
+    if (const QueueCounters* c = ordered()) {  // exact: the source is done
+      r.reordered = c->reordered.load();
+      r.clamped = c->clamped.load();
+      r.max_lateness_ns = c->max_lateness_ns.load();
+      r.clock_steps_back = c->clock_steps_back.load();
+      r.clock_shift_ns = c->clock_shift_ns.load();
+    } else {
+      r.reordered = reorder_.reordered();
+      r.clamped = reorder_.clamped();
+      r.max_lateness_ns = reorder_.maxLatenessNs();
+      r.clock_steps_back = reorder_.clockStepsBack();
+      r.clock_shift_ns = reorder_.clockShiftNs();
+    }
     r.intervals = intervals_;
     for (const QueueCounters* c : port_.counters) {
       r.queue_received.push_back(c->received.load());
@@ -383,21 +391,23 @@ class PortWorker {
     void onMicroburst(const Microburst& m) override { worker->bursts_.emplace_back(worker->engine_.steps(), m); }
   };
 
+  // A file's queue, which puts its records in order itself and counts its reordering (QueueProducer::orderInTime);
+  // none for a live port, whose records this worker's reorderer puts in order.
+  const QueueCounters* ordered() const { return port_.ordered_lossless ? port_.counters.front() : nullptr; }
+
   // Whether a ring holds records not yet taken, as the doorbell's sleeper must look (Doorbell).
   bool anyPublished() const {
     return std::any_of(port_.rings.begin(), port_.rings.end(), [](const auto* r) { return r->publishedSeqCst(); });
   }
 
-  // Takes what the rings hold; returns the number of records (ticks included) taken. Each record is copied once,
-  // from its ring slot into the reorderer; a file's (one ordered queue) are read by the engine where the reorderer
-  // held them, several queues' from the batch their merge released them into.
+  // Takes what the rings hold; returns the number of records (ticks included) taken. A file's records (one queue,
+  // put in order by its reading thread) are read by the engine where the ring holds them; a live port's queues'
+  // are copied from their slots into the reorderer and read from the batch their merge released them into.
   size_t poll() {
     size_t taken = 0;
     for (size_t q = 0; q < port_.rings.size(); ++q) {
       if (port_.ordered_lossless) {
-        taken += port_.rings[q]->consume(kBatch, [this](const PacketRecord& r) {
-          if (!(r.flags & kRecordTick)) reorder_.pushHeld(r);
-        });
+        taken += port_.rings[q]->consumeSpans(kBatch, [this](std::span<const PacketRecord> s) { analyse(s); });
       } else {
         int64_t& watermark = watermark_[q];
         taken += port_.rings[q]->consume(kBatch, [this, &watermark, q](const PacketRecord& r) {
@@ -420,8 +430,6 @@ class PortWorker {
         analyse();
         advance(bound);
       }
-    } else {
-      reorder_.takeReleased([this](std::span<const PacketRecord> s) { analyse(s); });
     }
     return taken;
   }
@@ -622,6 +630,7 @@ absl::StatusOr<RunResult> runCapture(CaptureSource& source, const PipelineConfig
     return !items.empty();
   };
 
+  source.setReorderHorizon(config.reorder_horizon_ns);
   BS_RETURN_IF_ERROR(source.start());
   std::atomic<bool> draining{false};
   std::vector<std::thread> threads;

@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "burstscope/reorder.h"
 #include "src/pipeline/pipeline.h"
 #include "src/pipeline/port_bins.h"
 
@@ -202,6 +203,90 @@ TEST(QueueProducerTest, ALosslessQueueWaitsForTheWorkerAndLosesNothing) {
   }
   EXPECT_EQ(p.counters().ring_drops.load(), 0u);
   EXPECT_GT(p.fullWaits(), 0u);  // the wait was taken (each flush held 16 times the ring)
+}
+
+// A file's queue puts its records in time order itself (orderInTime), in its reading thread: what reaches its ring,
+// read in place as the port's worker reads it (consumeSpans), is what a Reorderer's push() releases from the same
+// records, byte for byte, with its counts published in the queue's counters; releaseHeld() hands over everything
+// still held at the end, and tick() puts no tick record in the ring. The frames come late within the horizon (put
+// back in order), later than it (clamped), and from the middle on with the clock stepped back by three seconds
+// (time shifted on). A ring of 64 makes flushes wait for the worker.
+TEST(QueueProducerTest, AnOrderedQueuesRingHoldsWhatTheReordererReleases) {
+  std::vector<Frame> frames = makeFrames(20'000, 5);
+  std::mt19937_64 rng(5);
+  for (Frame& f : frames) {
+    const uint64_t k = rng() % 100;
+    if (k < 10) f.ts_ns -= static_cast<int64_t>(rng() % 50'000);
+    if (k == 10) f.ts_ns -= 200'000 + static_cast<int64_t>(rng() % 300'000);
+  }
+  for (size_t i = frames.size() / 2; i < frames.size(); ++i) frames[i].ts_ns -= 3'000'000'000;
+  constexpr int64_t kHorizon = 100'000;
+  Reorderer ref(kHorizon);
+  std::vector<PacketRecord> want;
+  for (const Frame& f : frames) ref.push(recordOf(f), [&](const PacketRecord& r) { want.push_back(r); });
+  ref.flush([&](const PacketRecord& r) { want.push_back(r); });
+  ASSERT_GT(ref.reordered(), 0u);
+  ASSERT_GT(ref.clamped(), 0u);
+  ASSERT_EQ(ref.clockStepsBack(), 1u);
+
+  QueueProducer p(DecoderConfig{}, 64, /*lossless=*/true);
+  p.orderInTime(kHorizon);
+  std::vector<PacketRecord> got;
+  size_t spans = 0;
+  std::atomic<bool> done{false};
+  std::thread worker([&] {
+    // Bounded: a producer that lost records would leave it waiting for them (the test then fails on the count).
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+    for (;;) {
+      const bool last = done.load(std::memory_order_acquire);
+      const size_t m = p.ring().consumeSpans(24, [&](std::span<const PacketRecord> s) {
+        got.insert(got.end(), s.begin(), s.end());
+        ++spans;
+      });
+      if (m > 0) continue;
+      if (last || std::chrono::steady_clock::now() > give_up) break;
+      std::this_thread::yield();
+    }
+  });
+  for (const Frame& f : frames) {
+    p.add(frameHeaders(f.s, f.d), f.wire_len, f.ts_ns);
+    if (p.pendingCount() == 64) {
+      EXPECT_EQ(p.flush(), 0u);
+    }
+  }
+  EXPECT_EQ(p.releaseHeld(), 0u);
+  p.tick(frames.back().ts_ns);
+  done.store(true, std::memory_order_release);
+  worker.join();
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    ASSERT_EQ(std::memcmp(&got[i], &want[i], sizeof(PacketRecord)), 0) << "record " << i;
+  }
+  EXPECT_GT(spans, got.size() / 24);  // takes of 24 from a ring of 64: some wrap, as two spans
+  const QueueCounters& c = p.counters();
+  EXPECT_EQ(c.received.load(), frames.size());
+  EXPECT_EQ(c.ring_drops.load(), 0u);
+  EXPECT_EQ(c.reordered.load(), ref.reordered());
+  EXPECT_EQ(c.clamped.load(), ref.clamped());
+  EXPECT_EQ(c.max_lateness_ns.load(), ref.maxLatenessNs());
+  EXPECT_EQ(c.clock_steps_back.load(), ref.clockStepsBack());
+  EXPECT_EQ(c.clock_shift_ns.load(), ref.clockShiftNs());
+  EXPECT_GT(p.fullWaits(), 0u);
+}
+
+// A stop request ends an ordered queue's last release too: what it held and did not fit is dropped and counted.
+TEST(QueueProducerTest, AStopRequestEndsAnOrderedQueuesLastReleaseAndCountsWhatDidNotFit) {
+  const std::vector<Frame> frames = makeFrames(1'000, 6);
+  QueueProducer p(DecoderConfig{}, 64, /*lossless=*/true);  // nobody drains it
+  p.orderInTime(int64_t{1} << 50);                          // everything is held until the end
+  for (const Frame& f : frames) p.add(frameHeaders(f.s, f.d), f.wire_len, f.ts_ns);
+  const std::atomic<bool> stop{true};
+  EXPECT_EQ(p.flush(&stop), 0u);  // held, not yet enqueued
+  EXPECT_EQ(p.ring().size(), 0u);
+  EXPECT_EQ(p.releaseHeld(&stop), frames.size() - 64);
+  EXPECT_EQ(p.counters().ring_drops.load(), frames.size() - 64);
+  EXPECT_EQ(p.counters().received.load(), frames.size());
+  EXPECT_EQ(p.ring().size(), 64u);
 }
 
 // A live queue's records are the decoder's, byte for byte: every frame of the committed traces (TCP data and

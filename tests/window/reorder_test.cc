@@ -172,10 +172,11 @@ TEST(ReordererTest, QueuesHeldApartAreReleasedAsOneBufferInTimeOrder) {
 // clamped to it; the rest are held in time order stably, and a record is released once the newest is the horizon
 // past it. "Reordered" counts the records held behind the newest. Each push's releases are compared, and a burst of
 // records at one time holds more than the first ring (1,024) at once, so that it grows.
-// In odd rounds and every eighth (those with no horizon) the records go in by pushHeld() (a worker's file path) and
-// what it released is taken every 1 to 700 records, as one span or two where the buffer wraps; the test counts that
-// the ring grew while released records waited in it and that a final flush() found some not yet taken (the model
-// knows the ring's size: it doubles from 1,024 when what is held and not yet taken fills it).
+// In odd rounds and every eighth (those with no horizon) the records go in by pushHeld() (a file's reading thread,
+// QueueProducer::orderInTime) and what it released is taken every 1 to 700 records, as one span or two where the
+// buffer wraps; every other such round ends by releaseHeld() and a take, as that thread ends, the rest by flush(). The
+// test counts that the ring grew while released records waited in it and that a final flush() found some not yet
+// taken (the model knows the ring's size: it doubles from 1,024 when what is held and not yet taken fills it).
 TEST(ReordererTest, PushedRecordsComeOutAsTheDefinitionSays) {
   using Out = std::pair<int64_t, uint32_t>;  // a released record: its time and its place in the input
   auto out = [](const PacketRecord& r) { return Out{r.ts_ns, r.wire_len}; };
@@ -183,6 +184,7 @@ TEST(ReordererTest, PushedRecordsComeOutAsTheDefinitionSays) {
   int wrapped_takes = 0;        // takes of two spans
   int grown_while_waiting = 0;  // grows with records released and not yet taken
   int flushed_untaken = 0;      // flushes that found some
+  int released_at_end = 0;      // rounds ended by releaseHeld() and a take rather than flush()
   for (int round = 0; round < 40; ++round) {
     const int64_t horizon = round % 4 == 0 ? 0 : static_cast<int64_t>(rng() % 50'000);
     const bool held_in_place = round % 2 == 1 || round % 8 == 0;
@@ -259,7 +261,17 @@ TEST(ReordererTest, PushedRecordsComeOutAsTheDefinitionSays) {
     }
     flushed_untaken += !untaken.empty();
     std::vector<Out> got, want = untaken;
-    ro.flush([&](const PacketRecord& x) { got.push_back(out(x)); });
+    if (held_in_place && round % 4 == 1) {
+      // The input's end as a file's reading thread takes it: everything held released, then taken as spans.
+      ro.releaseHeld();
+      ro.takeReleased([&](std::span<const PacketRecord> s) {
+        for (const PacketRecord& x : s) got.push_back(out(x));
+      });
+      ++released_at_end;
+      ro.flush([&](const PacketRecord&) { ADD_FAILURE() << "round " << round << ": left after releaseHeld()"; });
+    } else {
+      ro.flush([&](const PacketRecord& x) { got.push_back(out(x)); });
+    }
     for (const PacketRecord& h : held) want.push_back(out(h));
     ASSERT_EQ(got, want) << "round " << round;
     EXPECT_EQ(ro.reordered(), reordered) << "round " << round;
@@ -277,6 +289,7 @@ TEST(ReordererTest, PushedRecordsComeOutAsTheDefinitionSays) {
   EXPECT_GT(wrapped_takes, 0);  // the take's second span was needed
   EXPECT_GT(grown_while_waiting, 0);
   EXPECT_GT(flushed_untaken, 0);
+  EXPECT_GT(released_at_end, 0);
 }
 
 TEST(ReordererTest, ZeroHorizonPassesStraightThrough) {

@@ -75,20 +75,12 @@ size_t QueueProducer::flush(const std::atomic<bool>* stop) {
   received_ += added;
   counters_.received.store(received_, std::memory_order_release);
   size_t dropped = dropped_;
-  if (lossless_) {
-    size_t done = ring_.enqueue({pending_.data(), n_});
-    // A file loses nothing by waiting for the worker; a stop request ends the wait (and the run). The wait is a
-    // nap, not a spin: reading is cheaper than analysing, so the ring is full for most of a file's run, and a
-    // reader that yielded in a loop burnt a core in system calls meanwhile (the core that --workers 2's second
-    // worker, or anything else on the machine, would have had). The ring holds milliseconds of the worker's work
-    // (64 Ki records at 60-600 ns each), so a nap of kNap with its wake-up latency never lets it run dry.
-    constexpr auto kNap = std::chrono::microseconds(100);
-    while (done < n_ && !(stop && stop->load(std::memory_order_relaxed))) {
-      std::this_thread::sleep_for(kNap);
-      ++full_waits_;
-      done += ring_.enqueue({pending_.data() + done, n_ - done});
-    }
-    dropped += n_ - done;
+  if (order_) {
+    for (size_t i = 0; i < n_; ++i) order_->pushHeld(pending_[i]);
+    order_->takeReleased([&](std::span<const PacketRecord> s) { dropped += s.size() - enqueueWaiting(s, stop); });
+    publishOrder();
+  } else if (lossless_) {
+    dropped += n_ - enqueueWaiting({pending_.data(), n_}, stop);
   } else {
 #if defined(__x86_64__)
     if (stream_) _mm_sfence();  // the records' streaming stores are seen before the publish that hands them over
@@ -104,13 +96,53 @@ size_t QueueProducer::flush(const std::atomic<bool>* stop) {
   return dropped;
 }
 
+size_t QueueProducer::enqueueWaiting(std::span<const PacketRecord> records, const std::atomic<bool>* stop) {
+  size_t done = ring_.enqueue(records);
+  // A file loses nothing by waiting for the worker; a stop request ends the wait (and the run). The wait is a
+  // nap, not a spin: reading is cheaper than analysing, so the ring is full for most of a file's run, and a
+  // reader that yielded in a loop burnt a core in system calls meanwhile (the core that --workers 2's second
+  // worker, or anything else on the machine, would have had). The ring holds milliseconds of the worker's work
+  // (64 Ki records at 60-600 ns each), so a nap of kNap with its wake-up latency never lets it run dry.
+  constexpr auto kNap = std::chrono::microseconds(100);
+  while (done < records.size() && !(stop && stop->load(std::memory_order_relaxed))) {
+    std::this_thread::sleep_for(kNap);
+    ++full_waits_;
+    done += ring_.enqueue(records.subspan(done));
+  }
+  return done;
+}
+
+void QueueProducer::orderInTime(int64_t horizon_ns) {
+  if (lossless_) order_.emplace(horizon_ns);
+}
+
+void QueueProducer::publishOrder() {
+  counters_.reordered.store(order_->reordered(), std::memory_order_relaxed);
+  counters_.clamped.store(order_->clamped(), std::memory_order_relaxed);
+  counters_.clock_steps_back.store(order_->clockStepsBack(), std::memory_order_relaxed);
+  counters_.max_lateness_ns.store(order_->maxLatenessNs(), std::memory_order_relaxed);
+  counters_.clock_shift_ns.store(order_->clockShiftNs(), std::memory_order_relaxed);
+}
+
+size_t QueueProducer::releaseHeld(const std::atomic<bool>* stop) {
+  const size_t dropped = flush(stop);
+  if (!order_) return dropped;
+  order_->releaseHeld();
+  size_t lost = 0;
+  order_->takeReleased([&](std::span<const PacketRecord> s) { lost += s.size() - enqueueWaiting(s, stop); });
+  publishOrder();
+  ring_drops_ += lost;
+  counters_.ring_drops.store(ring_drops_, std::memory_order_release);
+  return dropped + lost;
+}
+
 void QueueProducer::tick(int64_t watermark_ns) {
   // The open bin's frames so far go to the worker before the watermark that lets it close their interval (later
   // frames of the same bin follow in another part); the ring's release of the tick publishes the bin with it.
   if (!lossless_) pushBin();
   flush();  // a watermark must never overtake the records it promises are older
   counters_.publishDecode(decoder_.stats());
-  if (watermark_ns == INT64_MIN) return;
+  if (watermark_ns == INT64_MIN || order_) return;  // an ordered queue's worker takes no watermark
   PacketRecord t;
   t.ts_ns = watermark_ns;
   t.flags = kRecordTick;

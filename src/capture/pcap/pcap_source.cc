@@ -349,7 +349,7 @@ absl::StatusOr<std::unique_ptr<FileReader>> openFileReader(const std::string& pa
 namespace {
 
 // Capture files as a capture source: a reader thread feeds one lossless queue through the same producer
-// the live backends use; the files' own timestamps are the queue's watermark.
+// the live backends use, and puts its records in time order there (QueueProducer::orderInTime).
 class PcapCapture final : public CaptureSource, private FrameSink {
  public:
   PcapCapture(std::unique_ptr<PacketSource> reader, const DecoderConfig& decoder, size_t ring_capacity)
@@ -360,6 +360,7 @@ class PcapCapture final : public CaptureSource, private FrameSink {
     port_.bins.push_back(producer_.bins());
     port_.ordered_lossless = true;
     ports_.push_back(port_);
+    producer_.orderInTime(0);  // the pipeline's horizon comes by setReorderHorizon()
   }
   ~PcapCapture() override {
     abort_.store(true);  // no worker may be left to take the records: stop waiting for room
@@ -371,7 +372,7 @@ class PcapCapture final : public CaptureSource, private FrameSink {
   absl::Status start() override {
     thread_ = std::thread([this] {
       status_ = reader_->run(*this, stop_);
-      producer_.flush(&abort_);  // a stop ends the reading; what was read still reaches the worker
+      producer_.releaseHeld(&abort_);  // a stop ends the reading; what was read still reaches the worker
       producer_.tick(last_ts_);
       finished_.store(true, std::memory_order_release);
     });
@@ -386,6 +387,7 @@ class PcapCapture final : public CaptureSource, private FrameSink {
   absl::Status status() const override { return status_; }
   DeviceStats deviceStats(size_t) const override { return {}; }
   SourceStats sourceStats() const override { return reader_->stats(); }
+  void setReorderHorizon(int64_t horizon_ns) override { producer_.orderInTime(horizon_ns); }
   TimestampInfo timestampInfo() const override { return {"pcap_file", "the capture file's recorded timestamps", 0, 0}; }
   absl::Status setFrameTap(size_t port, size_t queue, FrameTap* tap) override {
     if (port != 0 || queue != 0) return absl::OutOfRangeError("no such capture queue for the flight recorder");

@@ -284,10 +284,10 @@ void BM_Merge(benchmark::State& state) {
 }
 BENCHMARK(BM_Merge)->ArgNames({"queues", "per_poll"})->ArgsProduct({{1, 2, 4, 8}, {32, 256}});
 
-// One ordered source through the reorderer, as the worker of `analyze` (a file) takes its records: 256 a poll by
-// pushHeld(), every record held until the newest is the 1 ms horizon past it, then what they released taken in
-// place (takeReleased). set:0 the trace at its own rate, set:1 100 G of many jobs (atRate, 15 M packets/s). Per
-// record pushed.
+// One ordered source through the reorderer, as a file's reading thread puts its records in order (`analyze`,
+// QueueProducer::orderInTime, which takes 64 a flush): 256 at a time by pushHeld(), every record held until the
+// newest is the 1 ms horizon past it, then what they released taken in place (takeReleased). set:0 the trace at its own
+// rate, set:1 100 G of many jobs (atRate, 15 M packets/s). Per record pushed.
 void BM_Push(benchmark::State& state) {
   static const std::vector<PacketRecord> sets[2] = {liveRecords(), atRate(15e6, false)};
   const std::vector<PacketRecord>& records = sets[state.range(0)];

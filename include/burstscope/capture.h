@@ -1,6 +1,6 @@
 // The one seam between capture and everything after it (docs/architecture.md). A capture source has ports;
 // a port has queues; each queue's producer thread stamps, decodes and enqueues records into the queue's
-// lock-free ring through a QueueProducer, and sends tick records carrying its watermark while idle. What a
+// lock-free ring through a QueueProducer, and a live one sends tick records carrying its watermark while idle. What a
 // device says about a port comes as data: an ordered list of named stages where frames were lost before RX,
 // so that nothing after the seam knows a DPDK or an XDP word. Backends: DPDK and AF_XDP (live, lossy: a full
 // ring drops and counts) and pcap files (one lossless queue: the producer waits for room).
@@ -170,7 +170,7 @@ class CaptureSource {
   virtual std::string name() const = 0;  // "dpdk", "af_xdp", "pcap"
   virtual const std::vector<CapturePort>& ports() const = 0;
   virtual absl::Status start() = 0;
-  // Stops the producers and returns once every one has pushed its last records and a final tick.
+  // Stops the producers and returns once every one has pushed its last records (and, a live queue, a final tick).
   virtual void stop() = 0;
   // True once a finite source (a file) has delivered everything; live sources never finish.
   virtual bool finished() const { return false; }
@@ -193,8 +193,8 @@ class CaptureSource {
   // Lines worth telling the operator at start (e.g. the XDP mode taken, a stale program replaced).
   virtual std::vector<std::string> notes() const { return {}; }
   // Before start(), for a source whose ports are ordered_lossless: the horizon within which its producers put
-  // records back in time order (PipelineConfig::reorder_horizon_ns; until set, 0).
-  virtual void setReorderHorizon(int64_t /*horizon_ns*/) {}
+  // records back in time order (PipelineConfig::reorder_horizon_ns; until set, 0). An error once started.
+  virtual absl::Status setReorderHorizon(int64_t /*horizon_ns*/) { return absl::OkStatus(); }
   // Before start(): every frame of the queue also goes to `tap` (the flight recorder).
   virtual absl::Status setFrameTap(size_t port, size_t queue, FrameTap* tap);
 };
@@ -317,8 +317,9 @@ class QueueProducer {
   // (Reorderer::pushHeld: ties in arrival order, a late record clamped, a clock's step back shifted on), before they
   // go into the ring, so that its worker reads them where the ring holds them. A file's reading thread does this
   // (it has time to spare: the worker is the wall of `analyze`; bench/README.md, issue 41). Such a queue pushes no
-  // tick records: its records' order is final, and its worker needs no watermark.
-  void orderInTime(int64_t horizon_ns);
+  // tick records: its records' order is final, and its worker needs no watermark. False (nothing changed) for a
+  // live queue, or once a frame was added.
+  bool orderInTime(int64_t horizon_ns);
   // An ordered queue at its input's end: flushes what is pending, then enqueues everything its Reorderer still holds.
   // Returns how many records were dropped (only those a stop request left out).
   size_t releaseHeld(const std::atomic<bool>* stop = nullptr);

@@ -28,10 +28,10 @@ class Reorderer {
   template <typename Emit>
   void push(const PacketRecord& r, Emit&& emit);
   // push() without the copy out: the records it releases stay in the buffer, in order, until takeReleased() hands
-  // them over as one span or two (where the buffer wraps). A worker's file path takes them once a poll, so the
-  // engine reads them where they were held (the release with its copy into a batch of its own was about 7% of the
-  // worker's samples in `analyze`; bench/README.md, issue 41). `take` keeps no reference past its call and does
-  // not call back into this Reorderer (a push could grow the buffer under the span).
+  // them over as one span or two (where the buffer wraps). A file's reading thread (QueueProducer::orderInTime)
+  // takes them at each flush into its ring, whose slots the worker's engine reads in place (bench/README.md, issue
+  // 41). `take` keeps no reference past its call and does not call back into this Reorderer (a push could grow the
+  // buffer under the span).
   void pushHeld(const PacketRecord& r);
   template <typename Take>
   void takeReleased(Take&& take);  // take(std::span<const PacketRecord>)

@@ -630,7 +630,7 @@ absl::StatusOr<RunResult> runCapture(CaptureSource& source, const PipelineConfig
     return !items.empty();
   };
 
-  source.setReorderHorizon(config.reorder_horizon_ns);
+  BS_RETURN_IF_ERROR(source.setReorderHorizon(config.reorder_horizon_ns));
   BS_RETURN_IF_ERROR(source.start());
   std::atomic<bool> draining{false};
   std::vector<std::thread> threads;
@@ -705,7 +705,7 @@ absl::StatusOr<RunResult> runCapture(CaptureSource& source, const PipelineConfig
     mailbox.wait(nap);
   }
 
-  // Stop the producers (each pushes its last records and a final tick), then let the workers drain.
+  // Stop the producers (each pushes its last records and, live, a final tick), then let the workers drain.
   source.stop();
   draining.store(true, std::memory_order_seq_cst);  // as the workers' doorbell sleep looks at it
   for (auto& w : workers) w->wake();

@@ -3,11 +3,12 @@
 // The packet path never waits for anything else: interval reports leave each worker through a short
 // hand-over, and the control thread (the caller's) reads device statistics, prints, and publishes them.
 //
-// Merge contract: each queue's records are in timestamp order up to the reorder horizon, and every queue
+// Merge contract: each live queue's records are in timestamp order up to the reorder horizon, and the queue
 // sends tick records (kRecordTick) carrying its watermark while idle. A port's worker releases a record once
 // every queue of the port has a watermark at least `horizon` past it, so a quiet queue never holds the
-// others back and a busy one never runs ahead of a slow one. A capture file (one ordered, lossless queue)
-// is released by the newest timestamp instead, and a clock stepping back by over a second shifts time on.
+// others back and a busy one never runs ahead of a slow one. A capture file (one ordered, lossless queue) is put
+// in order by its reading thread instead (QueueProducer::orderInTime: released by the newest timestamp, a clock
+// stepping back by over a second shifting time on), sends no ticks, and its worker reads the records in the ring.
 #pragma once
 
 #include <atomic>

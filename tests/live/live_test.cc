@@ -281,6 +281,23 @@ TEST(LiveMergeTest, SummaryLineShowsRatesPtmAndDrops) {
       << with_jobs;
 }
 
+// A file's reorder horizon goes to its reading thread before the reading starts; once it has started, a new
+// horizon is refused (its held records and counts would be lost), and a second run of the same source fails
+// plainly rather than reordering with the old one.
+TEST(PcapCaptureTest, TheReorderHorizonIsSetBeforeTheReadingStarts) {
+  const std::string trace = std::string(BURSTSCOPE_SOURCE_ROOT) + "/data/ddp-gloo-w3-3steps.pcap";
+  auto source = openPcapCapture({trace}, DecoderConfig{}, size_t{1} << 16);
+  ASSERT_TRUE(source.ok()) << source.status();
+  EXPECT_TRUE((*source)->setReorderHorizon(2'000'000).ok());
+  std::atomic<bool> stop{false};
+  auto r = runCapture(**source, PipelineConfig{}, stop);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_GT(r->ports[0].ledger.analysed, 0u);
+  const absl::Status late = (*source)->setReorderHorizon(1'000'000);
+  EXPECT_EQ(late.code(), absl::StatusCode::kFailedPrecondition) << late;
+  EXPECT_FALSE(runCapture(**source, PipelineConfig{}, stop).ok());
+}
+
 // A stop (Ctrl-C on analyze) ends the reading of a capture file, but every record read still reaches the
 // engine: a file source never drops, whenever the stop comes.
 TEST(PcapCaptureTest, AStopEndsTheReadingAndLosesNothingRead) {

@@ -2,9 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <random>
+#include <span>
 #include <thread>
 #include <vector>
 
@@ -26,6 +28,44 @@ TEST(SpscRingTest, FullRingTakesWhatFitsAndNeverBlocks) {
   EXPECT_EQ(rest[0], 5u);
   EXPECT_EQ(rest[6], 11u);
   EXPECT_EQ(ring.dequeue(rest), 0u);
+}
+
+// consumeSpans hands the items over in place, in order, as one span or, where the ring wraps, two; the slots go
+// back to the producer only after the call. Every fill and take size against a ring of 8, over several laps.
+TEST(SpscRingTest, ConsumeSpansTakesInOrderAsOneSpanOrTwoWhereTheRingWraps) {
+  SpscRing<uint64_t> ring(8);
+  uint64_t next_in = 0, next_out = 0;
+  int two_spans = 0;
+  for (size_t fill = 1; fill <= 8; ++fill) {
+    for (size_t take = 1; take <= 9; ++take) {
+      std::vector<uint64_t> in(fill);
+      for (uint64_t& x : in) x = next_in++;
+      ASSERT_EQ(ring.enqueue(in), fill);
+      while (ring.size() > 0) {
+        std::vector<std::span<const uint64_t>> spans;
+        const size_t held = ring.size(), want = std::min(take, held);
+        const size_t n = ring.consumeSpans(take, [&](std::span<const uint64_t> s) {
+          spans.push_back(s);
+          EXPECT_EQ(ring.size(), held);  // the slots being read are not yet the producer's
+        });
+        EXPECT_EQ(ring.size(), held - n);
+        ASSERT_EQ(n, want);
+        ASSERT_GE(spans.size(), 1u);
+        ASSERT_LE(spans.size(), 2u);
+        two_spans += spans.size() == 2;
+        size_t got = 0;
+        for (std::span<const uint64_t> sp : spans) {
+          ASSERT_FALSE(sp.empty());
+          for (uint64_t x : sp) ASSERT_EQ(x, next_out++);
+          got += sp.size();
+        }
+        ASSERT_EQ(got, n);
+      }
+    }
+  }
+  EXPECT_EQ(next_out, next_in);
+  EXPECT_GT(two_spans, 0);
+  EXPECT_EQ(ring.consumeSpans(4, [](std::span<const uint64_t>) { ADD_FAILURE() << "an empty ring's take"; }), 0u);
 }
 
 // Two threads, sequence-tagged items: the consumer must see every item exactly once, in order, whatever

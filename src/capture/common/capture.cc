@@ -112,8 +112,10 @@ size_t QueueProducer::enqueueWaiting(std::span<const PacketRecord> records, cons
   return done;
 }
 
-void QueueProducer::orderInTime(int64_t horizon_ns) {
-  if (lossless_) order_.emplace(horizon_ns);
+bool QueueProducer::orderInTime(int64_t horizon_ns) {
+  if (!lossless_ || received_ + n_ > 0) return false;  // held records and their counts would be lost
+  order_.emplace(horizon_ns);
+  return true;
 }
 
 void QueueProducer::publishOrder() {

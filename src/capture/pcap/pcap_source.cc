@@ -387,7 +387,12 @@ class PcapCapture final : public CaptureSource, private FrameSink {
   absl::Status status() const override { return status_; }
   DeviceStats deviceStats(size_t) const override { return {}; }
   SourceStats sourceStats() const override { return reader_->stats(); }
-  void setReorderHorizon(int64_t horizon_ns) override { producer_.orderInTime(horizon_ns); }
+  absl::Status setReorderHorizon(int64_t horizon_ns) override {
+    if (thread_.joinable() || !producer_.orderInTime(horizon_ns)) {
+      return absl::FailedPreconditionError("the reorder horizon is set before the capture starts");
+    }
+    return absl::OkStatus();
+  }
   TimestampInfo timestampInfo() const override { return {"pcap_file", "the capture file's recorded timestamps", 0, 0}; }
   absl::Status setFrameTap(size_t port, size_t queue, FrameTap* tap) override {
     if (port != 0 || queue != 0) return absl::OutOfRangeError("no such capture queue for the flight recorder");

@@ -129,12 +129,7 @@ class SpscRing {
   template <typename Take>
   size_t consumeSpans(size_t max, Take&& take) {
     const uint64_t tail = cons_.tail.load(std::memory_order_relaxed);
-    size_t avail = cons_.cached_head - tail;
-    if (avail < max) {
-      cons_.cached_head = prod_.head.load(std::memory_order_acquire);
-      avail = cons_.cached_head - tail;
-    }
-    const size_t n = std::min(avail, max);
+    const size_t n = available(tail, max);
     if (n == 0) return 0;
     const size_t from = tail & mask_;
     const size_t first = std::min(n, capacity() - from);  // up to the slots' end, then from their start
@@ -148,18 +143,23 @@ class SpscRing {
   template <typename Take>
   size_t consume(size_t max, Take&& take) {
     const uint64_t tail = cons_.tail.load(std::memory_order_relaxed);
-    size_t avail = cons_.cached_head - tail;
-    if (avail < max) {
-      cons_.cached_head = prod_.head.load(std::memory_order_acquire);
-      avail = cons_.cached_head - tail;
-    }
-    const size_t n = std::min(avail, max);
+    const size_t n = available(tail, max);
     for (size_t i = 0; i < n; ++i) take(static_cast<const T&>(slots_[(tail + i) & mask_]));
     cons_.tail.store(tail + n, std::memory_order_release);
     return n;
   }
 
  private:
+  // Consumer side: how many of up to `max` items are there to take from `tail` on, reading the producer's index
+  // again only when fewer than `max` look published.
+  size_t available(uint64_t tail, size_t max) {
+    size_t avail = cons_.cached_head - tail;
+    if (avail < max) {
+      cons_.cached_head = prod_.head.load(std::memory_order_acquire);
+      avail = cons_.cached_head - tail;
+    }
+    return std::min(avail, max);
+  }
   void publishHead(uint64_t head, size_t n) {
     if (doorbell_ == nullptr) {
       prod_.head.store(head, std::memory_order_release);

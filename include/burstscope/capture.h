@@ -69,7 +69,7 @@ struct alignas(kCacheLine) QueueCounters {
   std::atomic<uint64_t> ring_drops{0};  // of those, dropped because the record ring was full
   std::atomic<uint64_t> bin_drops{0};   // 100 µs bins the full side channel dropped (a live queue's series)
   // A queue whose producer puts its records in time order (a file's, QueueProducer::orderInTime): its Reorderer's
-  // counts as of the last flush (Reorderer::reordered() and the rest), exact once the producer is done.
+  // counts as of the last flush (publishOrder, order()), exact once the producer is done.
   std::atomic<uint64_t> reordered{0}, clamped{0}, clock_steps_back{0};
   std::atomic<int64_t> max_lateness_ns{0}, clock_shift_ns{0};
   // The queue's decoder counts, copied by the producer now and then (every 64 batches, at each tick, at
@@ -79,6 +79,8 @@ struct alignas(kCacheLine) QueueCounters {
 
   void publishDecode(const DecodeStats& s);
   DecodeStats decode() const;
+  void publishOrder(const Reorderer::Counts& c);
+  Reorderer::Counts order() const;
 };
 
 // The state of a live port's link, as the backend watches it (docs/live-capture.md "Capture faults"): every
@@ -363,7 +365,6 @@ class QueueProducer {
   std::optional<Reorderer> order_;               // orderInTime(): where a lossless queue's records are put in order
   // Lossless: enqueues `records`, waiting for room; a stop request ends the wait. Returns how many went in.
   size_t enqueueWaiting(std::span<const PacketRecord> records, const std::atomic<bool>* stop);
-  void publishOrder();    // the Reorderer's counts into counters_
   PacketRecord scratch_;  // lossy: where a frame that finds the ring full is decoded (streaming: every frame)
   size_t n_ = 0;          // records written (staged, or in reserved ring slots)
   size_t dropped_ = 0;    // lossy: frames that found the ring full since the last flush

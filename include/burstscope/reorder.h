@@ -59,6 +59,14 @@ class Reorderer {
   int64_t maxLatenessNs() const { return max_lateness_ns_; }
   uint64_t clockStepsBack() const { return steps_back_; }  // push(), pushHeld(): steps back of more than kClockStepNs
   int64_t clockShiftNs() const { return shift_ns_; }       // push(), pushHeld(): what they add up to (time shifted on)
+  // The counts above at once: a port's result takes them, and a file's queue publishes them (QueueCounters).
+  struct Counts {
+    uint64_t reordered = 0, clamped = 0;
+    int64_t max_lateness_ns = 0;
+    uint64_t clock_steps_back = 0;
+    int64_t clock_shift_ns = 0;
+  };
+  Counts counts() const { return {reordered_, clamped_, max_lateness_ns_, steps_back_, shift_ns_}; }
 
  private:
   // Holds `r` with time `ts` (its own, shifted or clamped): one copy into the buffer.
@@ -233,14 +241,8 @@ void Reorderer::releaseUpTo(int64_t bound, Emit&& emit) {
 
 template <typename Emit>
 void Reorderer::flush(Emit&& emit) {
+  releaseHeld();  // behind what was released and not yet taken: emitted after it
   emitReleased(emit);
-  const size_t mask = buf_.size() - 1;
-  while (size_ > 0) {
-    released_ns_ = buf_[head_].ts_ns;
-    emit(buf_[head_]);
-    head_ = (head_ + 1) & mask;
-    --size_;
-  }
   mergeLanes(INT64_MAX, [&](const PacketRecord& r) {
     released_ns_ = r.ts_ns;
     emit(r);

@@ -253,8 +253,9 @@ class PortWorker {
       s.interval = r;
       s.intervals = ++intervals_;
       s.ledger = ledgerNow(port_, measured_);
-      s.reordered = ordered() ? ordered()->reordered.load(std::memory_order_relaxed) : reorder_.reordered();
-      s.clamped = ordered() ? ordered()->clamped.load(std::memory_order_relaxed) : reorder_.clamped();
+      const Reorderer::Counts order = reorderCounts();
+      s.reordered = order.reordered;
+      s.clamped = order.clamped;
       if (bins_) {
         s.bounds = bins_->close(r);
         series_packets_ += s.bounds->packets;
@@ -355,19 +356,12 @@ class PortWorker {
     r.engine = engine_.result();
     for (size_t w = 0; w < parts_.size(); ++w) takeParts<EngineResult>(&r.engine, parts_[w]->engine().result(), w == 0);
     r.ledger = ledgerNow(port_, analysed_);
-    if (const QueueCounters* c = ordered()) {  // exact: the source is done
-      r.reordered = c->reordered.load();
-      r.clamped = c->clamped.load();
-      r.max_lateness_ns = c->max_lateness_ns.load();
-      r.clock_steps_back = c->clock_steps_back.load();
-      r.clock_shift_ns = c->clock_shift_ns.load();
-    } else {
-      r.reordered = reorder_.reordered();
-      r.clamped = reorder_.clamped();
-      r.max_lateness_ns = reorder_.maxLatenessNs();
-      r.clock_steps_back = reorder_.clockStepsBack();
-      r.clock_shift_ns = reorder_.clockShiftNs();
-    }
+    const Reorderer::Counts order = reorderCounts();  // a file's exact: its reading thread is done
+    r.reordered = order.reordered;
+    r.clamped = order.clamped;
+    r.max_lateness_ns = order.max_lateness_ns;
+    r.clock_steps_back = order.clock_steps_back;
+    r.clock_shift_ns = order.clock_shift_ns;
     r.intervals = intervals_;
     for (const QueueCounters* c : port_.counters) {
       r.queue_received.push_back(c->received.load());
@@ -391,9 +385,11 @@ class PortWorker {
     void onMicroburst(const Microburst& m) override { worker->bursts_.emplace_back(worker->engine_.steps(), m); }
   };
 
-  // A file's queue, which puts its records in order itself and counts its reordering (QueueProducer::orderInTime);
-  // none for a live port, whose records this worker's reorderer puts in order.
-  const QueueCounters* ordered() const { return port_.ordered_lossless ? port_.counters.front() : nullptr; }
+  // The port's reordering counts: a file's queue's, which puts its records in order itself (QueueProducer::orderInTime,
+  // as of its last flush), else this worker's reorderer's.
+  Reorderer::Counts reorderCounts() const {
+    return port_.ordered_lossless ? port_.counters.front()->order() : reorder_.counts();
+  }
 
   // Whether a ring holds records not yet taken, as the doorbell's sleeper must look (Doorbell).
   bool anyPublished() const {

@@ -23,6 +23,20 @@ DecodeStats QueueCounters::decode() const {
   return s;
 }
 
+void QueueCounters::publishOrder(const Reorderer::Counts& c) {
+  reordered.store(c.reordered, std::memory_order_relaxed);
+  clamped.store(c.clamped, std::memory_order_relaxed);
+  max_lateness_ns.store(c.max_lateness_ns, std::memory_order_relaxed);
+  clock_steps_back.store(c.clock_steps_back, std::memory_order_relaxed);
+  clock_shift_ns.store(c.clock_shift_ns, std::memory_order_relaxed);
+}
+
+Reorderer::Counts QueueCounters::order() const {
+  return {reordered.load(std::memory_order_relaxed), clamped.load(std::memory_order_relaxed),
+          max_lateness_ns.load(std::memory_order_relaxed), clock_steps_back.load(std::memory_order_relaxed),
+          clock_shift_ns.load(std::memory_order_relaxed)};
+}
+
 uint64_t DeviceStats::dropStagesTotal() const {
   uint64_t n = 0;
   for (const auto& [stage, v] : drop_stages) n += v;
@@ -78,7 +92,7 @@ size_t QueueProducer::flush(const std::atomic<bool>* stop) {
   if (order_) {
     for (size_t i = 0; i < n_; ++i) order_->pushHeld(pending_[i]);
     order_->takeReleased([&](std::span<const PacketRecord> s) { dropped += s.size() - enqueueWaiting(s, stop); });
-    publishOrder();
+    counters_.publishOrder(order_->counts());
   } else if (lossless_) {
     dropped += n_ - enqueueWaiting({pending_.data(), n_}, stop);
   } else {
@@ -118,21 +132,13 @@ bool QueueProducer::orderInTime(int64_t horizon_ns) {
   return true;
 }
 
-void QueueProducer::publishOrder() {
-  counters_.reordered.store(order_->reordered(), std::memory_order_relaxed);
-  counters_.clamped.store(order_->clamped(), std::memory_order_relaxed);
-  counters_.clock_steps_back.store(order_->clockStepsBack(), std::memory_order_relaxed);
-  counters_.max_lateness_ns.store(order_->maxLatenessNs(), std::memory_order_relaxed);
-  counters_.clock_shift_ns.store(order_->clockShiftNs(), std::memory_order_relaxed);
-}
-
 size_t QueueProducer::releaseHeld(const std::atomic<bool>* stop) {
   const size_t dropped = flush(stop);
   if (!order_) return dropped;
   order_->releaseHeld();
   size_t lost = 0;
   order_->takeReleased([&](std::span<const PacketRecord> s) { lost += s.size() - enqueueWaiting(s, stop); });
-  publishOrder();
+  counters_.publishOrder(order_->counts());
   ring_drops_ += lost;
   counters_.ring_drops.store(ring_drops_, std::memory_order_release);
   return dropped + lost;

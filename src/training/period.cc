@@ -195,20 +195,57 @@ double followSteps(const Sparse& y, double p0) {
     if (y.value[j] > y.value[peak]) peak = j;
   }
   if (at.empty()) return p0;
-  // How many non-empty bins lie below bin i: the index of the running sums up to i.
-  auto below = [&](size_t i) {
-    return static_cast<size_t>(std::lower_bound(at.begin(), at.end(), i + y.first) - at.begin());
+  // How many non-empty bins lie below bin i: the index of the running sums up to i. The walk asks about windows
+  // next to the last ones, so each of the window's two edges is searched for from where it last was, by steps
+  // that double (as std::lower_bound over the whole series would find it, in a few steps instead of log2 of the
+  // series' length, among bins the walk has just read).
+  auto below = [&](size_t i, size_t* last) {
+    const size_t key = i + y.first, n_at = at.size();
+    size_t from, to;  // the answer lies in [from, to]: at[from - 1] < key (or from = 0), at[to] >= key (or to = n_at)
+    if (*last < n_at && at[*last] < key) {
+      size_t lo = *last, step = 1;
+      while (lo + step < n_at && at[lo + step] < key) {
+        lo += step;
+        step *= 2;
+      }
+      from = lo + 1;
+      to = std::min(lo + step, n_at);
+    } else {
+      size_t hi = *last, step = 1;
+      while (hi >= step && at[hi - step] >= key) {
+        hi -= step;
+        step *= 2;
+      }
+      from = hi >= step ? hi - step + 1 : 0;
+      to = hi;
+    }
+    *last = static_cast<size_t>(
+        std::lower_bound(at.begin() + static_cast<long>(from), at.begin() + static_cast<long>(to), key) - at.begin());
+    return *last;
   };
+  size_t last_lo = 0, last_hi = 0;
   auto window = [&](double around) {
     const long lo = std::max(0L, static_cast<long>(std::ceil(around - p0 / 2)));
     const long hi = std::max(lo, std::min(static_cast<long>(y.size), static_cast<long>(std::ceil(around + p0 / 2))));
-    return std::pair<size_t, size_t>(below(static_cast<size_t>(lo)), below(static_cast<size_t>(hi)));
+    return std::pair<size_t, size_t>(below(static_cast<size_t>(lo), &last_lo),
+                                     below(static_cast<size_t>(hi), &last_hi));
   };
   auto centroid = [&](double around, double* mass) {
     const auto [lo, hi] = window(around);
     const double m = mass_to[hi] - mass_to[lo];
     *mass = m;
     return m > 0 ? (moment_to[hi] - moment_to[lo]) / m : around;
+  };
+  // The window re-centred on its centroid `times` times, or until it stays where it is: a centroid is a function
+  // of where it starts alone, so once it returns its start every later round would return it again (and the same
+  // mass).
+  auto settle = [&](double around, int times, double* mass) {
+    for (int it = 0; it < times; ++it) {
+      const double next = centroid(around, mass);
+      if (next == around) break;
+      around = next;
+    }
+    return around;
   };
   // Where a step's traffic ends (90% of the bytes within half a period of its centroid have arrived): the
   // end of its last all-reduce or pull, which is where the job's own log ends the step.
@@ -227,18 +264,24 @@ double followSteps(const Sparse& y, double p0) {
   // Start at the heaviest bin, settled on its step's centroid.
   double mass = 0;
   double start = static_cast<double>(at[peak] - y.first);
-  for (int it = 0; it < 3; ++it) start = centroid(start, &mass);
-  std::vector<std::pair<double, double>> anchors{{0.0, ending(start)}};  // (step number, time)
-  std::vector<double> masses{mass};
+  start = settle(start, 3, &mass);
+  std::vector<std::pair<double, double>> anchors;  // (step number, time)
+  std::vector<double> masses;
+  // The least-squares sums over the anchors, kept as they come: summed again over every anchor at each step, the
+  // walk was quadratic in the steps (a 2 ms period over a minute's window is 30,000 of them). Added in the same
+  // order as that loop added them, so bit for bit its sums.
+  double sk = 0, st = 0, skk = 0, skt = 0;
+  auto anchor = [&](double k, double t, double m) {
+    anchors.emplace_back(k, t);
+    masses.push_back(m);
+    sk += k;
+    st += t;
+    skk += k * k;
+    skt += k * t;
+  };
+  anchor(0.0, ending(start), mass);
   auto slope = [&]() {
     if (anchors.size() < 2) return p0;
-    double sk = 0, st = 0, skk = 0, skt = 0;
-    for (const auto& [k, t] : anchors) {
-      sk += k;
-      st += t;
-      skk += k * k;
-      skt += k * t;
-    }
     const double cnt = static_cast<double>(anchors.size());
     const double den = cnt * skk - sk * sk;
     return den > 0 ? (cnt * skt - sk * st) / den : p0;
@@ -255,16 +298,14 @@ double followSteps(const Sparse& y, double p0) {
       if (expect - p0 / 2 < 0 || expect + p0 / 2 > n) break;
       // The step's own centroid: the window re-centred on it until it settles, so that an error in the
       // prediction does not cut a burst group off at the window's edge.
-      double c = expect;
-      for (int it = 0; it < 4; ++it) c = centroid(c, &mass);
+      const double c = settle(expect, 4, &mass);
       // A step without traffic, or a window that slid back onto the last step: keep counting from the
       // prediction.
       if (mass <= 0.05 * total / (n / p0) || dir * (c - centre) < period / 2) {
         centre = expect;
         continue;
       }
-      anchors.emplace_back(k, ending(c));
-      masses.push_back(mass);
+      anchor(k, ending(c), mass);
       centre = c;
       period = slope();
     }

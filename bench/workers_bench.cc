@@ -222,6 +222,68 @@ void BM_AtRate(benchmark::State& state) {
 }
 BENCHMARK(BM_AtRate)->ArgNames({"part", "mpps", "jobs"})->ArgsProduct({{0, 1, 2, 3, 4, 5}, {15, 32}, {1, 0}});
 
+// The AF_XDP comparison's traffic (bench/compare_afxdp.py replays tests/integration/make_flows.py's file): 64 UDP
+// flows, each between a host pair of its own, one packet of each in turn (so every flow run is one packet long),
+// 3 us apart, of sizes 64 to 1,513 bytes; decoded as `run` decodes it (no local networks). Built here frame by
+// frame as make_flows.py writes them, 40 rounds, for the per-part costs behind that comparison's port worker.
+std::vector<PacketRecord> interleavedRecords() {
+  constexpr int kFlows = 64, kRounds = 40;
+  Decoder d{DecoderConfig{}};
+  std::vector<PacketRecord> out;
+  int64_t t = 1'795'294'232'000'000'000;
+  for (int j = 0; j < kRounds; ++j) {
+    for (int i = 0; i < kFlows; ++i) {
+      const size_t size = 64 + static_cast<size_t>(i * 37 + j * 11) % 1450;
+      std::vector<uint8_t> f(size, 0);
+      const uint8_t head[14] = {2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 8, 0};
+      std::memcpy(f.data(), head, sizeof(head));
+      const size_t ip_len = size - 14, udp_len = ip_len - 20;
+      const uint8_t ip[20] = {0x45,
+                              0,
+                              static_cast<uint8_t>(ip_len >> 8),
+                              static_cast<uint8_t>(ip_len),
+                              static_cast<uint8_t>(j >> 8),
+                              static_cast<uint8_t>(j),
+                              0,
+                              0,
+                              64,
+                              17,
+                              0,
+                              0,
+                              10,
+                              1,
+                              static_cast<uint8_t>(i / 256),
+                              static_cast<uint8_t>(i % 256),
+                              10,
+                              2,
+                              static_cast<uint8_t>(i * 7 / 256 % 256),
+                              static_cast<uint8_t>(i * 7 % 256)};
+      std::memcpy(f.data() + 14, ip, sizeof(ip));
+      const int sport = 10000 + i, dport = 20000 + (i * 13) % 4000;
+      const uint8_t udp[8] = {static_cast<uint8_t>(sport >> 8),
+                              static_cast<uint8_t>(sport),
+                              static_cast<uint8_t>(dport >> 8),
+                              static_cast<uint8_t>(dport),
+                              static_cast<uint8_t>(udp_len >> 8),
+                              static_cast<uint8_t>(udp_len),
+                              0,
+                              0};
+      std::memcpy(f.data() + 34, udp, sizeof(udp));
+      for (size_t k = 0; k + 42 < size; ++k) f[42 + k] = static_cast<uint8_t>(j + k);
+      t += 3'000;
+      PacketRecord& r = out.emplace_back();
+      d.decode(f, static_cast<uint32_t>(size), &r);
+      r.ts_ns = t;
+    }
+  }
+  return out;
+}
+void BM_Interleaved(benchmark::State& state) {
+  static const std::vector<PacketRecord> records = interleavedRecords();
+  runPart(state, records);
+}
+BENCHMARK(BM_Interleaved)->ArgName("part")->DenseRange(0, 5);
+
 // The worker's merge of a port's RX queues (PortWorker::poll in src/pipeline/pipeline.cc), before any part: 100 G of
 // many jobs (atRate, 15 M packets/s, about 15,000 flows) spread over `queues` queues by flow, as RSS spreads them,
 // each queue in time order. A poll takes from each queue in turn what arrived by the poll's time, at most a batch

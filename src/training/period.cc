@@ -319,7 +319,7 @@ double followSteps(const Sparse& y, double p0) {
   for (size_t i = 0; i < anchors.size(); ++i) {
     if (masses[i] >= 0.75 * median && masses[i] <= 1.25 * median) typical.push_back(anchors[i]);
   }
-  if (typical.size() >= 3) anchors = typical;
+  if (typical.size() >= 3) anchors = typical;  // the slope's sums (sk ...) are no longer these anchors': not used below
   if (anchors.size() < 3) return p0;
   // The mean step: from the first anchored step to the last, as the mean of the job's logged step times is
   // (a least-squares slope would weigh the steps in the middle more than the log does).
@@ -549,7 +549,7 @@ PeriodEstimate findPeriod(std::span<const double> x, const PeriodOptions& o, con
 }
 
 double followPeriod(std::span<const size_t> at, std::span<const double> value, double p0) {
-  if (at.empty() || p0 <= 0) return p0;
+  if (at.empty() || !(p0 > 0) || !std::isfinite(p0)) return p0;  // a window's edges are whole bins of a finite p0
   return followSteps(Sparse{at, value, at.front(), at.back() - at.front() + 1}, p0);
 }
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cmath>
 #include <functional>
 #include <iostream>
@@ -539,7 +540,8 @@ TEST(TrainingTest, FollowingStepsGivesWhatItsDefinitionGivesToTheBit) {
     for (double off : {1.0, 1.03, 0.96, 1.35}) {
       const double got = training::followPeriod(at, value, off * step);
       const double want = followPeriodByDefinition(at, value, off * step);
-      ASSERT_EQ(got, want) << "seed " << seed << " step " << step << " estimate " << off * step;
+      ASSERT_EQ(std::bit_cast<uint64_t>(got), std::bit_cast<uint64_t>(want))
+          << got << " against " << want << ": seed " << seed << " step " << step << " estimate " << off * step;
       followed += got != off * step;
     }
   }

@@ -22,6 +22,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "burstscope/training.h"
+#include "src/training/merge_runs.h"
 #include "src/training/period.h"
 #include "src/training/topology.h"
 
@@ -705,36 +706,6 @@ void sparseBins(const std::vector<const Flow*>& flows, const FineOf& fineOf, std
   value->resize(k);
 }
 
-// Sorts `v`, made of runs that begin at runs[0], runs[1], ... (runs.back() == v.size()), each ascending as a
-// flow's bins do (TrainingFlowBins), by merging the runs pairwise: n·log(runs) moves instead of a sort's n·log(n)
-// (a file's analysis takes all of its bins at once). Runs that do not ascend, or of fewer than two elements on
-// average, are sorted whole (the same order up to elements equal to `less`). `runs` is spent.
-template <typename T, typename Less>
-void mergeRuns(std::vector<T>* v, std::vector<size_t>* runs, Less less) {
-  if (2 * runs->size() > v->size() + 2) {  // runs of a bin or two on average: a sort is the cheaper
-    std::sort(v->begin(), v->end(), less);
-    return;
-  }
-  for (size_t r = 0; r + 1 < runs->size(); ++r) {
-    if (!std::is_sorted(v->begin() + static_cast<ptrdiff_t>((*runs)[r]),
-                        v->begin() + static_cast<ptrdiff_t>((*runs)[r + 1]), less)) {
-      std::sort(v->begin(), v->end(), less);
-      return;
-    }
-  }
-  auto at = [&](size_t i) { return v->begin() + static_cast<ptrdiff_t>(i); };
-  while (runs->size() > 2) {
-    size_t w = 0, r = 0;
-    for (; r + 2 < runs->size(); r += 2) {
-      std::inplace_merge(at((*runs)[r]), at((*runs)[r + 1]), at((*runs)[r + 2]), less);
-      (*runs)[w++] = (*runs)[r];
-    }
-    if (r + 1 < runs->size()) (*runs)[w++] = (*runs)[r];  // an odd run, merged in the next round
-    (*runs)[w++] = runs->back();
-    runs->resize(w);
-  }
-}
-
 // Host pairs heaviest first, then by address (a stable order for equal bytes).
 template <typename Pair>
 bool heavier(const Pair* x, const Pair* y) {
@@ -1330,7 +1301,7 @@ TrainingReport TrainingAnalyzer::Impl::analyze() {
     }
     if (!job_bins.empty()) {  // in order of bin, each bin's bytes summed over the job's flows
       bin_runs.push_back(job_bins.size());
-      mergeRuns(&job_bins, &bin_runs, [](const auto& x, const auto& y) { return x.first < y.first; });
+      training::mergeRuns(&job_bins, &bin_runs, [](const auto& x, const auto& y) { return x.first < y.first; });
       size_t w = 0;
       for (size_t i = 1; i < job_bins.size(); ++i) {
         if (job_bins[i].first == job_bins[w].first) {
@@ -1580,8 +1551,9 @@ TrainingReport TrainingAnalyzer::Impl::analyze() {
         }
         runs.push_back(v.size());
         // In order of bin, then sender: the flows come in order of sender, each a run of ascending bins.
-        mergeRuns(&v, &runs,
-                  [](const Arrival& x, const Arrival& y) { return x.bin != y.bin ? x.bin < y.bin : x.src < y.src; });
+        training::mergeRuns(&v, &runs, [](const Arrival& x, const Arrival& y) {
+          return x.bin != y.bin ? x.bin < y.bin : x.src < y.src;
+        });
         DestState& st = dests[dst];
         DestinationReport& d = reports[dst];
         d.host = hostName(dst);

@@ -17,6 +17,7 @@
 #include "burstscope/training.h"
 #include "burstscope/window.h"
 #include "src/analysis/report.h"
+#include "src/training/merge_runs.h"
 #include "src/training/period.h"
 #include "src/training/topology.h"
 
@@ -547,6 +548,45 @@ TEST(TrainingTest, FollowingStepsGivesWhatItsDefinitionGivesToTheBit) {
   }
   // The comparison is of steps followed, not of estimates handed back unchanged.
   EXPECT_GT(followed, 150);
+}
+
+// Sorted runs merged (a job's flows' bins, a destination's senders' arrivals) come out as a stable sort of them all:
+// in order, and among equal elements the earlier run's first (as std::inplace_merge keeps them). Runs of every
+// length, empty ones too, keys with many ties; the runs' order in `v` is the order their elements were made in.
+TEST(TrainingTest, MergingSortedRunsGivesWhatAStableSortGives) {
+  struct Item {
+    int key = 0;
+    int made = 0;  // the order in which the element was made: its place among equal keys
+  };
+  std::mt19937 rng(7);
+  int merged = 0;
+  for (int trial = 0; trial < 400; ++trial) {
+    std::vector<Item> v;
+    std::vector<size_t> runs;
+    const int n_runs = 1 + static_cast<int>(rng() % 40);
+    for (int r = 0; r < n_runs; ++r) {
+      runs.push_back(v.size());
+      const size_t len = trial % 4 == 0 ? rng() % 3 : rng() % (trial % 2 == 0 ? 80 : 12);
+      std::vector<int> keys(len);
+      for (int& k : keys) k = static_cast<int>(rng() % (trial % 3 == 0 ? 4 : 40));
+      std::sort(keys.begin(), keys.end());
+      for (int k : keys) v.push_back({k, static_cast<int>(v.size())});
+    }
+    runs.push_back(v.size());
+    std::vector<Item> want = v;
+    std::stable_sort(want.begin(), want.end(), [](const Item& a, const Item& b) { return a.key < b.key; });
+    const bool by_merges = 2 * runs.size() <= v.size() + 2;  // else the runs are sorted whole (not stably)
+    merged += by_merges;
+    training::mergeRuns(&v, &runs, [](const Item& a, const Item& b) { return a.key < b.key; });
+    ASSERT_EQ(v.size(), want.size());
+    for (size_t i = 0; i < v.size(); ++i) {
+      ASSERT_EQ(v[i].key, want[i].key) << "trial " << trial << " at " << i;
+      if (by_merges) {
+        ASSERT_EQ(v[i].made, want[i].made) << "trial " << trial << " at " << i;
+      }
+    }
+  }
+  EXPECT_GT(merged, 200);  // most trials merge rather than sort
 }
 
 // A pair's step read again in the job's bins (the pairs' step, docs/training.md "Step period" 6): its steps

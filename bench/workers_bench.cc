@@ -13,6 +13,7 @@
 #include "burstscope/reorder.h"
 #include "burstscope/training.h"
 #include "burstscope/window.h"
+#include "tests/common/frames.h"
 
 namespace burstscope {
 namespace {
@@ -224,8 +225,9 @@ BENCHMARK(BM_AtRate)->ArgNames({"part", "mpps", "jobs"})->ArgsProduct({{0, 1, 2,
 
 // The AF_XDP comparison's traffic (bench/compare_afxdp.py replays tests/integration/make_flows.py's file): 64 UDP
 // flows, each between a host pair of its own, one packet of each in turn (so every flow run is one packet long),
-// 3 us apart, of sizes 64 to 1,513 bytes; decoded as `run` decodes it (no local networks). Built here frame by
-// frame as make_flows.py writes them, 40 rounds, for the per-part costs behind that comparison's port worker.
+// 3 us apart, of sizes 64 to 1,513 bytes; decoded as `run` decodes it (no local networks). Built with the
+// tests' FrameBuilder, 40 rounds, giving the records make_flows.py's frames decode to (its MAC addresses differ, which
+// no record holds), for the per-part costs behind that comparison's port worker.
 std::vector<PacketRecord> interleavedRecords() {
   constexpr int kFlows = 64, kRounds = 40;
   Decoder d{DecoderConfig{}};
@@ -233,46 +235,24 @@ std::vector<PacketRecord> interleavedRecords() {
   int64_t t = 1'795'294'232'000'000'000;
   for (int j = 0; j < kRounds; ++j) {
     for (int i = 0; i < kFlows; ++i) {
-      const size_t size = 64 + static_cast<size_t>(i * 37 + j * 11) % 1450;
-      std::vector<uint8_t> f(size, 0);
-      const uint8_t head[14] = {2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 8, 0};
-      std::memcpy(f.data(), head, sizeof(head));
-      const size_t ip_len = size - 14, udp_len = ip_len - 20;
-      const uint8_t ip[20] = {0x45,
-                              0,
-                              static_cast<uint8_t>(ip_len >> 8),
-                              static_cast<uint8_t>(ip_len),
-                              static_cast<uint8_t>(j >> 8),
-                              static_cast<uint8_t>(j),
-                              0,
-                              0,
-                              64,
-                              17,
-                              0,
-                              0,
-                              10,
-                              1,
-                              static_cast<uint8_t>(i / 256),
-                              static_cast<uint8_t>(i % 256),
-                              10,
-                              2,
-                              static_cast<uint8_t>(i * 7 / 256 % 256),
-                              static_cast<uint8_t>(i * 7 % 256)};
-      std::memcpy(f.data() + 14, ip, sizeof(ip));
-      const int sport = 10000 + i, dport = 20000 + (i * 13) % 4000;
-      const uint8_t udp[8] = {static_cast<uint8_t>(sport >> 8),
-                              static_cast<uint8_t>(sport),
-                              static_cast<uint8_t>(dport >> 8),
-                              static_cast<uint8_t>(dport),
-                              static_cast<uint8_t>(udp_len >> 8),
-                              static_cast<uint8_t>(udp_len),
-                              0,
-                              0};
-      std::memcpy(f.data() + 34, udp, sizeof(udp));
-      for (size_t k = 0; k + 42 < size; ++k) f[42 + k] = static_cast<uint8_t>(j + k);
+      const auto size = static_cast<uint16_t>(64 + (i * 37 + j * 11) % 1450);
+      const auto payload = static_cast<uint16_t>(size - 42);
+      testing::FrameBuilder f;
+      f.eth(0x0800)
+          .ipv4(testing::ip4(10, 1, static_cast<uint8_t>(i / 256), static_cast<uint8_t>(i)),
+                testing::ip4(10, 2, static_cast<uint8_t>(i * 7 / 256), static_cast<uint8_t>(i * 7)), 17,
+                static_cast<uint16_t>(payload + 8))
+          .ports(static_cast<uint16_t>(10000 + i), static_cast<uint16_t>(20000 + (i * 13) % 4000),
+                 static_cast<uint16_t>(payload + 8))
+          .payload(payload);
+      // As make_flows.py writes them: the round in the IP ID and the payload's bytes, so that no two frames of a
+      // flow share a duplicate key.
+      f.bytes[18] = static_cast<uint8_t>(j >> 8);
+      f.bytes[19] = static_cast<uint8_t>(j);
+      for (size_t k = 0; k < payload; ++k) f.bytes[42 + k] = static_cast<uint8_t>(j + static_cast<int>(k));
       t += 3'000;
       PacketRecord& r = out.emplace_back();
-      d.decode(f, static_cast<uint32_t>(size), &r);
+      d.decode(f.bytes, size, &r);
       r.ts_ns = t;
     }
   }

@@ -194,7 +194,8 @@ double followSteps(const Sparse& y, double p0) {
     moment_to[j + 1] = moment_sum;
     if (y.value[j] > y.value[peak]) peak = j;
   }
-  if (at.empty()) return p0;
+  // A window's edges are whole bins of a positive, finite p0 (an infinite one cast to an integer is undefined).
+  if (at.empty() || !(p0 > 0) || !std::isfinite(p0)) return p0;
   // How many non-empty bins lie below bin i: the index of the running sums up to i. The walk asks about windows
   // next to the last ones, so each of the window's two edges is searched for from where it last was, by steps
   // that double (as std::lower_bound over the whole series would find it, in a few steps instead of log2 of the
@@ -549,7 +550,7 @@ PeriodEstimate findPeriod(std::span<const double> x, const PeriodOptions& o, con
 }
 
 double followPeriod(std::span<const size_t> at, std::span<const double> value, double p0) {
-  if (at.empty() || !(p0 > 0) || !std::isfinite(p0)) return p0;  // a window's edges are whole bins of a finite p0
+  if (at.empty()) return p0;
   return followSteps(Sparse{at, value, at.front(), at.back() - at.front() + 1}, p0);
 }
 

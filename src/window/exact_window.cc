@@ -13,6 +13,8 @@ ExactWindows::ExactWindows(std::vector<int64_t> taus_ns, size_t max_entries, std
   for (int i = 0; i < static_cast<int>(scales_.size()); ++i) {
     if (!mb || scales_[i].tau != mb->tau_ns) plain_.push_back(i);
   }
+  // The plain scales' stretches and marks (the microburst scale takes its arrivals one by one).
+  if (!plain_.empty()) stretch_ns_ = std::max<int64_t>(1, scales_[plain_.front()].tau / kStretchParts);
   if (mb) {
     auto it = std::find(taus_ns.begin(), taus_ns.end(), mb->tau_ns);
     mb_scale_ = static_cast<int>(it - taus_ns.begin());  // the caller includes mb->tau_ns
@@ -32,9 +34,13 @@ ExactWindows::ExactWindows(std::vector<int64_t> taus_ns, size_t max_entries, std
 // window's content or more (entries that have left but were not yet taken out). Departures only lower the
 // window, so when even that bound plus an arrival does not pass the maximum, the maximum stands and the
 // departures can wait: they are taken out at the next arrival that might set a new maximum, or at the
-// interval's close. Every entry still leaves every window once; what is saved is the walk (and its
-// unpredictable exit) at the arrivals that cannot matter. The walk never passes the arrival it is at: what
-// leaves at t is older than t - τ < t.
+// interval's close. The walk never passes the arrival it is at: what leaves at t is older than t - τ < t.
+//
+// The same holds a stretch at a time: every arrival t of a stretch whose first is t0 has its window inside
+// (t0-τ, t], so it holds at most the window just before t0 plus the stretch's bytes. Where even that bound cannot
+// pass the maximum (most of the time: bench/README.md), the stretch only adds to the bound, and what leaves before
+// it leaves in whole marks (runs of entries, each with its bytes): a scale's work is then per stretch and per mark,
+// not per packet. Only a stretch that might set a maximum is walked arrival by arrival.
 void ExactWindows::addBatch(std::span<const Arrival> batch) {
   if (batch.empty()) return;
   if (batch.size() > 1 && fifo_.size() + batch.size() >= max_entries_) {
@@ -42,25 +48,9 @@ void ExactWindows::addBatch(std::span<const Arrival> batch) {
     for (const Arrival& a : batch) addBatch({&a, 1});
     return;
   }
+  if (stretches_.size() < batch.size()) stretches_.resize(batch.size());  // at most one an arrival
   if (fifo_.size() + batch.size() < max_entries_) {
-    // Forget what every window has left only when the buffer would otherwise grow (the oldest entry still
-    // needed is the minimum of the lagging scales' positions), then append in a loop of its own.
-    if (fifo_.capacity() - fifo_.size() < batch.size() && !fifo_.empty()) fifo_.dropBefore(retainFrom());
-    fifo_.reserve(fifo_.size() + batch.size());
-    Entry* slots = fifo_.slots();
-    const uint64_t mask = fifo_.mask();
-    uint64_t tail = fifo_.end();
-    if (fifo_.empty()) slots[tail++ & mask] = Entry{batch.front().ts, 0};  // the first arrival, added below
-    int64_t back_ts = slots[(tail - 1) & mask].ts;
-    for (const Arrival& a : batch) {
-      if (a.ts == back_ts) {
-        slots[(tail - 1) & mask].bytes += a.len;
-      } else {
-        slots[tail++ & mask] = Entry{a.ts, a.len};
-        back_ts = a.ts;
-      }
-    }
-    fifo_.setEnd(tail);
+    append(batch);
   } else {
     // A batch of one (see above) at the memory bound: bring the scales up to date and demote.
     const Arrival& a = batch.front();
@@ -69,25 +59,143 @@ void ExactWindows::addBatch(std::span<const Arrival> batch) {
     } else {
       fifo_.dropBefore(retainFrom());
       if (fifo_.size() >= max_entries_) makeRoom(fifo_.back().ts);
+      if (fifo_.empty() || a.ts >= open_end_) {
+        if (!fifo_.empty()) closeMark(fifo_.back().ts);
+        open_pos_ = fifo_.end();
+        open_bytes_ = 0;
+        open_end_ = a.ts + stretch_ns_;
+      }
       fifo_.pushBack(Entry{a.ts, a.len});
     }
+    open_bytes_ += a.len;
+    stretches_[0] = Stretch{1, a.len};
+    stretch_count_ = 1;
   }
+  uint64_t passed = 0;
   for (int i : plain_) {
     Scale& s = scales_[i];
     uint64_t first = s.first, sum = s.sum, max = s.max;
-    for (const Arrival& a : batch) {
-      sum += a.len;
-      if (sum > max) {
-        const int64_t limit = a.ts - s.tau;  // entries at or before this have left (t-τ, t]
-        while (fifo_[first].ts <= limit) sum -= fifo_[first++].bytes;
-        if (sum > max) max = sum;
+    uint32_t from = 0;
+    for (const Stretch& st : std::span(stretches_.data(), stretch_count_)) {
+      if (sum + st.bytes > max) {
+        const int64_t limit = batch[from].ts - s.tau;  // entries at or before this have left before the stretch
+        departMarks(s, first, sum, limit);
+        if (sum + st.bytes > max) {
+          while (fifo_[first].ts <= limit) sum -= fifo_[first++].bytes;
+        }
+      }
+      if (sum + st.bytes <= max) {
+        sum += st.bytes;
+        from = st.end;
+        ++passed;
+        continue;
+      }
+      for (; from < st.end; ++from) {
+        const Arrival& a = batch[from];
+        sum += a.len;
+        if (sum > max) {
+          const int64_t limit = a.ts - s.tau;  // entries at or before this have left (t-τ, t]
+          while (fifo_[first].ts <= limit) sum -= fifo_[first++].bytes;
+          if (sum > max) max = sum;
+        }
       }
     }
     s.first = first;
     s.sum = sum;
     s.max = max;
   }
+  stretches_passed_ += passed;
   if (mb_scale_ >= 0) addMicroburstScale(batch);
+}
+
+// Appends the batch to the FIFO (equal timestamps merged into one entry), in a loop of its own, cutting its marks
+// and the batch's stretches as it goes.
+void ExactWindows::append(std::span<const Arrival> batch) {
+  // Forget what every window has left only when the buffer would otherwise grow (the oldest entry still
+  // needed is the minimum of the lagging scales' positions).
+  if (fifo_.capacity() - fifo_.size() < batch.size() && !fifo_.empty()) fifo_.dropBefore(retainFrom());
+  fifo_.reserve(fifo_.size() + batch.size());
+  Entry* slots = fifo_.slots();
+  const uint64_t mask = fifo_.mask();
+  uint64_t tail = fifo_.end();
+  if (fifo_.empty()) {  // the first arrival, added below, opens the first mark
+    open_pos_ = tail;
+    open_bytes_ = 0;
+    open_end_ = batch.front().ts + stretch_ns_;
+    slots[tail++ & mask] = Entry{batch.front().ts, 0};
+  }
+  int64_t back_ts = slots[(tail - 1) & mask].ts;
+  Stretch* stretches = stretches_.data();
+  size_t n = 0;
+  uint64_t open_bytes = open_bytes_, stretch_bytes = 0;
+  for (uint32_t k = 0; k < batch.size(); ++k) {
+    const Arrival& a = batch[k];
+    if (a.ts == back_ts) {
+      slots[(tail - 1) & mask].bytes += a.len;
+    } else {
+      if (a.ts >= open_end_) [[unlikely]] {
+        open_bytes_ = open_bytes;
+        closeMark(back_ts);
+        open_pos_ = tail;
+        open_bytes = 0;
+        open_end_ = a.ts + stretch_ns_;
+        if (k != 0) stretches[n++] = Stretch{k, stretch_bytes};
+        stretch_bytes = 0;
+      }
+      slots[tail++ & mask] = Entry{a.ts, a.len};
+      back_ts = a.ts;
+    }
+    open_bytes += a.len;
+    stretch_bytes += a.len;
+  }
+  stretches[n++] = Stretch{static_cast<uint32_t>(batch.size()), stretch_bytes};
+  stretch_count_ = n;
+  open_bytes_ = open_bytes;
+  fifo_.setEnd(tail);
+}
+
+// Closes the open mark, whose last entry is at `last_ts`. The marks every plain scale has passed are forgotten only
+// when the ring would otherwise grow. (Forgetting one too many costs no figure: a scale without its marks lets its
+// entries leave one by one.)
+void ExactWindows::closeMark(int64_t last_ts) {
+  if (marks_.size() == marks_.capacity()) {
+    uint64_t keep = marks_.end();
+    for (int i : plain_) {
+      Scale& s = scales_[i];
+      while (s.mark < marks_.end() && marks_[s.mark].pos < s.first) ++s.mark;
+      keep = std::min(keep, s.mark);
+    }
+    marks_.dropBefore(std::max(keep, marks_.begin()));
+  }
+  marks_.pushBack(Mark{open_pos_, open_bytes_, last_ts});
+}
+
+// Takes every entry at or before `limit` out of plain scale `s`'s window, whole marks where it can.
+void ExactWindows::departTo(Scale& s, int64_t limit) {
+  departMarks(s, s.first, s.sum, limit);
+  while (s.first != fifo_.end() && fifo_[s.first].ts <= limit) s.sum -= fifo_[s.first++].bytes;
+}
+
+// The closed marks lie end to end up to the open one, so the mark after the last that leaves begins where it ends.
+void ExactWindows::departMarks(Scale& s, uint64_t& first, uint64_t& sum, int64_t limit) {
+  const uint64_t marks_end = marks_.end();
+  uint64_t m = std::max(s.mark, marks_.begin());
+  while (m < marks_end && marks_[m].pos < first) ++m;
+  if (m < marks_end && first < marks_[m].pos) {
+    // `first` is inside the mark before m: its rest leaves only if that whole mark does.
+    if (fifo_[marks_[m].pos - 1].ts > limit) {
+      s.mark = m;
+      return;
+    }
+    while (first < marks_[m].pos) sum -= fifo_[first++].bytes;
+  }
+  if (m < marks_end && first == marks_[m].pos) {
+    const uint64_t from = m;
+    while (m < marks_end && marks_[m].last_ts <= limit) sum -= marks_[m++].bytes;
+    marks_left_ += m - from;
+    first = m < marks_end ? marks_[m].pos : open_pos_;
+  }
+  s.mark = m;
 }
 
 // The microburst scale: as a plain scale, except inside a microburst, where a departure's time may end it, and
@@ -224,10 +332,7 @@ void ExactWindows::closeInterval(int64_t next_start, std::vector<uint64_t>* out)
   out->clear();
   for (Scale& s : scales_) out->push_back(s.max);
   // The window at the next interval's start, before any arrival there: (next_start - τ, next_start).
-  for (int i : plain_) {
-    Scale& s = scales_[i];
-    while (s.first != fifo_.end() && fifo_[s.first].ts <= next_start - s.tau) s.sum -= fifo_[s.first++].bytes;
-  }
+  for (int i : plain_) departTo(scales_[i], next_start - scales_[i].tau);
   if (mb_scale_ >= 0) expireMicroburstScale(next_start - scales_[mb_scale_].tau);
   for (Scale& s : scales_) {
     s.closed_max = std::max(s.closed_max, s.max);
@@ -246,10 +351,7 @@ uint64_t ExactWindows::retainFrom() const {
 
 // Brings every lazy scale up to the arrival at `now`: their windows as they stand then (maxima unchanged).
 void ExactWindows::catchUp(int64_t now) {
-  for (int i : plain_) {
-    Scale& s = scales_[i];
-    while (s.first != fifo_.end() && fifo_[s.first].ts <= now - s.tau) s.sum -= fifo_[s.first++].bytes;
-  }
+  for (int i : plain_) departTo(scales_[i], now - scales_[i].tau);
   if (mb_scale_ >= 0) expireMicroburstScale(now - scales_[mb_scale_].tau);
 }
 

@@ -51,6 +51,9 @@ class ExactWindows {
   const std::optional<MicroburstResult>& microbursts() const { return mb_result_; }
   // Arrivals inside a microburst that left their departures waiting (no output reads it; the tests do).
   uint64_t unwalkedInBurst() const { return unwalked_in_burst_; }
+  // The plain scales' stretches passed without a walk, and marks that left whole (no output reads them; the tests do).
+  uint64_t stretchesPassed() const { return stretches_passed_; }
+  uint64_t marksLeft() const { return marks_left_; }
   // Told of every microburst as it ends (nullptr: nobody).
   void setObserver(EngineObserver* o) { observer_ = o; }
 
@@ -65,7 +68,15 @@ class ExactWindows {
     uint64_t sum = 0;
     uint64_t max = 0;         // over the current report interval (the whole run when there are none)
     uint64_t closed_max = 0;  // over the report intervals already closed
+    uint64_t mark = 0;        // a position in marks_ at or before the first mark that begins at or after `first`
     bool active = true;       // false once demoted for memory: max is then only a lower bound
+  };
+  // A run of FIFO entries; the next begins at the first entry a stretch_ns_ or more after its first. A plain scale's
+  // departures take whole marks at once where they can.
+  struct Mark {
+    uint64_t pos;    // its first entry
+    uint64_t bytes;  // its entries' bytes
+    int64_t last_ts;
   };
 
   void makeRoom(int64_t now);
@@ -76,9 +87,29 @@ class ExactWindows {
   void endBurst(int64_t t);
   void startBurst(int64_t t, uint64_t sum);
   void addMicroburstScale(std::span<const Arrival> batch);
+  void append(std::span<const Arrival> batch);
+  void closeMark(int64_t last_ts);
+  // Takes out of scale `s`'s window what lies wholly at or before `limit` in whole marks (and the rest of the mark
+  // `first` is in, when that mark is wholly out): cheap, and it leaves `sum` the window or more.
+  void departMarks(Scale& s, uint64_t& first, uint64_t& sum, int64_t limit);
+  void departTo(Scale& s, int64_t limit);
+
+  // A batch's arrivals cut where its marks begin (so a stretch spans less than stretch_ns_).
+  struct Stretch {
+    uint32_t end;    // one past its last arrival in the batch (the next stretch's first)
+    uint64_t bytes;  // its arrivals' bytes
+  };
+  static constexpr int64_t kStretchParts = 16;
 
   std::vector<Scale> scales_;
-  std::vector<int> plain_;  // active scales other than the microburst one, ascending τ
+  std::vector<int> plain_;          // active scales other than the microburst one, ascending τ
+  int64_t stretch_ns_ = 1;          // the shortest plain scale's τ over kStretchParts, at least 1 ns
+  std::vector<Stretch> stretches_;  // scratch: the batch's stretches, in order, the first stretch_count_ of it
+  size_t stretch_count_ = 0;
+  RingDeque<Mark> marks_;         // the closed marks, in order, from about the one the most lagging plain scale is in
+  uint64_t open_pos_ = 0;         // the open mark (after the closed ones, up to the FIFO's end): its first entry,
+  uint64_t open_bytes_ = 0;       // its bytes,
+  int64_t open_end_ = INT64_MIN;  // and the time from which an arrival starts a new mark
   RingDeque<Entry> fifo_;
   size_t max_entries_;
   int mb_scale_ = -1;
@@ -103,6 +134,8 @@ class ExactWindows {
   uint64_t safe_pos_ = 0;
   uint64_t safe_bytes_ = 0;
   uint64_t unwalked_in_burst_ = 0;
+  uint64_t stretches_passed_ = 0;
+  uint64_t marks_left_ = 0;
   std::optional<MicroburstResult> mb_result_;
   EngineObserver* observer_ = nullptr;
 };

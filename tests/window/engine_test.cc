@@ -567,6 +567,139 @@ TEST(ExactWindowsTest, LongMicroburstsWhoseDeparturesWaitMatchBruteForce) {
   }
 }
 
+// The plain scales take a batch a stretch at a time and let what has left go in whole marks (ExactWindows::addBatch):
+// a stretch that cannot set a maximum is not walked. Traffic for it: steps of dense trains (packets 20 ns to 2 us
+// apart, so that a stretch holds tens to hundreds of them) whose rate rises and falls, with idle gaps between steps
+// and, for odd seeds, every time on a microsecond grid (equal times, within a batch and across batches; departures
+// exactly at arrivals). Each interval's E(τ) and the whole run's, for every scale, against the definition: the
+// window at every arrival from prefix sums over the sorted packets. In batches of 1, 7, 256 and of random sizes,
+// with intervals closed at random times and without, and with a FIFO bound that demotes the longest scales (the
+// active ones must stay exact, the demoted ones a lower bound).
+TEST(ExactWindowsTest, PlainScalesTakenAStretchAtATimeMatchTheDefinition) {
+  const std::vector<int64_t> taus{40'000, 100'000, 250'000, 1'000'000, 3'000'000};
+  const int64_t mb_tau = 100'000;
+  for (uint32_t seed = 91; seed <= 94; ++seed) {
+    std::mt19937_64 rng(seed);
+    std::vector<Pkt> v;
+    int64_t t = 1'795'294'232'000'000'000 + static_cast<int64_t>(rng() % 1'000'000);
+    while (v.size() < 12'000) {
+      const int trains = 1 + static_cast<int>(rng() % 6);
+      for (int k = 0; k < trains; ++k) {
+        const int64_t spread = int64_t{20} << (rng() % 7);  // 20 ns to 1.3 us between packets
+        const size_t n = 20 + rng() % 400;
+        for (size_t i = 0; i < n; ++i) {
+          v.push_back({t, static_cast<uint32_t>(60 + rng() % 1455)});
+          t += static_cast<int64_t>(rng() % 4 == 0 ? 0 : rng() % static_cast<uint64_t>(spread));
+        }
+      }
+      t += static_cast<int64_t>(rng() % 3'000'000);  // idle up to 3 ms
+    }
+    if (seed % 2) {
+      for (Pkt& p : v) p.ts -= p.ts % 1000;
+    }
+    std::vector<uint64_t> prefix(v.size() + 1);
+    for (size_t i = 0; i < v.size(); ++i) prefix[i + 1] = prefix[i] + v[i].len;
+    auto upto = [&](int64_t x) {  // bytes of the packets at or before x
+      return prefix[std::upper_bound(v.begin(), v.end(), x, [](int64_t a, const Pkt& p) { return a < p.ts; }) -
+                    v.begin()];
+    };
+    // E(τ) over [s, e): the window at s (before its arrivals) and at every arrival in [s, e).
+    auto envelope = [&](int64_t s, int64_t e, int64_t tau) {
+      uint64_t best = upto(s - 1) - upto(s - tau);
+      for (const Pkt& p : v) {
+        if (p.ts >= s && p.ts < e) best = std::max(best, upto(p.ts) - upto(p.ts - tau));
+      }
+      return best;
+    };
+    // The FIFO bound: between the most entries (distinct times) any window of the microburst scale holds and the most
+    // the longest scale's holds, so that the longest is demoted and the shortest kept.
+    std::vector<int64_t> times;
+    for (const Pkt& p : v) {
+      if (times.empty() || times.back() != p.ts) times.push_back(p.ts);
+    }
+    auto most_entries = [&](int64_t tau) {
+      size_t most = 0;
+      for (size_t j = 0, i = 0; j < times.size(); ++j) {
+        while (times[i] <= times[j] - tau) ++i;
+        most = std::max(most, j - i + 1);
+      }
+      return most;
+    };
+    const size_t short_most = most_entries(mb_tau), long_most = most_entries(taus.back());
+    ASSERT_GT(long_most, short_most + 100);
+    const size_t bound = (short_most + long_most) / 2;
+    for (bool bounded : {false, true}) {
+      for (int batching = 0; batching < 4; ++batching) {
+        for (bool intervals : {false, true}) {
+          SCOPED_TRACE(testing::Message() << "seed " << seed << " bounded " << bounded << " batching " << batching
+                                          << " intervals " << intervals);
+          internal::ExactWindows w(taus, bounded ? bound : size_t{1} << 20,
+                                   internal::MicroburstSpec{mb_tau, 40'000, 1000});
+          std::mt19937_64 cut(seed * 7 + static_cast<uint32_t>(batching));
+          auto batch_size = [&]() -> size_t {
+            constexpr size_t kSizes[] = {1, 7, 256};
+            return batching < 3 ? kSizes[batching] : 1 + cut() % 300;
+          };
+          std::vector<std::vector<uint64_t>> got_intervals;
+          std::vector<std::pair<int64_t, int64_t>> spans;  // each closed interval's [start, end)
+          int64_t start = v.front().ts;
+          int64_t next_close = intervals ? start + 1 + static_cast<int64_t>(cut() % 2'000'000) : INT64_MAX;
+          std::vector<internal::Arrival> pending;
+          size_t want_size = batch_size();
+          auto flush = [&] {
+            if (!pending.empty()) w.addBatch(pending);
+            pending.clear();
+            want_size = batch_size();
+          };
+          for (const Pkt& p : v) {
+            if (p.ts >= next_close) {
+              flush();
+              got_intervals.emplace_back();
+              w.closeInterval(next_close, &got_intervals.back());
+              spans.emplace_back(start, next_close);
+              start = next_close;
+              next_close = p.ts + 1 + static_cast<int64_t>(cut() % 2'000'000);
+            }
+            pending.push_back({p.ts, p.len});
+            if (pending.size() >= want_size) flush();
+          }
+          flush();
+          w.finish();
+          for (size_t i = 0; i < taus.size(); ++i) {
+            SCOPED_TRACE(testing::Message() << "tau " << taus[i]);
+            if (!bounded) {
+              EXPECT_TRUE(w.exact(i));
+            } else if (i == taus.size() - 1) {
+              // The bound must have demoted the longest; an active scale is exact, a demoted one a lower bound.
+              EXPECT_FALSE(w.exact(i));
+            }
+            uint64_t got_max = w.maxBytes(i);
+            for (size_t k = 0; k < spans.size(); ++k) {
+              const uint64_t want = envelope(spans[k].first, spans[k].second, taus[i]);
+              if (w.exact(i)) {
+                EXPECT_EQ(got_intervals[k][i], want) << "the interval closed at " << spans[k].second;
+              } else {
+                EXPECT_LE(got_intervals[k][i], want) << "the interval closed at " << spans[k].second;
+              }
+            }
+            const uint64_t want_max = envelope(v.front().ts, v.back().ts + 1, taus[i]);
+            if (w.exact(i)) {
+              EXPECT_EQ(got_max, want_max);
+            } else {
+              EXPECT_LE(got_max, want_max);
+            }
+          }
+          // The paths this test is for: stretches passed without a walk, and whole marks left. (Under the bound, the
+          // shortest scale stays active, with fewer stretches to pass.)
+          EXPECT_TRUE(w.exact(0));
+          EXPECT_GT(w.stretchesPassed(), v.size() / (bounded ? 200 : 50));
+          EXPECT_GT(w.marksLeft(), v.size() / (bounded ? 200 : 50));
+        }
+      }
+    }
+  }
+}
+
 // Past their first kEventsInPlaceFrom, the kept microbursts are written in place up to the last kept: their room is
 // taken once, so a live worker never stops to copy a list of up to a million of them into one twice the size (56-58
 // ms on the project's VM for the last step, bench/README.md), and every microburst after the last kept is still

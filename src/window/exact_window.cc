@@ -43,6 +43,11 @@ ExactWindows::ExactWindows(std::vector<int64_t> taus_ns, size_t max_entries, std
 // not per packet. Only a stretch that might set a maximum is walked arrival by arrival.
 void ExactWindows::addBatch(std::span<const Arrival> batch) {
   if (batch.empty()) return;
+  if (batch.size() > kMaxBatch) {  // a stretch's end is 32-bit
+    for (size_t i = 0; i < batch.size(); i += kMaxBatch)
+      addBatch(batch.subspan(i, std::min(kMaxBatch, batch.size() - i)));
+    return;
+  }
   if (batch.size() > 1 && fifo_.size() + batch.size() >= max_entries_) {
     // Near the memory bound, demotion must happen at the arrival that reaches it: one by one.
     for (const Arrival& a : batch) addBatch({&a, 1});
@@ -63,7 +68,7 @@ void ExactWindows::addBatch(std::span<const Arrival> batch) {
         if (!fifo_.empty()) closeMark(fifo_.back().ts);
         open_pos_ = fifo_.end();
         open_bytes_ = 0;
-        open_end_ = a.ts + stretch_ns_;
+        open_end_ = markEnd(a.ts);
       }
       fifo_.pushBack(Entry{a.ts, a.len});
     }
@@ -121,7 +126,7 @@ void ExactWindows::append(std::span<const Arrival> batch) {
   if (fifo_.empty()) {  // the first arrival, added below, opens the first mark
     open_pos_ = tail;
     open_bytes_ = 0;
-    open_end_ = batch.front().ts + stretch_ns_;
+    open_end_ = markEnd(batch.front().ts);
     slots[tail++ & mask] = Entry{batch.front().ts, 0};
   }
   int64_t back_ts = slots[(tail - 1) & mask].ts;
@@ -138,7 +143,7 @@ void ExactWindows::append(std::span<const Arrival> batch) {
         closeMark(back_ts);
         open_pos_ = tail;
         open_bytes = 0;
-        open_end_ = a.ts + stretch_ns_;
+        open_end_ = markEnd(a.ts);
         if (k != 0) stretches[n++] = Stretch{k, stretch_bytes};
         stretch_bytes = 0;
       }
@@ -363,6 +368,7 @@ void ExactWindows::makeRoom(int64_t now) {
   while (fifo_.size() >= max_entries_ && !plain_.empty()) {
     scales_[plain_.back()].active = false;
     plain_.pop_back();
+    if (plain_.empty()) open_end_ = INT64_MAX;  // no more marks: nothing would read them
     fifo_.dropBefore(std::min(retainFrom(), fifo_.end()));
   }
 }

@@ -100,6 +100,13 @@ class ExactWindows {
     uint64_t bytes;  // its arrivals' bytes
   };
   static constexpr int64_t kStretchParts = 16;
+  static constexpr size_t kMaxBatch = size_t{1} << 20;  // larger batches are taken in parts of this
+  // Where the mark opened at `ts` ends: stretch_ns_ on, or never without plain scales (nothing reads marks then).
+  int64_t markEnd(int64_t ts) const {
+    int64_t end;
+    if (plain_.empty() || __builtin_add_overflow(ts, stretch_ns_, &end)) return INT64_MAX;
+    return end;
+  }
 
   std::vector<Scale> scales_;
   std::vector<int> plain_;          // active scales other than the microburst one, ascending τ

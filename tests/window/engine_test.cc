@@ -573,8 +573,8 @@ TEST(ExactWindowsTest, LongMicroburstsWhoseDeparturesWaitMatchBruteForce) {
 // and, for odd seeds, every time on a microsecond grid (equal times, within a batch and across batches; departures
 // exactly at arrivals). Each interval's E(τ) and the whole run's, for every scale, against the definition: the
 // window at every arrival from prefix sums over the sorted packets. In batches of 1, 7, 256 and of random sizes,
-// with intervals closed at random times and without, and with a FIFO bound that demotes the longest scales (the
-// active ones must stay exact, the demoted ones a lower bound).
+// with intervals closed at random times and without, with a FIFO bound that demotes the longest scales (the active
+// ones must stay exact, the demoted ones a lower bound), and with every scale plain (no microburst scale).
 TEST(ExactWindowsTest, PlainScalesTakenAStretchAtATimeMatchTheDefinition) {
   const std::vector<int64_t> taus{40'000, 100'000, 250'000, 1'000'000, 3'000'000};
   const int64_t mb_tau = 100'000;
@@ -628,13 +628,16 @@ TEST(ExactWindowsTest, PlainScalesTakenAStretchAtATimeMatchTheDefinition) {
     const size_t short_most = most_entries(mb_tau), long_most = most_entries(taus.back());
     ASSERT_GT(long_most, short_most + 100);
     const size_t bound = (short_most + long_most) / 2;
-    for (bool bounded : {false, true}) {
+    // Three set-ups: with the microburst scale, the same under the FIFO bound, and every scale plain.
+    for (int setup = 0; setup < 3; ++setup) {
+      const bool bounded = setup == 1;
+      std::optional<internal::MicroburstSpec> mb;
+      if (setup != 2) mb = internal::MicroburstSpec{mb_tau, 40'000, 1000};
       for (int batching = 0; batching < 4; ++batching) {
         for (bool intervals : {false, true}) {
-          SCOPED_TRACE(testing::Message() << "seed " << seed << " bounded " << bounded << " batching " << batching
+          SCOPED_TRACE(testing::Message() << "seed " << seed << " set-up " << setup << " batching " << batching
                                           << " intervals " << intervals);
-          internal::ExactWindows w(taus, bounded ? bound : size_t{1} << 20,
-                                   internal::MicroburstSpec{mb_tau, 40'000, 1000});
+          internal::ExactWindows w(taus, bounded ? bound : size_t{1} << 20, mb);
           std::mt19937_64 cut(seed * 7 + static_cast<uint32_t>(batching));
           auto batch_size = [&]() -> size_t {
             constexpr size_t kSizes[] = {1, 7, 256};

@@ -66,9 +66,7 @@ void ExactWindows::addBatch(std::span<const Arrival> batch) {
       if (fifo_.size() >= max_entries_) makeRoom(fifo_.back().ts);
       if (fifo_.empty() || a.ts >= open_end_) {
         if (!fifo_.empty()) closeMark(fifo_.back().ts);
-        open_pos_ = fifo_.end();
-        open_bytes_ = 0;
-        open_end_ = markEnd(a.ts);
+        openMark(fifo_.end(), a.ts);
       }
       fifo_.pushBack(Entry{a.ts, a.len});
     }
@@ -124,38 +122,34 @@ void ExactWindows::append(std::span<const Arrival> batch) {
   const uint64_t mask = fifo_.mask();
   uint64_t tail = fifo_.end();
   if (fifo_.empty()) {  // the first arrival, added below, opens the first mark
-    open_pos_ = tail;
-    open_bytes_ = 0;
-    open_end_ = markEnd(batch.front().ts);
+    openMark(tail, batch.front().ts);
     slots[tail++ & mask] = Entry{batch.front().ts, 0};
   }
   int64_t back_ts = slots[(tail - 1) & mask].ts;
   Stretch* stretches = stretches_.data();
   size_t n = 0;
-  uint64_t open_bytes = open_bytes_, stretch_bytes = 0;
+  // A stretch is the part of its mark in this batch: the open mark's bytes grow by each stretch as it ends.
+  uint64_t stretch_bytes = 0;
   for (uint32_t k = 0; k < batch.size(); ++k) {
     const Arrival& a = batch[k];
     if (a.ts == back_ts) {
       slots[(tail - 1) & mask].bytes += a.len;
     } else {
       if (a.ts >= open_end_) [[unlikely]] {
-        open_bytes_ = open_bytes;
+        open_bytes_ += stretch_bytes;
         closeMark(back_ts);
-        open_pos_ = tail;
-        open_bytes = 0;
-        open_end_ = markEnd(a.ts);
+        openMark(tail, a.ts);
         if (k != 0) stretches[n++] = Stretch{k, stretch_bytes};
         stretch_bytes = 0;
       }
       slots[tail++ & mask] = Entry{a.ts, a.len};
       back_ts = a.ts;
     }
-    open_bytes += a.len;
     stretch_bytes += a.len;
   }
   stretches[n++] = Stretch{static_cast<uint32_t>(batch.size()), stretch_bytes};
   stretch_count_ = n;
-  open_bytes_ = open_bytes;
+  open_bytes_ += stretch_bytes;
   fifo_.setEnd(tail);
 }
 
@@ -184,7 +178,7 @@ void ExactWindows::departTo(Scale& s, int64_t limit) {
 // The closed marks lie end to end up to the open one, so the mark after the last that leaves begins where it ends.
 void ExactWindows::departMarks(Scale& s, uint64_t& first, uint64_t& sum, int64_t limit) {
   const uint64_t marks_end = marks_.end();
-  uint64_t m = std::max(s.mark, marks_.begin());
+  uint64_t m = s.mark;  // at or after marks_.begin(): closeMark forgets only marks every plain scale has passed
   while (m < marks_end && marks_[m].pos < first) ++m;
   if (m < marks_end && first < marks_[m].pos) {
     // `first` is inside the mark before m: its rest leaves only if that whole mark does.

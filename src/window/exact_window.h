@@ -89,6 +89,11 @@ class ExactWindows {
   void addMicroburstScale(std::span<const Arrival> batch);
   void append(std::span<const Arrival> batch);
   void closeMark(int64_t last_ts);
+  void openMark(uint64_t pos, int64_t ts) {  // at FIFO position `pos`, its first entry at `ts`
+    open_pos_ = pos;
+    open_bytes_ = 0;
+    open_end_ = markEnd(ts);
+  }
   // Takes out of scale `s`'s window what lies wholly at or before `limit` in whole marks (and the rest of the mark
   // `first` is in, when that mark is wholly out): cheap, and it leaves `sum` the window or more.
   void departMarks(Scale& s, uint64_t& first, uint64_t& sum, int64_t limit);

@@ -120,7 +120,8 @@ std::vector<PacketRecord> atRate(double rate, bool one_job) {
 // `link_bps`: the port's link capacity, for utilisation and microbursts (and among the backlog rates, as a live
 // port's is).
 void runPart(benchmark::State& state, const std::vector<PacketRecord>& records, bool replayed = false,
-             double link_bps = 10e9, bool time_batches = false) {
+             double link_bps = 10e9, bool time_batches = false, const TrainingConfig& training = {},
+             size_t flow_table_capacity = 0) {
   const int part = static_cast<int>(state.range(0));
   EngineConfig cfg;
   cfg.link_capacity_bps = link_bps;
@@ -128,11 +129,12 @@ void runPart(benchmark::State& state, const std::vector<PacketRecord>& records, 
     cfg.rates_bps.push_back(link_bps);
   cfg.report_interval_ns = 1'000'000'000;
   cfg.report_top_k = 10;
+  if (flow_table_capacity != 0) cfg.flow_table_capacity = flow_table_capacity;
   const bool all = part == 4;
   cfg.streams = part == 0 || all;
   cfg.pairs_and_flows = part == 1 || all;
   Engine engine(cfg);
-  if (part == 2 || all) engine.addAggregator(makeTrainingAggregator(TrainingConfig{}, true));
+  if (part == 2 || all) engine.addAggregator(makeTrainingAggregator(training, true));
   if (part == 1 || all) {
     auto e = std::make_unique<EvidenceAggregator>(EvidenceConfig{}, cfg, true);
     engine.subscribe(e.get());
@@ -222,6 +224,21 @@ void BM_AtRate(benchmark::State& state) {
   runPart(state, sets[state.range(2)][g100 ? 0 : 1], false, g100 ? 100e9 : 400e9);
 }
 BENCHMARK(BM_AtRate)->ArgNames({"part", "mpps", "jobs"})->ArgsProduct({{0, 1, 2, 3, 4, 5}, {15, 32}, {1, 0}});
+
+// More live flows than the analyses keep. bound:0, more than the training aggregator's flows (`training.max-flows`,
+// 4,096 by default; a port beside a large cluster sees more): many jobs at 15 M packets/s (BM_AtRate's jobs:0, about
+// 1,900 flows in its first 2^20 packets) with 256 flows kept, so that seven eighths of them are untracked, counted
+// as such run by run. bound:1, more than the congestion evidence's connections too (`flow-table`, 65,536 by
+// default): the flow table's bound 512 (about 950 connections; the flow and pair tables evict all the while). Set
+// against BM_AtRate/part:N/mpps:15/jobs:0: part 2 alone finds each run's flow itself, parts 1 and 4 through the flow
+// table's hints.
+void BM_Untracked(benchmark::State& state) {
+  static const std::vector<PacketRecord> records = atRate(15e6, false);
+  TrainingConfig training;
+  training.max_flows = 256;
+  runPart(state, records, false, 100e9, false, training, state.range(1) == 1 ? 512 : 0);
+}
+BENCHMARK(BM_Untracked)->ArgNames({"part", "bound"})->ArgsProduct({{1, 2, 4}, {0, 1}});
 
 // The AF_XDP comparison's traffic (bench/compare_afxdp.py replays tests/integration/make_flows.py's file): 64 UDP
 // flows, each between a host pair of its own, one packet of each in turn (so every flow run is one packet long),

@@ -178,6 +178,9 @@ class EvidenceAggregator final : public Aggregator, public EngineObserver {
   // How many TCP segments took the run-level common step (EvidenceConfig::common_segments_by_run) so far. No output
   // reads it: the tests and evidence_bench do, so that a change which quietly stopped using the path is seen.
   uint64_t segmentsTakenByRun() const;
+  // How many runs were known to be of a connection the full table refused from their flow's hint alone, so far. For
+  // the tests, as segmentsTakenByRun.
+  uint64_t refusedByHint() const;
 
  private:
   struct Impl;

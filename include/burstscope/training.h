@@ -116,6 +116,9 @@ std::unique_ptr<Aggregator> makeTrainingAggregator(const TrainingConfig& c, bool
 // hint (FlowHint) so far; 0 for any other aggregator. No output reads it: the tests do, so that a change which
 // quietly stopped the hints reaching it is seen.
 uint64_t trainingRunsByHint(const Aggregator& a);
+// How many runs of flows beyond max_flows it knew to be untracked from their hint alone (a refusal of the epoch), so
+// far; 0 for any other aggregator. For the tests, as trainingRunsByHint.
+uint64_t trainingRefusedByHint(const Aggregator& a);
 
 // ---- What the analyzer reports ------------------------------------------------------------------------
 

@@ -474,6 +474,7 @@ struct EvidenceAggregator::Impl {
   int64_t first_ns = INT64_MIN, last_ns = 0;
   std::vector<uint32_t> run_starts;  // scratch for add() without the engine's runs
   uint64_t slot_misses = 0;          // connection look-ups that missed tcp_slots, so far
+  uint64_t refused_by_hint = 0;      // runs whose connection's refusal (the table full) came from their flow's hint
   uint64_t misses_before = 0;        // slot_misses before the last batch
   size_t runs_before = 0;            // the last batch's runs
   uint64_t segments_by_run = 0;      // TCP segments that took tcpRun's common step, so far
@@ -741,16 +742,19 @@ struct EvidenceAggregator::Impl {
   }
 
   // findConnection() through the run's hint: the connection the hint holds while its epoch is current, else found
-  // (or made) and put in the hint. The same connection either way; a refused one (the table full) is not hinted.
+  // (or made) and put in the hint. The same connection either way. A refusal (the table full: nullptr) is hinted
+  // too: the table stays full until idle connections are forgotten, which changes the epoch, so a refusal of the
+  // epoch holds, and a flow beyond the table's bound is not looked up again at every run.
   TcpConn* connectionOf(const FlowKey& key, Run& run) {
     FlowHint* h = run.hint;
     if (h != nullptr && h->epoch == conn_epoch) {
       run.d = static_cast<int>(h->value & 1);
-      return reinterpret_cast<TcpConn*>(h->value & ~uintptr_t{1});
+      TcpConn* conn = reinterpret_cast<TcpConn*>(h->value & ~uintptr_t{1});
+      refused_by_hint += conn == nullptr;
+      return conn;
     }
     TcpConn* conn = findConnection(key, &run.d);
-    if (h != nullptr && conn != nullptr)
-      *h = FlowHint{reinterpret_cast<uintptr_t>(conn) | static_cast<uintptr_t>(run.d), conn_epoch};
+    if (h != nullptr) *h = FlowHint{reinterpret_cast<uintptr_t>(conn) | static_cast<uintptr_t>(run.d), conn_epoch};
     return conn;
   }
 
@@ -964,6 +968,8 @@ void EvidenceAggregator::addRunsHinted(std::span<const PacketRecord> records, st
 void EvidenceAggregator::onMicroburst(const Microburst& m) { impl_->pending.push_back(m); }
 
 uint64_t EvidenceAggregator::segmentsTakenByRun() const { return impl_->segments_by_run; }
+
+uint64_t EvidenceAggregator::refusedByHint() const { return impl_->refused_by_hint; }
 
 void EvidenceAggregator::closeInterval(const IntervalContext& c, IntervalReport* out) {
   Impl& m = *impl_;

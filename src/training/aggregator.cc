@@ -101,6 +101,7 @@ class TrainingAggregator final : public Aggregator {
 
   void result(EngineResult* out) const override { out->training = pending_; }
   uint64_t runsByHint() const { return by_hint_; }
+  uint64_t refusedByHint() const { return refused_by_hint_; }
 
  private:
   struct Flow {
@@ -143,16 +144,23 @@ class TrainingAggregator final : public Aggregator {
 
   // The flow of `key`, made if new (nullptr when max_flows are kept), and listed for the next hand-over. A hinted
   // flow (`hint`, the engine's flow table's for the key) costs nothing more; a recent one (direct-mapped by
-  // FlowKey::recentSlot) a key comparison instead of absl's hash and probe. A found flow is put in the hint.
+  // FlowKey::recentSlot) a key comparison instead of absl's hash and probe. A found flow is put in the hint, and so
+  // is a refusal: the flows kept stay max_flows until idle ones are freed, which changes the epoch, so a refusal
+  // of this epoch holds. (Where more flows are live than max_flows, every run of the rest probed the index again:
+  // bench/workers_bench's BM_Untracked.)
   Flow* find(const FlowKey& key, FlowHint* hint) {
     uint32_t i;
     if (hint != nullptr && hint->epoch == epoch_) {
       i = static_cast<uint32_t>(hint->value);
+      if (i == kNone) {
+        ++refused_by_hint_;
+        return nullptr;
+      }
       ++by_hint_;
     } else {
       i = lookUp(key);
-      if (i == kNone) return nullptr;
       if (hint != nullptr) *hint = FlowHint{i, epoch_};
+      if (i == kNone) return nullptr;
     }
     Flow* f = &flows_[i];
     if (!f->listed) {
@@ -250,9 +258,10 @@ class TrainingAggregator final : public Aggregator {
   std::vector<Recent> recent_ = std::vector<Recent>(size_t{1} << kRecentBits);
   std::vector<uint32_t> run_starts_;  // scratch for add() without the engine's runs
   // The epoch of the hints written (FlowHint): it changes when flows are freed, so that a hint never names a slot
-  // that another flow has taken since.
+  // that another flow has taken since, nor keeps a refusal made before there was room.
   uint64_t epoch_ = 1;
-  uint64_t by_hint_ = 0;  // runs whose flow came from its hint, so far (trainingRunsByHint)
+  uint64_t by_hint_ = 0;          // runs whose flow came from its hint, so far (trainingRunsByHint)
+  uint64_t refused_by_hint_ = 0;  // runs of flows beyond max_flows known so from their hint (trainingRefusedByHint)
 
   uint64_t untracked_packets_ = 0, untracked_bytes_ = 0;
   int64_t first_ns_ = std::numeric_limits<int64_t>::max();
@@ -265,6 +274,11 @@ class TrainingAggregator final : public Aggregator {
 uint64_t trainingRunsByHint(const Aggregator& a) {
   const auto* t = dynamic_cast<const TrainingAggregator*>(&a);
   return t != nullptr ? t->runsByHint() : 0;
+}
+
+uint64_t trainingRefusedByHint(const Aggregator& a) {
+  const auto* t = dynamic_cast<const TrainingAggregator*>(&a);
+  return t != nullptr ? t->refusedByHint() : 0;
 }
 
 std::unique_ptr<Aggregator> makeTrainingAggregator(const TrainingConfig& c, bool report_intervals) {

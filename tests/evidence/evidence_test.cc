@@ -251,16 +251,19 @@ TEST(TcpEvidence, ASteadyRunTakesTheCommonStepAfterItsFirstSegment) {
 }
 
 // The evidence of the last report interval of `v` through an engine with `cfg`, the records added `batch` at a time.
+// `refused`: where given, how many runs the evidence knew to be of a refused connection from their flow's hint.
 std::shared_ptr<const EvidenceReport> lastInterval(const std::vector<PacketRecord>& v, const EngineConfig& cfg,
-                                                   size_t batch) {
+                                                   size_t batch, uint64_t* refused = nullptr) {
   Engine engine(cfg);
   auto agg = std::make_unique<EvidenceAggregator>(EvidenceConfig{}, cfg, true);
+  const EvidenceAggregator* evidence = agg.get();
   engine.subscribe(agg.get());
   engine.addAggregator(std::move(agg));
   std::shared_ptr<const EvidenceReport> last;
   engine.setIntervalSink([&](const IntervalReport& r) { last = r.evidence; });
   for (size_t i = 0; i < v.size(); i += batch) engine.add(std::span(v).subspan(i, std::min(batch, v.size() - i)));
   engine.finish();
+  if (refused != nullptr) *refused = evidence->refusedByHint();
   return last;
 }
 
@@ -342,12 +345,12 @@ class FlowHints : public ::testing::Test {
  protected:
   // Round after round, one segment of each connection in turn (its port in `ports`), starting at `t`; with
   // `acks`, each answered by the other side. A connection new to `next` starts its sequence afresh.
-  void rounds(int64_t t, const std::vector<uint16_t>& ports, int n, bool acks) {
+  void rounds(int64_t t, const std::vector<uint16_t>& ports, int n, bool acks, uint16_t len = 1000) {
     for (int round = 0; round < n; ++round) {
       for (uint16_t p : ports) {
         if (!next.count(p)) next[p] = 1 + (p - 10000u) * 1'000'000u;
-        v.push_back(port(segment(t, true, next[p], 1000, 1), p));
-        next[p] += 1000;
+        v.push_back(port(segment(t, true, next[p], len, 1), p));
+        next[p] += len;
         if (acks) v.push_back(port(segment(t + kUs, false, 1, 0, next[p]), p));
         t += 2 * kUs;
       }
@@ -358,19 +361,28 @@ class FlowHints : public ::testing::Test {
     return r;
   }
   void check(size_t flow_table_capacity, uint64_t data_segments) {
+    const EvidenceCounts h = compare(flow_table_capacity);
+    EXPECT_EQ(h.tcp_data_segments, data_segments);
+    EXPECT_EQ(h.tcp_untracked_segments, 0u);
+  }
+  // The totals with the tables (hints), after checking that the truth holds (no retransmission, out-of-order or
+  // lost segment) and that every figure equals that without them. `refused`: where given, the runs whose refusal
+  // came from their hint.
+  EvidenceCounts compare(size_t flow_table_capacity, uint64_t* refused = nullptr) {
     auto run = [&](bool tables) {
       EngineConfig cfg;
       cfg.flow_table_capacity = flow_table_capacity;
       cfg.report_interval_ns = 1'000'000'000;
       cfg.baseline_ns = 60'000'000'000;
       cfg.pairs_and_flows = tables;
-      return lastInterval(v, cfg, 64);
+      return lastInterval(v, cfg, 64, tables ? refused : nullptr);
     };
     const auto hinted = run(true), plain = run(false);
-    ASSERT_TRUE(hinted && plain);
+    if (!hinted || !plain) {
+      ADD_FAILURE() << "no interval closed";
+      return {};
+    }
     const EvidenceCounts& h = hinted->totals;
-    EXPECT_EQ(h.tcp_data_segments, data_segments);
-    EXPECT_EQ(h.tcp_untracked_segments, 0u);
     EXPECT_EQ(h.tcp_retransmissions, 0u);
     EXPECT_EQ(h.tcp_out_of_order, 0u);
     EXPECT_EQ(h.tcp_lost_segments, 0u);
@@ -384,6 +396,7 @@ class FlowHints : public ::testing::Test {
           &EvidenceCounts::tcp_holes_untracked}) {
       EXPECT_EQ(h.*f, p.*f);
     }
+    return h;
   }
   std::vector<PacketRecord> v;
   std::map<uint16_t, uint32_t> next;  // per connection's port: its next sequence number
@@ -412,6 +425,29 @@ TEST_F(FlowHints, AFlowsHintIsStaleOnceItsConnectionIsForgotten) {
   for (uint16_t i = 0; i < 50; ++i) again.push_back(static_cast<uint16_t>(12000 + i));
   rounds(kT0 + 62'000 * kMs, again, 5, /*acks=*/false);
   check(256, 200 * 5 + 150 * 5);
+}
+
+// A full connection table refuses new connections (their segments untracked), and a refusal is kept in the flow's
+// hint until idle connections are forgotten. 300 connections (one direction each) against a bound of 256: the last
+// 44 to come are refused, round after round. They send larger segments, so that the flow table (bounded alike,
+// evicting the lighter half of its entries when full) keeps their entries and hints. A minute later every
+// connection has been forgotten, and the 44 go on: now there is room, and they are tracked from their next segment.
+// A refusal kept past the forgetting would leave them untracked, which the same records without the tables (no
+// hints) do not.
+TEST_F(FlowHints, AConnectionsRefusalHoldsUntilIdleConnectionsAreForgotten) {
+  std::vector<uint16_t> light, heavy;
+  for (uint16_t i = 0; i < 256; ++i) light.push_back(static_cast<uint16_t>(10000 + i));
+  for (uint16_t i = 256; i < 300; ++i) heavy.push_back(static_cast<uint16_t>(10000 + i));
+  for (int round = 0; round < 5; ++round) {
+    rounds(kT0 + round * kMs, light, 1, /*acks=*/false);
+    rounds(kT0 + round * kMs + 600 * kUs, heavy, 1, /*acks=*/false, /*len=*/1400);
+  }
+  rounds(kT0 + 62'000 * kMs, heavy, 5, /*acks=*/false, /*len=*/1400);
+  uint64_t refused = 0;
+  const EvidenceCounts h = compare(256, &refused);
+  EXPECT_EQ(h.tcp_data_segments, 300u * 5 + 44 * 5);
+  EXPECT_EQ(h.tcp_untracked_segments, 44u * 5);  // the first five rounds' refused segments, and no later one
+  EXPECT_GT(refused, 44u);                       // most of them known so from their hint
 }
 
 TEST(TcpEvidence, ASegmentSentAgainLaterIsARetransmissionAndAHoleFilledSoonIsOutOfOrder) {

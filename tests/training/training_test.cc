@@ -1280,6 +1280,7 @@ TEST(TrainingTest, FlowBinsThroughTheFlowTablesHintsEqualThoseWithout) {
   tc.max_flows = 16;         // idle flows are freed at a close with 12 or more kept
   tc.window_ns = 2'000'000;  // idle for 2 ms
   uint64_t by_hint = 0;      // of the last deltas() run
+  uint64_t refused = 0;      // of the last deltas() run: runs known to be untracked from their hint
   const auto deltas = [&](bool tables, size_t flow_table, bool training_first) {
     EngineConfig ec;
     ec.report_interval_ns = 1'000'000;
@@ -1298,10 +1299,12 @@ TEST(TrainingTest, FlowBinsThroughTheFlowTablesHintsEqualThoseWithout) {
     for (size_t i = 0; i < v.size(); i += 64) e.add(std::span(v).subspan(i, std::min<size_t>(64, v.size() - i)));
     e.finish();
     by_hint = trainingRunsByHint(*t);
+    refused = trainingRefusedByHint(*t);
     return out;
   };
   const auto want = deltas(false, 65536, true);
   EXPECT_EQ(by_hint, 0u);
+  EXPECT_EQ(refused, 0u);
   ASSERT_GE(want.size(), 20u);
   uint64_t untracked = 0;
   for (const auto& d : want) untracked += d->untracked_packets;
@@ -1313,6 +1316,10 @@ TEST(TrainingTest, FlowBinsThroughTheFlowTablesHintsEqualThoseWithout) {
     // A run's hint is there unless its flow is new in its batch of 64 or was evicted: most with the table of 65536
     // (about 2,500 runs), fewer with 8, but some.
     EXPECT_GT(by_hint, flow_table == 8 ? 100u : 1000u);
+    // A flow refused while max_flows were kept is known so from its hint until idle flows are freed (the epoch
+    // changes): then it is looked up again and may be kept (the phase after both groups', where group 0's flows
+    // go idle and group 1's, refused before, take their slots).
+    EXPECT_GT(refused, flow_table == 8 ? 10u : 100u);
     ASSERT_EQ(got.size(), want.size());
     for (size_t i = 0; i < got.size(); ++i) {
       SCOPED_TRACE(::testing::Message() << "interval " << i);

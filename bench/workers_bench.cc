@@ -79,7 +79,10 @@ std::vector<PacketRecord> churnRecords() {
 // phase (copy c is the trace rotated by c/copies of its span), merged by time, so that packets of different jobs
 // interleave one by one (the worst case for the flow runs). Of those, the first 2^20 packets' time (70 ms at
 // 15 M packets/s): the copies whose rotation wraps within it (one in twenty or fewer) jump back in sequence
-// there once. About 535 jobs and 15,000 flows at 15 M packets/s, 1,160 and 32,000 at 32.5 M.
+// there once. About 535 jobs at 15 M packets/s, 1,160 at 32.5 M. In the 70 ms, 1,858 and 2,442 of their flows
+// send (a job's step uses a few of its 28 flows at a time; counted 2026-12-06, where this comment had said 15,000
+// and 32,000, every flow of every job): a port of as many jobs meets all of them within a pass of the trace, more
+// than the training aggregator keeps (BM_Untracked).
 std::vector<PacketRecord> atRate(double rate, bool one_job) {
   const std::vector<PacketRecord> live = liveRecords();
   const int64_t t0 = live.front().ts_ns;
@@ -226,12 +229,12 @@ void BM_AtRate(benchmark::State& state) {
 BENCHMARK(BM_AtRate)->ArgNames({"part", "mpps", "jobs"})->ArgsProduct({{0, 1, 2, 3, 4, 5}, {15, 32}, {1, 0}});
 
 // More live flows than the analyses keep. bound:0, more than the training aggregator's flows (`training.max-flows`,
-// 4,096 by default; a port beside a large cluster sees more): many jobs at 15 M packets/s (BM_AtRate's jobs:0, about
-// 1,900 flows in its first 2^20 packets) with 256 flows kept, so that seven eighths of them are untracked, counted
-// as such run by run. bound:1, more than the congestion evidence's connections too (`flow-table`, 65,536 by
-// default): the flow table's bound 512 (about 950 connections; the flow and pair tables evict all the while). Set
-// against BM_AtRate/part:N/mpps:15/jobs:0: part 2 alone finds each run's flow itself, parts 1 and 4 through the flow
-// table's hints.
+// 4,096 by default; a port of 535 jobs of the trace, 15,000 flows, has more within a pass of it): many jobs at 15 M
+// packets/s (BM_AtRate's jobs:0, whose 2^20 packets hold 1,858 flows) with 256 flows kept, so that seven eighths of
+// them are untracked, counted as such run by run. bound:1, more than the congestion evidence's connections too
+// (`flow-table`, 65,536 by default): the flow table's bound 512 (the connections are about half the flows; the flow
+// and pair tables evict all the while). Set against BM_AtRate/part:N/mpps:15/jobs:0: part 2 alone finds each run's
+// flow itself, parts 1 and 4 through the flow table's hints.
 void BM_Untracked(benchmark::State& state) {
   static const std::vector<PacketRecord> records = atRate(15e6, false);
   TrainingConfig training;
@@ -282,7 +285,7 @@ void BM_Interleaved(benchmark::State& state) {
 BENCHMARK(BM_Interleaved)->ArgName("part")->DenseRange(0, 5);
 
 // The worker's merge of a port's RX queues (PortWorker::poll in src/pipeline/pipeline.cc), before any part: 100 G of
-// many jobs (atRate, 15 M packets/s, about 15,000 flows) spread over `queues` queues by flow, as RSS spreads them,
+// many jobs (atRate, 15 M packets/s, 1,858 flows) spread over `queues` queues by flow, as RSS spreads them,
 // each queue in time order. A poll takes from each queue in turn what arrived by the poll's time, at most a batch
 // of 256, holds it, and releases what lies the 1 ms horizon behind the oldest of the queues' newest records. A
 // round of polls comes every `per_poll` records a queue of traffic on average: 32 where the worker keeps up, 256

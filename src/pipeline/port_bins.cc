@@ -4,6 +4,7 @@
 #include <bit>
 #include <chrono>
 #include <cmath>
+#include <new>
 #include <thread>
 
 namespace burstscope::internal {
@@ -28,14 +29,16 @@ PortBins::PortBins(const EngineConfig& c, size_t queues, const KernelBinSource* 
   history_bins_ = (tau_max + kB - 1) / kB + 1;
   const int64_t interval_bins = std::max<int64_t>(1, c.report_interval_ns / kB);
   const auto n = static_cast<size_t>(history_bins_ + 2 * interval_bins + kAheadBins);
-  slots_.resize(std::bit_ceil(n));
-  mask_ = slots_.size() - 1;
+  slot_count_ = std::bit_ceil(n);
+  slots_.reset(static_cast<Bin*>(std::calloc(slot_count_, sizeof(Bin))));
+  if (!slots_) throw std::bad_alloc();
+  mask_ = slot_count_ - 1;
 }
 
 void PortBins::forgetBelow(int64_t index) {
   if (index <= floor_) return;
-  if (index - floor_ >= static_cast<int64_t>(slots_.size())) {
-    std::fill(slots_.begin(), slots_.end(), Bin{});
+  if (index - floor_ >= static_cast<int64_t>(slot_count_)) {
+    std::fill(slots_.get(), slots_.get() + slot_count_, Bin{});
   } else {
     for (int64_t i = floor_; i < index; ++i) at(i) = Bin{};
   }
@@ -54,7 +57,7 @@ void PortBins::add(size_t q, const QueueBin& b) {
     floor_ = i - history_bins_;
     backlog_next_ = floor_;
   }
-  const auto size = static_cast<int64_t>(slots_.size());
+  const auto size = static_cast<int64_t>(slot_count_);
   if (i >= floor_ + size) {
     // Beyond the slots: after a silence longer than the longest window nothing held is needed any more, and the
     // slots move on; otherwise (a queue's clock far ahead of the others) the part is counted and left out.
@@ -99,7 +102,7 @@ void PortBins::mergeKernel(int64_t first, int64_t end, int64_t now) {
   if (!kernel_->read(from, end, &kbuf_, &gone)) return;
   kernel_next_ = end;
   if (gone > 0) holes_.emplace_back(from, end - 1);  // the kernel's ring moved past bins not read in time
-  const auto size = static_cast<int64_t>(slots_.size());
+  const auto size = static_cast<int64_t>(slot_count_);
   for (const KernelBinCount& k : kbuf_) {
     const int64_t i = k.start_ns / kB;
     if (i < first) {  // in no interval reported

@@ -7,7 +7,10 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdlib>
 #include <deque>
+#include <memory>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -66,7 +69,16 @@ class PortBins {
   int64_t kernel_next_ = INT64_MIN;   // the first bin not read from the kernel yet
   std::vector<KernelBinCount> kbuf_;  // kept: no allocation per close once grown
   bool wrapped_ = false;              // a producer saw a frame whose measured bytes are not its captured ones
-  std::vector<Bin> slots_;
+  // The slots (a power of two of them, 12.6 MB with the default 10 s scale) come from calloc: a block that size is
+  // the kernel's zero pages, which take memory only where bins are written, where a vector's value-initialisation
+  // wrote every slot at start-up (a third of an idle AF_XDP run's page faults and 12 MB of its peak; bench/README.md,
+  // a thirty-second session). Bin is an aggregate of integers, which zero bytes make.
+  struct Free {
+    void operator()(Bin* p) const { std::free(p); }
+  };
+  static_assert(std::is_aggregate_v<Bin> && std::is_trivially_copyable_v<Bin>);
+  std::unique_ptr<Bin[], Free> slots_;
+  size_t slot_count_ = 0;
   size_t mask_ = 0;
   int64_t history_bins_ = 0;    // the longest window's bins (ceil(τ_max / 100 µs) + 1): kept before an interval
   int64_t floor_ = INT64_MIN;   // the lowest bin index the slots hold (INT64_MIN: no bin yet)

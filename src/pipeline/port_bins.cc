@@ -37,10 +37,15 @@ PortBins::PortBins(const EngineConfig& c, size_t queues, const KernelBinSource* 
 
 void PortBins::forgetBelow(int64_t index) {
   if (index <= floor_) return;
+  // Only slots that hold something are written: a slot no bin reached stays an untouched zero page (an idle or
+  // sparse port's series takes memory for its bins only; one with a frame in every bin writes every slot anyway).
+  const auto clear = [](Bin& b) {
+    if ((b.bytes | b.lost_bytes | b.packets | b.lost | b.raw_bytes | b.kernel_lost | b.unsure) != 0) b = Bin{};
+  };
   if (index - floor_ >= static_cast<int64_t>(slot_count_)) {
-    std::fill(slots_.get(), slots_.get() + slot_count_, Bin{});
+    std::for_each(slots_.get(), slots_.get() + slot_count_, clear);
   } else {
-    for (int64_t i = floor_; i < index; ++i) at(i) = Bin{};
+    for (int64_t i = floor_; i < index; ++i) clear(at(i));
   }
   floor_ = index;
 }

@@ -70,9 +70,10 @@ class PortBins {
   std::vector<KernelBinCount> kbuf_;  // kept: no allocation per close once grown
   bool wrapped_ = false;              // a producer saw a frame whose measured bytes are not its captured ones
   // The slots (a power of two of them, 12.6 MB with the default 10 s scale) come from calloc: a block that size is
-  // the kernel's zero pages, which take memory only where bins are written, where a vector's value-initialisation
-  // wrote every slot at start-up (a third of an idle AF_XDP run's page faults and 12 MB of its peak; bench/README.md,
-  // a thirty-second session). Bin is an aggregate of integers, which zero bytes make.
+  // the kernel's zero pages, which take memory only where bins are written (forgetBelow clears only those), where a
+  // vector's value-initialisation wrote every slot at start-up (a third of an idle AF_XDP run's page faults and 12 MB
+  // of its peak; bench/README.md, a thirty-second session). A port with a frame in every 100 µs writes them all
+  // within the ring's 26 s. Bin is an aggregate of integers, which zero bytes make.
   struct Free {
     void operator()(Bin* p) const { std::free(p); }
   };

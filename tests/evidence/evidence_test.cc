@@ -345,10 +345,15 @@ class FlowHints : public ::testing::Test {
  protected:
   // Round after round, one segment of each connection in turn (its port in `ports`), starting at `t`; with
   // `acks`, each answered by the other side. A connection new to `next` starts its sequence afresh.
-  void rounds(int64_t t, const std::vector<uint16_t>& ports, int n, bool acks, uint16_t len = 1000) {
+  // `burst` segments of a connection back to back at each turn (a flow run of that many).
+  void rounds(int64_t t, const std::vector<uint16_t>& ports, int n, bool acks, uint16_t len = 1000, int burst = 1) {
     for (int round = 0; round < n; ++round) {
       for (uint16_t p : ports) {
         if (!next.count(p)) next[p] = 1 + (p - 10000u) * 1'000'000u;
+        for (int b = 1; b < burst; ++b, t += 100) {
+          v.push_back(port(segment(t, true, next[p], len, 1), p));
+          next[p] += len;
+        }
         v.push_back(port(segment(t, true, next[p], len, 1), p));
         next[p] += len;
         if (acks) v.push_back(port(segment(t + kUs, false, 1, 0, next[p]), p));
@@ -429,25 +434,25 @@ TEST_F(FlowHints, AFlowsHintIsStaleOnceItsConnectionIsForgotten) {
 
 // A full connection table refuses new connections (their segments untracked), and a refusal is kept in the flow's
 // hint until idle connections are forgotten. 300 connections (one direction each) against a bound of 256: the last
-// 44 to come are refused, round after round. They send larger segments, so that the flow table (bounded alike,
-// evicting the lighter half of its entries when full) keeps their entries and hints. A minute later every
-// connection has been forgotten, and the 44 go on: now there is room, and they are tracked from their next segment.
-// A refusal kept past the forgetting would leave them untracked, which the same records without the tables (no
-// hints) do not.
+// 44 to come are refused, round after round. They send two larger segments at each turn (a run of two, which takes
+// the evidence's run-level path), so that the flow table (bounded alike, evicting the lighter half of its entries
+// when full) keeps their entries and hints. A minute later every connection has been forgotten, and the 44 go on:
+// now there is room, and they are tracked from their next segment. A refusal kept past the forgetting would leave
+// them untracked, which the same records without the tables (no hints) do not.
 TEST_F(FlowHints, AConnectionsRefusalHoldsUntilIdleConnectionsAreForgotten) {
   std::vector<uint16_t> light, heavy;
   for (uint16_t i = 0; i < 256; ++i) light.push_back(static_cast<uint16_t>(10000 + i));
   for (uint16_t i = 256; i < 300; ++i) heavy.push_back(static_cast<uint16_t>(10000 + i));
   for (int round = 0; round < 5; ++round) {
     rounds(kT0 + round * kMs, light, 1, /*acks=*/false);
-    rounds(kT0 + round * kMs + 600 * kUs, heavy, 1, /*acks=*/false, /*len=*/1400);
+    rounds(kT0 + round * kMs + 600 * kUs, heavy, 1, /*acks=*/false, /*len=*/1400, /*burst=*/2);
   }
-  rounds(kT0 + 62'000 * kMs, heavy, 5, /*acks=*/false, /*len=*/1400);
+  rounds(kT0 + 62'000 * kMs, heavy, 5, /*acks=*/false, /*len=*/1400, /*burst=*/2);
   uint64_t refused = 0;
   const EvidenceCounts h = compare(256, &refused);
-  EXPECT_EQ(h.tcp_data_segments, 300u * 5 + 44 * 5);
-  EXPECT_EQ(h.tcp_untracked_segments, 44u * 5);  // the first five rounds' refused segments, and no later one
-  EXPECT_GT(refused, 44u);                       // most of them known so from their hint
+  EXPECT_EQ(h.tcp_data_segments, 256u * 5 + 44 * 2 * 5 * 2);
+  EXPECT_EQ(h.tcp_untracked_segments, 44u * 2 * 5);  // the first five rounds' refused segments, and no later one
+  EXPECT_GT(refused, 44u);                           // most of their runs known so from their hint
 }
 
 TEST(TcpEvidence, ASegmentSentAgainLaterIsARetransmissionAndAHoleFilledSoonIsOutOfOrder) {

@@ -38,6 +38,25 @@ std::vector<PacketRecord> liveRecords() {
   return bench::bundledRecords(dc);
 }
 
+// The RoCEv2 sample (data/roce/roce-ddp-w3.pcap: the trace's first 108 ms re-framed, each TCP data segment an RDMA
+// WRITE, each pure ACK an ACKNOWLEDGE, each direction of a connection a queue pair; 7,933 frames with a few
+// injected CNPs, CE marks, resent packets and PAUSE frames), decoded as `liveRecords()` decodes the trace.
+std::vector<PacketRecord> roceRecords() {
+  DecoderConfig dc;
+  IpPrefix local;
+  parsePrefix("10.77.0.1/32", &local);
+  dc.local_nets.push_back(local);
+  const bench::RawFrames f = bench::loadTrace("data/roce/roce-ddp-w3.pcap");
+  Decoder d(dc);
+  std::vector<PacketRecord> out(f.ts.size());
+  for (size_t i = 0; i < out.size(); ++i) {
+    d.decode(f.data[i], f.wire_len[i], &out[i]);
+    out[i].ts_ns = f.ts[i];
+  }
+  std::stable_sort(out.begin(), out.end(), [](auto& a, auto& b) { return a.ts_ns < b.ts_ns; });
+  return out;
+}
+
 // A pass of `records`' time: from the first to the last, then one mean gap between packets, so that passes
 // follow each other at the records' own rate (a fixed gap would lower the rate of short, compressed passes).
 int64_t passLength(const std::vector<PacketRecord>& records) {
@@ -83,8 +102,7 @@ std::vector<PacketRecord> churnRecords() {
 // send (a job's step uses a few of its 28 flows at a time; counted 2026-12-06, where this comment had said 15,000
 // and 32,000, every flow of every job): a port of as many jobs meets all of them within a pass of the trace, more
 // than the training aggregator keeps (BM_Untracked).
-std::vector<PacketRecord> atRate(double rate, bool one_job) {
-  const std::vector<PacketRecord> live = liveRecords();
+std::vector<PacketRecord> atRate(double rate, bool one_job, const std::vector<PacketRecord>& live = liveRecords()) {
   const int64_t t0 = live.front().ts_ns;
   const int64_t span = passLength(live);
   const double own = static_cast<double>(live.size()) * 1e9 / static_cast<double>(span);
@@ -157,6 +175,8 @@ void runPart(benchmark::State& state, const std::vector<PacketRecord>& records, 
       if (r.l4Kind() == L4Kind::kTcp) {
         r.seq += seq_shift;
         r.ack += r.ack ? seq_shift : 0;
+      } else if (r.l4Kind() == L4Kind::kRoce) {  // the 24-bit PSN moved on by 2^22 a pass, the syndrome kept
+        r.seq = (r.seq & 0xFF000000u) | ((r.seq + (seq_shift >> 6)) & 0xFFFFFFu);
       }
       if (++i == records.size()) {
         i = 0;
@@ -227,6 +247,16 @@ void BM_AtRate(benchmark::State& state) {
   runPart(state, sets[state.range(2)][g100 ? 0 : 1], false, g100 ? 100e9 : 400e9);
 }
 BENCHMARK(BM_AtRate)->ArgNames({"part", "mpps", "jobs"})->ArgsProduct({{0, 1, 2, 3, 4, 5}, {15, 32}, {1, 0}});
+
+// The RoCEv2 sample (roceRecords) at 15 M packets/s on a 100 G link, one job faster (jobs:1) or many jobs interleaved
+// (jobs:0), as BM_AtRate's TCP trace: what a port of RDMA training traffic costs. Each pass moves the PSNs on, so
+// that no pass repeats the last one's packets (a repeat would be resent, an event charged to its flow and pair).
+void BM_Roce(benchmark::State& state) {
+  static const std::vector<PacketRecord> roce = roceRecords();
+  static const std::vector<PacketRecord> sets[2] = {atRate(15e6, false, roce), atRate(15e6, true, roce)};
+  runPart(state, sets[state.range(1)], false, 100e9);
+}
+BENCHMARK(BM_Roce)->ArgNames({"part", "jobs"})->ArgsProduct({{0, 1, 2, 3, 4, 5}, {1, 0}});
 
 // More live flows than the analyses keep. bound:0, more than the training aggregator's flows (`training.max-flows`,
 // 4,096 by default; a port of 535 jobs of the trace, 15,000 flows, has more within a pass of it): many jobs at 15 M

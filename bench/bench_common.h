@@ -37,9 +37,9 @@ inline RawFrames loadTrace(const std::string& path) {
 }
 inline RawFrames loadBundledTrace() { return loadTrace("data/ddp-gloo-w3-3steps.pcap"); }
 
-// Records in timestamp order, as the engine receives them.
-inline std::vector<PacketRecord> bundledRecords(const DecoderConfig& config = {}) {
-  RawFrames f = loadBundledTrace();
+// A committed trace's records (`path` from the repository's root) in timestamp order, as the engine receives them.
+inline std::vector<PacketRecord> traceRecords(const std::string& path, const DecoderConfig& config = {}) {
+  const RawFrames f = loadTrace(path);
   Decoder d(config);
   std::vector<PacketRecord> out(f.ts.size());
   for (size_t i = 0; i < out.size(); ++i) {
@@ -48,6 +48,10 @@ inline std::vector<PacketRecord> bundledRecords(const DecoderConfig& config = {}
   }
   std::stable_sort(out.begin(), out.end(), [](auto& a, auto& b) { return a.ts_ns < b.ts_ns; });
   return out;
+}
+// The bundled trace's records.
+inline std::vector<PacketRecord> bundledRecords(const DecoderConfig& config = {}) {
+  return traceRecords("data/ddp-gloo-w3-3steps.pcap", config);
 }
 
 }  // namespace burstscope::bench

@@ -30,32 +30,20 @@ namespace {
 //   part:4  all of them in one engine (workers: 1)
 //   part:5  none of them: what the benchmark's own copying of each batch and the engine's dispatch cost, which
 //           every other part includes
-std::vector<PacketRecord> liveRecords() {
+// The decoder as `run` sets it up for the traces: 10.77.0.1 local, so that both direction streams run.
+DecoderConfig liveDecoder() {
   DecoderConfig dc;
   IpPrefix local;
   parsePrefix("10.77.0.1/32", &local);
   dc.local_nets.push_back(local);
-  return bench::bundledRecords(dc);
+  return dc;
 }
+std::vector<PacketRecord> liveRecords() { return bench::bundledRecords(liveDecoder()); }
 
 // The RoCEv2 sample (data/roce/roce-ddp-w3.pcap: the trace's first 108 ms re-framed, each TCP data segment an RDMA
 // WRITE, each pure ACK an ACKNOWLEDGE, each direction of a connection a queue pair; 7,933 frames with a few
 // injected CNPs, CE marks, resent packets and PAUSE frames), decoded as `liveRecords()` decodes the trace.
-std::vector<PacketRecord> roceRecords() {
-  DecoderConfig dc;
-  IpPrefix local;
-  parsePrefix("10.77.0.1/32", &local);
-  dc.local_nets.push_back(local);
-  const bench::RawFrames f = bench::loadTrace("data/roce/roce-ddp-w3.pcap");
-  Decoder d(dc);
-  std::vector<PacketRecord> out(f.ts.size());
-  for (size_t i = 0; i < out.size(); ++i) {
-    d.decode(f.data[i], f.wire_len[i], &out[i]);
-    out[i].ts_ns = f.ts[i];
-  }
-  std::stable_sort(out.begin(), out.end(), [](auto& a, auto& b) { return a.ts_ns < b.ts_ns; });
-  return out;
-}
+std::vector<PacketRecord> roceRecords() { return bench::traceRecords("data/roce/roce-ddp-w3.pcap", liveDecoder()); }
 
 // A pass of `records`' time: from the first to the last, then one mean gap between packets, so that passes
 // follow each other at the records' own rate (a fixed gap would lower the rate of short, compressed passes).

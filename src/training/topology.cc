@@ -385,6 +385,53 @@ TopologyResult classifyTopology(const TopologyInput& in) {
     return out;
   }
 
+  // Parameter server, before the collectives' rules: its data edges join every worker to every server both ways
+  // and nothing else — no worker sends another anything, where a sharded job's gathers go from rank to rank — yet
+  // live on a loaded machine its ranks drift apart until one worker's push meets the server's reply to another,
+  // and every host sends in each of several phases spread over the step, which is what the sharded rule reads (a
+  // CI run named the testbed's live PS job `sharded`). No other kind below can hold such a graph: the ring and
+  // the bidirectional ring need as many servers as workers, the mesh more edges than fewer servers can make.
+  // Two-colour the data graph: servers and workers.
+  std::vector<int> colour(n, -1);
+  bool bipartite = true;
+  colour[0] = 0;
+  std::vector<int> queue{0};
+  for (size_t q = 0; q < queue.size() && bipartite; ++q) {
+    const int v = queue[q];
+    for (int w : adj[v]) {
+      if (colour[w] < 0) {
+        colour[w] = 1 - colour[v];
+        queue.push_back(w);
+      } else if (colour[w] == colour[v]) {
+        bipartite = false;
+      }
+    }
+  }
+  if (bipartite) {
+    std::vector<size_t> side[2];
+    for (size_t i = 0; i < n; ++i) side[colour[i]].push_back(i);
+    const int s = side[0].size() <= side[1].size() ? 0 : 1;
+    const std::vector<size_t>& servers = side[s];
+    const std::vector<size_t>& workers = side[1 - s];
+    bool complete = servers.size() < workers.size() && workers.size() >= 2;
+    for (size_t a : servers) {
+      for (size_t b : workers) complete = complete && data(a, b) && data(b, a);
+    }
+    // Parameter server: every worker exchanges data with every server, both ways.
+    if (complete) {
+      t.kind = "parameter-server";
+      t.evidence = "every worker exchanges data with every server, both ways, and no other pair carries data";
+      for (size_t a : servers) {
+        t.servers.push_back(in.hosts[a]);
+        out.roles[a] = "server";
+      }
+      for (size_t b : workers) {
+        t.workers.push_back(in.hosts[b]);
+        out.roles[b] = "worker";
+      }
+      return out;
+    }
+  }
   // Sharded data parallel: three or more collective phases per step, all hosts sending in each (gather the
   // weights before each layer's forward and again before its backward, reduce its gradients), spread over the
   // step between the layers' compute — where plain data parallel reduces after the backward, so that the forward
@@ -484,47 +531,6 @@ TopologyResult classifyTopology(const TopologyInput& in) {
     out.successor = succ;
     out.roles.assign(n, "rank");
     return out;
-  }
-  // Two-colour the data graph: servers and workers, or a tree's levels.
-  std::vector<int> colour(n, -1);
-  bool bipartite = true;
-  colour[0] = 0;
-  std::vector<int> queue{0};
-  for (size_t q = 0; q < queue.size() && bipartite; ++q) {
-    const int v = queue[q];
-    for (int w : adj[v]) {
-      if (colour[w] < 0) {
-        colour[w] = 1 - colour[v];
-        queue.push_back(w);
-      } else if (colour[w] == colour[v]) {
-        bipartite = false;
-      }
-    }
-  }
-  if (bipartite) {
-    std::vector<size_t> side[2];
-    for (size_t i = 0; i < n; ++i) side[colour[i]].push_back(i);
-    const int s = side[0].size() <= side[1].size() ? 0 : 1;
-    const std::vector<size_t>& servers = side[s];
-    const std::vector<size_t>& workers = side[1 - s];
-    bool complete = servers.size() < workers.size() && workers.size() >= 2;
-    for (size_t a : servers) {
-      for (size_t b : workers) complete = complete && data(a, b) && data(b, a);
-    }
-    // Parameter server: every worker exchanges data with every server, both ways.
-    if (complete) {
-      t.kind = "parameter-server";
-      t.evidence = "every worker exchanges data with every server, both ways, and no other pair carries data";
-      for (size_t a : servers) {
-        t.servers.push_back(in.hosts[a]);
-        out.roles[a] = "server";
-      }
-      for (size_t b : workers) {
-        t.workers.push_back(in.hosts[b]);
-        out.roles[b] = "worker";
-      }
-      return out;
-    }
   }
   // Tree or star: acyclic; the root is the centre (the host nearest to all others).
   if (undirected_edges == n - 1) {

@@ -1024,6 +1024,34 @@ TEST(TrainingTest, AReduceAndBroadcastAlongAPathIsNotAPipeline) {
   EXPECT_EQ(r.jobs[0].topology.kind, "parameter-server");  // push to 2, pull from it
 }
 
+TEST(TrainingTest, AParameterServerWhosePushesAndPullsMeetIsNotSharded) {
+  // Live on a loaded machine a PS job's ranks drift apart: one worker's push meets the server's reply to another,
+  // so that every host sends payload in each of several phases spread over the step — what the sharded rule reads
+  // (a CI run named the testbed's live PS job `sharded`). Its data edges are still a star on the server: no
+  // worker sends a worker anything, where a sharded job's gathers go from rank to rank.
+  const auto s = steps(14, 200 * kMs, 0.02);
+  std::vector<PacketRecord> v;
+  for (int64_t t : s) {
+    for (int k = 0; k < 3; ++k) {
+      const int64_t at = t + (20 + 60 * k) * kMs;
+      for (int w : {1, 3, 4}) {
+        frames(&v, at, w, 2, 20);
+        frames(&v, at, 2, w, 20);
+      }
+    }
+  }
+  TrainingReport r = analyse(v);
+  ASSERT_EQ(r.jobs.size(), 1u);
+  const JobReport& j = r.jobs[0];
+  ASSERT_GE(std::count_if(j.phases.phases.begin(), j.phases.phases.end(),
+                          [](const PhaseReport& p) { return p.senders == 4; }),
+            3)
+      << "the layout no longer has every host sending in three phases";
+  EXPECT_EQ(j.topology.kind, "parameter-server") << j.topology.evidence;
+  EXPECT_EQ(j.topology.servers, std::vector<std::string>{ip(2)});
+  EXPECT_EQ(j.topology.workers, (std::vector<std::string>{ip(1), ip(3), ip(4)}));
+}
+
 // Co-bursts toward a destination against a brute force that walks every 100 us bin (empty ones included),
 // offline (one delta) and live (10 ms intervals, an analysis after every interval: the backlog carries).
 TEST(TrainingTest, CoburstsAndFanInBacklogEqualABruteForce) {

@@ -124,7 +124,7 @@ uint64_t trainingRefusedByHint(const Aggregator& a);
 
 struct PeriodReport {
   std::optional<double> period_s;  // none: no period (see why)
-  std::string why;                 // when none: "too few steps", "aperiodic", "no traffic"
+  std::string why;                 // when none: "too few steps", "aperiodic", "steady", "no traffic"
   double quality = 0;              // normalised autocorrelation at the period, 0..1
   uint64_t steps = 0;              // steps with traffic that the figures rest on
   double duty_cycle = 0;           // fraction of the period with traffic above the burst threshold

@@ -62,6 +62,8 @@ constexpr size_t kStepPairs = 8;
 constexpr size_t kCutCandidates = 4;
 // Evenly spaced places in a step tried as well, where no quiet stretch lies between steps (readPeriod).
 constexpr size_t kCutGrid = 16;
+// Gaps between a step's nonzero bins counted one by one up to this many bins (placeSteps).
+constexpr size_t kLongGap = 64;
 
 // The largest value of a series: four running maxima side by side (one waits on the last comparison; a
 // million bins per job and pair at the end of a long file).
@@ -530,17 +532,31 @@ void placeSteps(const std::vector<double>& fine, Pace* pace, training::StepCut* 
       cutAt(chosen - lead);
     }
   }
-  // Duty cycle: the share of the counted steps' time above a tenth of the series' busiest bin.
+  // Duty cycle: the share of the counted steps' time above a tenth of the series' busiest bin. And the gaps from
+  // each nonzero bin of a step to the next one in it (1: the next bin), counted up to kLongGap: the packets'
+  // spacing inside the steps' traffic.
   const double peak = nz != nullptr ? nz->largestOf(fine.size()) : largest(fine);
   uint64_t busy = 0, all = 0;
   const double tenth = 0.1 * peak;
+  std::array<uint64_t, kLongGap + 1> gaps{};
   cut->forEachStep(fine.size(), [&](size_t k, size_t begin, size_t end) {
     if (!cut->counted[k]) return;
     all += end - begin;
+    size_t last = SIZE_MAX;
+    auto seen = [&](size_t i) {
+      if (last != SIZE_MAX) ++gaps[std::min(i - last, kLongGap)];
+      last = i;
+    };
     if (nz != nullptr) {
-      nz->forEachIn(begin, end, [&](size_t j) { busy += nz->value[j] >= tenth; });
+      nz->forEachIn(begin, end, [&](size_t j) {
+        busy += nz->value[j] >= tenth;
+        seen(nz->at[j]);
+      });
     } else {
-      for (size_t i = begin; i < end; ++i) busy += fine[i] >= tenth && fine[i] > 0;
+      for (size_t i = begin; i < end; ++i) {
+        busy += fine[i] >= tenth && fine[i] > 0;
+        if (fine[i] > 0) seen(i);
+      }
     }
   });
   pr.steps = static_cast<uint64_t>(std::count(cut->counted.begin(), cut->counted.end(), true));
@@ -548,6 +564,42 @@ void placeSteps(const std::vector<double>& fine, Pace* pace, training::StepCut* 
   if (pr.steps == 0) {
     pr.period_s.reset();
     pr.why = "too few steps";
+    return;
+  }
+  // A step is traffic and then a pause. A steady stream of packets also repeats in 100 µs bins — the bins' share
+  // of its packets beats against their spacing (packets 192 µs apart: a pattern of full and empty bins that
+  // repeats every 2.5 ms) — but it never pauses for longer than its spacing. So the steps must show a quiet
+  // stretch: folded at the period, their quietest window — as wide as the larger of a twentieth of the period and
+  // three times the median gap between the steps' nonzero bins, at most half the period — carries less than half
+  // their mean rate (docs/training.md "Step period", 7).
+  size_t median_gap = 1;
+  {
+    const uint64_t n = std::accumulate(gaps.begin(), gaps.end(), uint64_t{0});
+    uint64_t below = 0;
+    for (size_t g = 1; g <= kLongGap; ++g) {
+      below += gaps[g];
+      if (2 * below >= n) {
+        median_gap = g;
+        break;
+      }
+    }
+  }
+  const std::vector<double> fd = fold(cut);
+  const double total = std::accumulate(fd.begin(), fd.end(), 0.0);
+  const size_t wide = std::min(std::max(w, 3 * median_gap), std::max<size_t>(1, slots / 2));
+  double run = 0;
+  for (size_t i = 0; i < wide; ++i) run += fd[i % slots];
+  double least = run;
+  for (size_t k = 1; k < slots; ++k) {
+    run += fd[(k + wide - 1) % slots] - fd[k - 1];
+    least = std::min(least, run);
+  }
+  const double rate_share = total > 0 ? least / static_cast<double>(wide) / (total / static_cast<double>(slots)) : 0;
+  if (rate_share >= 0.5) {
+    pr.period_s.reset();
+    pr.steps = 0;
+    pr.duty_cycle = 0;
+    pr.why = "steady";
   }
 }
 

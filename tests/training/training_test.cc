@@ -305,6 +305,49 @@ TEST(TrainingTest, RandomOnOffTrafficHasNoPeriod) {
   }
 }
 
+// A steady stream of packets repeats in 100 µs bins: the bins' share of its packets beats against their spacing
+// (192 µs apart: full and empty bins in a pattern that repeats every 2.5 ms; ten a bin and a bit: tens and elevens
+// in one). That is no training step — it never pauses for longer than its spacing — and has no period, whatever
+// the spacing, with or without jitter. The same stream that pauses between its bursts does (a job's step).
+TEST(TrainingTest, ASteadyStreamHasNoPeriodButTheSameStreamWithPausesHasOne) {
+  auto stream = [](int64_t spacing_ns, double jitter, bool full_size, int64_t on_ns, int64_t period_ns) {
+    std::mt19937 rng(static_cast<uint32_t>(spacing_ns));
+    std::uniform_real_distribution<double> u(-jitter, jitter);
+    std::uniform_int_distribution<uint32_t> size(200, 1514);  // at random: sizes that cycled would repeat
+    std::vector<PacketRecord> v;
+    for (int64_t t = 0; t < 3'000'000'000; t += spacing_ns) {
+      if (t % period_ns >= on_ns) continue;
+      PacketRecord r;
+      r.ts_ns = kT0 + t + static_cast<int64_t>(u(rng) * static_cast<double>(spacing_ns));
+      r.wire_len = full_size ? 1514 : size(rng);
+      r.key = flow(1, 2);
+      r.key.proto = 17;
+      r.len = r.wire_len - 42;
+      v.push_back(r);
+    }
+    return v;
+  };
+  size_t read_before = 0;  // streams whose bins repeat at a period the autocorrelation takes
+  for (int64_t spacing : {9'600, 31'000, 47'000, 96'000, 192'000, 333'000, 610'000}) {
+    for (auto [jitter, full_size] : {std::pair(0.0, true), std::pair(0.2, true), std::pair(0.0, false)}) {
+      TrainingReport r = analyse(stream(spacing, jitter, full_size, 1'000'000'000'000, 1'000'000'000'000));
+      ASSERT_EQ(r.jobs.size(), 1u) << spacing;
+      const PeriodReport& p = r.jobs[0].period;
+      EXPECT_FALSE(p.period_s) << spacing << " ns, jitter " << jitter << ": " << p.period_s.value_or(0) << " s, q "
+                               << p.quality;
+      EXPECT_EQ(p.steps, 0u) << spacing;
+      read_before += p.why == "steady";
+      // Pauses of 8 ms in every 20 ms: steps of 20 ms.
+      TrainingReport q = analyse(stream(spacing, jitter, full_size, 12'000'000, 20'000'000));
+      ASSERT_EQ(q.jobs.size(), 1u) << spacing;
+      ASSERT_TRUE(q.jobs[0].period.period_s) << spacing << " ns, jitter " << jitter << ": " << q.jobs[0].period.why;
+      EXPECT_NEAR(*q.jobs[0].period.period_s, 0.020, 0.0004) << spacing << " ns, jitter " << jitter;
+    }
+  }
+  // The streams that the bins' beat alone made periodic (before this rule, a period was read for them).
+  EXPECT_GE(read_before, 4u);
+}
+
 // The period finder asks for the first few dozen lags of long series, which are summed directly; they must
 // equal the definition (brute force on a short series) and the transform's values (long series).
 TEST(TrainingTest, AutocorrelationOfTheFirstLagsEqualsTheDefinitionAndTheTransform) {

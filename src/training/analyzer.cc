@@ -459,8 +459,10 @@ void placeSteps(const std::vector<double>& fine, Pace* pace, training::StepCut* 
   size_t best_at = 0;
   windows(fold(nullptr), &best_at);
   cutAt(start + std::fmod(static_cast<double>(best_at) + static_cast<double>(w) / 2, period));
+  // The steps of typical volume folded at the period (with the steps cut at the quietest stretch of the whole
+  // series'): where the place between steps is looked for, and the quiet stretch every step holds (below).
+  const std::vector<double> fd = fold(cut);
   {
-    const std::vector<double> fd = fold(cut);
     const double total = std::accumulate(fd.begin(), fd.end(), 0.0);
     const std::vector<double> sums = windows(fd, &best_at);
     if (total > 0) {
@@ -569,7 +571,7 @@ void placeSteps(const std::vector<double>& fine, Pace* pace, training::StepCut* 
   // A step is traffic and then a pause. A steady stream of packets also repeats in 100 µs bins — the bins' share
   // of its packets beats against their spacing (packets 192 µs apart: a pattern of full and empty bins that
   // repeats every 2.5 ms) — but it never pauses for longer than its spacing. So the steps must show a quiet
-  // stretch: folded at the period, their quietest window — as wide as the larger of a twentieth of the period and
+  // stretch: folded at the period (fd), their quietest window — as wide as the larger of a twentieth of the period and
   // three times the median gap between the steps' nonzero bins, at most half the period — carries less than half
   // their mean rate (docs/training.md "Step period", 7).
   size_t median_gap = 1;
@@ -584,8 +586,7 @@ void placeSteps(const std::vector<double>& fine, Pace* pace, training::StepCut* 
       }
     }
   }
-  const std::vector<double> fd = fold(cut);
-  const double total = std::accumulate(fd.begin(), fd.end(), 0.0);
+  const double folded = std::accumulate(fd.begin(), fd.end(), 0.0);
   const size_t wide = std::min(std::max(w, 3 * median_gap), std::max<size_t>(1, slots / 2));
   double run = 0;
   for (size_t i = 0; i < wide; ++i) run += fd[i % slots];
@@ -594,7 +595,7 @@ void placeSteps(const std::vector<double>& fine, Pace* pace, training::StepCut* 
     run += fd[(k + wide - 1) % slots] - fd[k - 1];
     least = std::min(least, run);
   }
-  const double rate_share = total > 0 ? least / static_cast<double>(wide) / (total / static_cast<double>(slots)) : 0;
+  const double rate_share = folded > 0 ? least / static_cast<double>(wide) / (folded / static_cast<double>(slots)) : 0;
   if (rate_share >= 0.5) {
     pr.period_s.reset();
     pr.steps = 0;

@@ -35,7 +35,10 @@ inline RawFrames loadTrace(const std::string& path) {
   (void)(*src)->run(sink, stop);
   return f;
 }
-inline RawFrames loadBundledTrace() { return loadTrace("data/ddp-gloo-w3-3steps.pcap"); }
+
+// The bundled trace of real training traffic (the README's first command replays it).
+inline constexpr const char* kBundledTrace = "data/ddp-gloo-w3-3steps.pcap";
+inline RawFrames loadBundledTrace() { return loadTrace(kBundledTrace); }
 
 // A committed trace's records (`path` from the repository's root) in timestamp order, as the engine receives them.
 inline std::vector<PacketRecord> traceRecords(const std::string& path, const DecoderConfig& config = {}) {
@@ -51,7 +54,7 @@ inline std::vector<PacketRecord> traceRecords(const std::string& path, const Dec
 }
 // The bundled trace's records.
 inline std::vector<PacketRecord> bundledRecords(const DecoderConfig& config = {}) {
-  return traceRecords("data/ddp-gloo-w3-3steps.pcap", config);
+  return traceRecords(kBundledTrace, config);
 }
 
 }  // namespace burstscope::bench

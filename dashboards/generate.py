@@ -356,8 +356,8 @@ def training():
                                                             "renameByName": rename}}])
     b.panel("timeseries", "Step period", "s", [q(f"burstscope_job_step_period_seconds{{{JSEL}}}", JLEG)], w=8,
             description="Read from the job's traffic over the trailing training window; absent while none is found "
-                        "(too few steps, aperiodic, a steady stream). BurstscopeJobStepSlowdown compares the last 5 minutes with the "
-                        "30 before.")
+                        "(too few steps, aperiodic, a steady stream). BurstscopeJobStepSlowdown compares the last 5 "
+                        "minutes with the 30 before.")
     b.panel("timeseries", "Duty cycle", "percentunit", [q(f"burstscope_job_duty_cycle_ratio{{{JSEL}}}", JLEG)], w=8,
             description="Share of the step period during which the job bursts.")
     b.panel("timeseries", "Bursting time per step (duty cycle × period)", "s",

@@ -71,7 +71,7 @@ struct WhatifJobResult {
   // one; none with the reason.
   std::optional<double> measured_period_s;
   std::string period_job;         // the training job it is the period of
-  std::string no_period_why;      // "aperiodic", "too few steps", "no job", ...
+  std::string no_period_why;      // "aperiodic", "steady", "too few steps", "no job", ...
   int64_t offset_range_ns = 0;    // random offsets are uniform in [0, this)
   std::string offset_range_from;  // "step period" or "duration"
   double alone_bmax_bytes = 0;    // the job alone on the link, Bmax(r)

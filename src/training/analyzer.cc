@@ -369,7 +369,7 @@ bool foldNonzero(const NonzeroBins& nz, size_t from, size_t to, double ph0, doub
 }
 
 // Where the steps of a series at its pace fall (`cut`), and the steps and duty cycle of its report: none (and no
-// period) without a counted step.
+// period) without a counted step, or where the steps hold no quiet stretch (a steady stream; `cut` is left placed).
 // `nz`: the series' nonzero bins, where the caller has them (a sparse job's); the steps' bytes, the fold at the
 // period (where foldNonzero can) and the duty cycle are then read from them instead of from every bin, with the same
 // figures.
@@ -406,15 +406,15 @@ void placeSteps(const std::vector<double>& fine, Pace* pace, training::StepCut* 
     }
     return fd;
   };
-  // The sum of each window of w slots (circular), and the quietest one.
-  auto windows = [&](const std::vector<double>& fd, size_t* best_at) {
+  // The sum of each window of `width` slots (circular), and the quietest one.
+  auto windows = [&](const std::vector<double>& fd, size_t* best_at, size_t width) {
     std::vector<double> sums(slots, 0.0);
     double run = 0;
-    for (size_t i = 0; i < w; ++i) run += fd[i % slots];
+    for (size_t i = 0; i < width; ++i) run += fd[i % slots];
     sums[0] = run;
     *best_at = 0;
     for (size_t k = 1; k < slots; ++k) {
-      run += fd[(k + w - 1) % slots] - fd[k - 1];
+      run += fd[(k + width - 1) % slots] - fd[k - 1];
       sums[k] = run;
       if (run < sums[*best_at]) *best_at = k;
     }
@@ -457,14 +457,14 @@ void placeSteps(const std::vector<double>& fine, Pace* pace, training::StepCut* 
     }
   };
   size_t best_at = 0;
-  windows(fold(nullptr), &best_at);
+  windows(fold(nullptr), &best_at, w);
   cutAt(start + std::fmod(static_cast<double>(best_at) + static_cast<double>(w) / 2, period));
   // The steps of typical volume folded at the period (with the steps cut at the quietest stretch of the whole
   // series'): where the place between steps is looked for, and the quiet stretch every step holds (below).
   const std::vector<double> fd = fold(cut);
   {
     const double total = std::accumulate(fd.begin(), fd.end(), 0.0);
-    const std::vector<double> sums = windows(fd, &best_at);
+    const std::vector<double> sums = windows(fd, &best_at, w);
     if (total > 0) {
       // The longest run of windows as quiet as the quietest (within 0.1% of the folded bytes) — the silence
       // between steps (the optimizer, the next forward) is the step's longest where several are as quiet (the
@@ -570,10 +570,10 @@ void placeSteps(const std::vector<double>& fine, Pace* pace, training::StepCut* 
   }
   // A step is traffic and then a pause. A steady stream of packets also repeats in 100 µs bins — the bins' share
   // of its packets beats against their spacing (packets 192 µs apart: a pattern of full and empty bins that
-  // repeats every 2.5 ms) — but it never pauses for longer than its spacing. So the steps must show a quiet
-  // stretch: folded at the period (fd), their quietest window — as wide as the larger of a twentieth of the period and
-  // three times the median gap between the steps' nonzero bins, at most half the period — carries less than half
-  // their mean rate (docs/training.md "Step period", 7).
+  // nearly repeats every 2.5 ms) — but it never pauses for longer than its spacing. So the steps must show a quiet
+  // stretch: the typical ones folded at the period (fd), their quietest window — as wide as the larger of a twentieth
+  // of the period and three times the median gap between the steps' nonzero bins, at most half the period — carries
+  // less than half their mean rate (docs/training.md "Step period", 7).
   size_t median_gap = 1;
   {
     const uint64_t n = std::accumulate(gaps.begin(), gaps.end(), uint64_t{0});
@@ -588,13 +588,8 @@ void placeSteps(const std::vector<double>& fine, Pace* pace, training::StepCut* 
   }
   const double folded = std::accumulate(fd.begin(), fd.end(), 0.0);
   const size_t wide = std::min(std::max(w, 3 * median_gap), std::max<size_t>(1, slots / 2));
-  double run = 0;
-  for (size_t i = 0; i < wide; ++i) run += fd[i % slots];
-  double least = run;
-  for (size_t k = 1; k < slots; ++k) {
-    run += fd[(k + wide - 1) % slots] - fd[k - 1];
-    least = std::min(least, run);
-  }
+  size_t quietest = 0;
+  const double least = windows(fd, &quietest, wide)[quietest];
   const double rate_share = folded > 0 ? least / static_cast<double>(wide) / (folded / static_cast<double>(slots)) : 0;
   if (rate_share >= 0.5) {
     pr.period_s.reset();

@@ -578,7 +578,7 @@ void placeSteps(const std::vector<double>& fine, Pace* pace, training::StepCut* 
   {
     const uint64_t n = std::accumulate(gaps.begin(), gaps.end(), uint64_t{0});
     uint64_t below = 0;
-    for (size_t g = 1; g <= kLongGap; ++g) {
+    for (size_t g = 1; g < gaps.size(); ++g) {
       below += gaps[g];
       if (2 * below >= n) {
         median_gap = g;

@@ -462,8 +462,8 @@ void placeSteps(const std::vector<double>& fine, Pace* pace, training::StepCut* 
   // The steps of typical volume folded at the period (with the steps cut at the quietest stretch of the whole
   // series'): where the place between steps is looked for, and the quiet stretch every step holds (below).
   const std::vector<double> fd = fold(cut);
+  const double total = std::accumulate(fd.begin(), fd.end(), 0.0);
   {
-    const double total = std::accumulate(fd.begin(), fd.end(), 0.0);
     const std::vector<double> sums = windows(fd, &best_at, w);
     if (total > 0) {
       // The longest run of windows as quiet as the quietest (within 0.1% of the folded bytes) — the silence
@@ -586,11 +586,10 @@ void placeSteps(const std::vector<double>& fine, Pace* pace, training::StepCut* 
       }
     }
   }
-  const double folded = std::accumulate(fd.begin(), fd.end(), 0.0);
   const size_t wide = std::min(std::max(w, 3 * median_gap), std::max<size_t>(1, slots / 2));
   size_t quietest = 0;
   const double least = windows(fd, &quietest, wide)[quietest];
-  const double rate_share = folded > 0 ? least / static_cast<double>(wide) / (folded / static_cast<double>(slots)) : 0;
+  const double rate_share = total > 0 ? least / static_cast<double>(wide) / (total / static_cast<double>(slots)) : 0;
   if (rate_share >= 0.5) {
     pr.period_s.reset();
     pr.steps = 0;

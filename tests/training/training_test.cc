@@ -328,7 +328,7 @@ TEST(TrainingTest, ASteadyStreamHasNoPeriodButTheSameStreamWithPausesHasOne) {
     }
     return v;
   };
-  size_t read_before = 0;  // streams whose bins repeat at a period the autocorrelation takes
+  size_t steady = 0;  // streams read steady: their bins repeat at a period the autocorrelation takes
   for (int64_t spacing : {9'600, 31'000, 47'000, 96'000, 192'000, 333'000, 610'000}) {
     for (auto [jitter, full_size] : {std::pair(0.0, true), std::pair(0.2, true), std::pair(0.0, false)}) {
       TrainingReport r = analyse(stream(spacing, jitter, full_size, 1'000'000'000'000, 1'000'000'000'000));
@@ -337,7 +337,7 @@ TEST(TrainingTest, ASteadyStreamHasNoPeriodButTheSameStreamWithPausesHasOne) {
       EXPECT_FALSE(p.period_s) << spacing << " ns, jitter " << jitter << ": " << p.period_s.value_or(0) << " s, q "
                                << p.quality;
       EXPECT_EQ(p.steps, 0u) << spacing;
-      read_before += p.why == "steady";
+      steady += p.why == "steady";
       // Pauses of 8 ms in every 20 ms: steps of 20 ms.
       TrainingReport q = analyse(stream(spacing, jitter, full_size, 12'000'000, 20'000'000));
       ASSERT_EQ(q.jobs.size(), 1u) << spacing;
@@ -346,7 +346,7 @@ TEST(TrainingTest, ASteadyStreamHasNoPeriodButTheSameStreamWithPausesHasOne) {
     }
   }
   // The streams that the bins' beat alone made periodic (before this rule, a period was read for 11 of them).
-  EXPECT_GE(read_before, 8u);
+  EXPECT_GE(steady, 8u);
   // A short pause is a step's too: 2 ms in every 20 ms of a dense stream (where the quiet window were half the
   // period wide, the pause would not show).
   for (int64_t spacing : {9'600, 31'000}) {

@@ -1,5 +1,8 @@
 #include "src/window/exact_window.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 
@@ -383,18 +386,39 @@ void ExactWindows::endBurst(int64_t t) {
     // Once the list fills its first kEventsInPlaceFrom, the room for the rest (up to kReservedEvents) is taken at
     // once: a doubling vector copied every event kept so far at each step, and its last step (16 to 32 MiB) held the
     // live worker for tens of milliseconds, long enough to overflow its ring (bench/README.md, issue 41's
-    // twenty-third session). The room is address space only: a page becomes resident when its first event is
-    // written. Not from the start: a file's heap is on huge pages, where the reserved room's first page would be
-    // 2 MiB resident for a handful of microbursts.
+    // twenty-third session). The room is address space only: its pages become resident a run at a time, just ahead of
+    // the events written into them (populateEvents). Not from the start: a file's heap is on huge pages, where the
+    // reserved room's first page would be 2 MiB resident for a handful of microbursts.
     // (Past kReservedEvents, where mb_max_events_ is larger, it doubles again.)
     const size_t n = r.events.size();
     if (n == r.events.capacity() && n >= kEventsInPlaceFrom && n < kReservedEvents) {
       r.events.reserve(std::min(mb_max_events_, kReservedEvents));
     }
     r.events.push_back(cur_);
+    if (n >= kEventsInPlaceFrom && r.events.size() + kPopulateAhead / sizeof(Microburst) / 2 >= populated_events_)
+      populateEvents(r.events);
   }
   last_end_ns_ = t;
   if (observer_) observer_->onMicroburst(cur_);
+}
+
+// The reserved room's next kPopulateAhead bytes past what is resident (or past the next event), made resident in one
+// call (MADV_POPULATE_WRITE, Linux 5.14) once the events come within half that of its end: the next event's page is
+// always resident. Written one event at a time, each 4 KiB page (128 events) was a page fault of
+// its own: most of the faults a worker took while its lists grew, each a costly trap on this project's VM
+// (bench/README.md, issue 41). A kernel that refuses the advice leaves the pages to fault as before, and is not asked
+// again.
+void ExactWindows::populateEvents(const std::vector<Microburst>& events) {
+  static const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const auto base = reinterpret_cast<uintptr_t>(events.data());
+  const uintptr_t from = (base + std::max(events.size(), populated_events_) * sizeof(Microburst)) & ~(page - 1);
+  const uintptr_t room_end = (base + events.capacity() * sizeof(Microburst)) & ~(page - 1);
+  const uintptr_t to = std::min(from + kPopulateAhead, room_end);
+  if (to <= from || ::madvise(reinterpret_cast<void*>(from), to - from, MADV_POPULATE_WRITE) != 0) {
+    populated_events_ = SIZE_MAX;
+    return;
+  }
+  populated_events_ = (to - base) / sizeof(Microburst);
 }
 
 void ExactWindows::startBurst(int64_t t, uint64_t sum) {

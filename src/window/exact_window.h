@@ -32,6 +32,8 @@ class ExactWindows {
   // (32 MiB of address space) at once and is written in place (endBurst).
   static constexpr size_t kEventsInPlaceFrom = 4096;
   static constexpr size_t kReservedEvents = size_t{1} << 20;
+  // Bytes of that room made resident at once ahead of the next event (populateEvents).
+  static constexpr uintptr_t kPopulateAhead = uintptr_t{64} << 10;
 
   // `taus_ns` ascending and distinct; `max_entries` bounds the shared FIFO (see EngineConfig).
   ExactWindows(std::vector<int64_t> taus_ns, size_t max_entries, std::optional<MicroburstSpec> mb);
@@ -86,6 +88,7 @@ class ExactWindows {
   void depart(int64_t t, uint64_t sum_after);
   void endBurst(int64_t t);
   void startBurst(int64_t t, uint64_t sum);
+  void populateEvents(const std::vector<Microburst>& events);
   void addMicroburstScale(std::span<const Arrival> batch);
   void append(std::span<const Arrival> batch);
   void closeMark(int64_t last_ts);
@@ -149,6 +152,7 @@ class ExactWindows {
   uint64_t stretches_passed_ = 0;
   uint64_t marks_left_ = 0;
   std::optional<MicroburstResult> mb_result_;
+  size_t populated_events_ = 0;  // the kept events' room is resident up to here (SIZE_MAX: not populated ahead)
   EngineObserver* observer_ = nullptr;
 };
 

@@ -1,5 +1,8 @@
 // The engine against brute-force implementations of SPEC's definitions, written here the slow, obvious way.
 #include <gtest/gtest.h>
+#include <malloc.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -731,6 +734,55 @@ TEST(ExactWindowsTest, KeptMicroburstsAreWrittenInPlaceAndTheRestCounted) {
   EXPECT_EQ(w.microbursts()->count, static_cast<uint64_t>(bursts));
   EXPECT_EQ(w.microbursts()->events.size(), kept);
   EXPECT_EQ(w.microbursts()->events.data(), where);
+}
+
+// Past kEventsInPlaceFrom, the kept microbursts' room is made resident a run of pages at a time, at least half a run
+// ahead of the writes (MADV_POPULATE_WRITE, one call instead of a page fault for each 4 KiB page), and only there: the
+// rest of the room stays address space. mincore() tells which pages are resident. Small pages: the tests' heap is not
+// on huge pages (only the offline commands' is, src/app/main.cc), and Debian's kernel gives them only to who asks.
+TEST(ExactWindowsTest, KeptMicroburstsRoomIsMadeResidentJustAheadOfTheirWrites) {
+  // `meson test` sets MALLOC_PERTURB_, with which glibc's malloc fills every block it hands out (the whole room
+  // resident at once): off for this test's blocks, and back as it was after.
+  struct Unperturbed {
+    Unperturbed() { mallopt(M_PERTURB, 0); }
+    ~Unperturbed() {
+      const char* p = std::getenv("MALLOC_PERTURB_");
+      mallopt(M_PERTURB, p != nullptr ? std::atoi(p) : 0);
+    }
+  } unperturbed;
+  const int64_t tau = 100'000;
+  internal::ExactWindows w({tau}, size_t{1} << 20, internal::MicroburstSpec{tau, 6250, size_t{1} << 20});
+  std::vector<internal::Arrival> batch(16);
+  int64_t t = 1'000'000'000;
+  // Each packet a microburst of its own (7000 bytes, above the threshold while it is in the window).
+  auto add = [&](size_t events) {
+    while (w.microbursts()->count < events) {
+      for (internal::Arrival& a : batch) {
+        a = {t, 7000};
+        t += 200'000;
+      }
+      w.addBatch(batch);
+    }
+  };
+  const long page = sysconf(_SC_PAGESIZE);
+  auto resident = [&](const Microburst* at) {
+    const auto p = reinterpret_cast<uintptr_t>(at) & ~static_cast<uintptr_t>(page - 1);
+    unsigned char v = 0;
+    EXPECT_EQ(mincore(reinterpret_cast<void*>(p), static_cast<size_t>(page), &v), 0);
+    return (v & 1) != 0;
+  };
+  const size_t ahead = internal::ExactWindows::kPopulateAhead / sizeof(Microburst);  // 2048 events
+  for (size_t kept : {internal::ExactWindows::kEventsInPlaceFrom + 100, size_t{50'000}, size_t{50'000} + ahead / 2}) {
+    add(kept);
+    const std::vector<Microburst>& events = w.microbursts()->events;
+    ASSERT_EQ(events.size(), w.microbursts()->count);
+    ASSERT_GT(events.capacity(), events.size() + 20 * ahead);
+    // Not written yet: the next event's page, and the page half a run ahead of it less a page.
+    const long page_events = page / static_cast<long>(sizeof(Microburst));
+    EXPECT_TRUE(resident(events.data() + events.size())) << "at " << kept << " events";
+    EXPECT_TRUE(resident(events.data() + events.size() + ahead / 2 - page_events)) << "at " << kept << " events";
+    EXPECT_FALSE(resident(events.data() + events.size() + 10 * ahead)) << "at " << kept << " events";
+  }
 }
 
 // Where more than kReservedEvents are kept, the list doubles again past its reserved room: it moves once there, not

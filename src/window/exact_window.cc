@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 
 #include "src/window/histograms.h"
@@ -395,30 +396,38 @@ void ExactWindows::endBurst(int64_t t) {
       r.events.reserve(std::min(mb_max_events_, kReservedEvents));
     }
     r.events.push_back(cur_);
-    if (n >= kEventsInPlaceFrom && r.events.size() + kPopulateAhead / sizeof(Microburst) / 2 >= populated_events_)
+    if (n >= kEventsInPlaceFrom && r.events.size() * sizeof(Microburst) + kPopulateRun / 2 >= populated_bytes_)
       populateEvents(r.events);
   }
   last_end_ns_ = t;
   if (observer_) observer_->onMicroburst(cur_);
 }
 
-// The reserved room's next kPopulateAhead bytes past what is resident (or past the next event), made resident in one
-// call (MADV_POPULATE_WRITE, Linux 5.14) once the events come within half that of its end: the next event's page is
-// always resident. Written one event at a time, each 4 KiB page (128 events) was a page fault of
-// its own: most of the faults a worker took while its lists grew, each a costly trap on this project's VM
-// (bench/README.md, issue 41). A kernel that refuses the advice leaves the pages to fault as before, and is not asked
-// again.
+// The next run of the kept events' room (kPopulateRun bytes, or a page where pages are larger) past what is resident,
+// made resident in one call (MADV_POPULATE_WRITE, Linux 5.14). Called once the events come within half a run of the
+// resident part's end, so the events written next find their pages resident; the writes never fall behind it, so at
+// most a run and a half is resident ahead of them. Written one event at a time, each 4 KiB page (128 events) was a
+// page fault of its own: most of the faults a worker took while its lists grew, each a costly trap on this
+// project's VM (bench/README.md, issue 41). Not asked again where the kernel does not know the advice (EINVAL); a run
+// it cannot populate (ENOMEM: a memory limit) faults page by page as before. A list larger than the room (more than
+// kReservedEvents kept) is populated likewise once it has moved.
 void ExactWindows::populateEvents(const std::vector<Microburst>& events) {
-  static const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  static const auto page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
   const auto base = reinterpret_cast<uintptr_t>(events.data());
-  const uintptr_t from = (base + std::max(events.size(), populated_events_) * sizeof(Microburst)) & ~(page - 1);
+  // From the page after the one the last event was written into (resident), or where the last run ended.
+  const uintptr_t written = base + events.size() * sizeof(Microburst);
+  const uintptr_t from = std::max((written + page - 1) & ~(page - 1), base + populated_bytes_);
   const uintptr_t room_end = (base + events.capacity() * sizeof(Microburst)) & ~(page - 1);
-  const uintptr_t to = std::min(from + kPopulateAhead, room_end);
-  if (to <= from || ::madvise(reinterpret_cast<void*>(from), to - from, MADV_POPULATE_WRITE) != 0) {
-    populated_events_ = SIZE_MAX;
+  const uintptr_t to = std::min(from + std::max(kPopulateRun, page), room_end);
+  if (to <= from) {  // the room's last page, part of which the room holds: its events fault there as before
+    populated_bytes_ = room_end - base + kPopulateRun;
     return;
   }
-  populated_events_ = (to - base) / sizeof(Microburst);
+  if (::madvise(reinterpret_cast<void*>(from), to - from, MADV_POPULATE_WRITE) != 0 && errno == EINVAL) {
+    populated_bytes_ = SIZE_MAX;
+    return;
+  }
+  populated_bytes_ = to - base;
 }
 
 void ExactWindows::startBurst(int64_t t, uint64_t sum) {

@@ -32,8 +32,9 @@ class ExactWindows {
   // (32 MiB of address space) at once and is written in place (endBurst).
   static constexpr size_t kEventsInPlaceFrom = 4096;
   static constexpr size_t kReservedEvents = size_t{1} << 20;
-  // Bytes of that room made resident at once ahead of the next event (populateEvents).
-  static constexpr uintptr_t kPopulateAhead = uintptr_t{64} << 10;
+  // Bytes of that room made resident at once, a run, once the events come within half a run of its resident part
+  // (populateEvents).
+  static constexpr size_t kPopulateRun = size_t{64} << 10;
 
   // `taus_ns` ascending and distinct; `max_entries` bounds the shared FIFO (see EngineConfig).
   ExactWindows(std::vector<int64_t> taus_ns, size_t max_entries, std::optional<MicroburstSpec> mb);
@@ -152,7 +153,8 @@ class ExactWindows {
   uint64_t stretches_passed_ = 0;
   uint64_t marks_left_ = 0;
   std::optional<MicroburstResult> mb_result_;
-  size_t populated_events_ = 0;  // the kept events' room is resident up to here (SIZE_MAX: not populated ahead)
+  // Bytes from the kept events' first that are resident or were asked to be (SIZE_MAX: the kernel refuses the advice).
+  size_t populated_bytes_ = 0;
   EngineObserver* observer_ = nullptr;
 };
 

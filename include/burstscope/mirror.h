@@ -66,6 +66,9 @@ class MirrorAggregator final : public Aggregator {
   void closeInterval(const IntervalContext& c, IntervalReport* out) override;
   void finish() override;
   void result(EngineResult* out) const override;
+  // The duplicate table's buckets now: 256 at first, doubled up to 4,096 where frames within their horizon would
+  // otherwise be pushed out (no output reads it; the tests do).
+  size_t tableBuckets() const;
 
  private:
   struct Impl;

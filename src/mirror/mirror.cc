@@ -1,5 +1,5 @@
-// The mirror self-checks' aggregator (docs/mirror.md). Per packet: one look-up in a fixed table of recent
-// frames (4-way buckets, no allocation after start-up) and one add per load scale.
+// The mirror self-checks' aggregator (docs/mirror.md). Per packet: one look-up in a table of recent frames (4-way
+// buckets, grown only where a frame would push out one still inside its horizon) and one add per load scale.
 #include "burstscope/mirror.h"
 
 #include <algorithm>
@@ -63,14 +63,24 @@ struct LoadScale {
 }  // namespace
 
 struct MirrorAggregator::Impl {
-  // 4096 buckets of 4: at 100 Gb/s of 64-byte frames (150 Mpps) a 50 µs horizon holds 7,500 frames, under half
-  // the table; typical traffic holds a few hundred. 256 KB of buckets and 128 KB beside them, touched in full at
-  // start.
-  static constexpr size_t kBuckets = 4096;
+  // Up to 4096 buckets of 4: at 100 Gb/s of 64-byte frames (150 Mpps) a 50 µs horizon holds 7,500 frames, under
+  // half the table; typical traffic holds a few hundred. 256 KB of buckets and 128 KB beside them at that size. The
+  // table starts at 256 buckets (24 KB in all, which stays in a core's nearest caches) and doubles whenever a frame
+  // would push out one still inside its horizon (grow). So below kMaxBuckets no frame is forgotten inside its
+  // horizon; and a bucket of the largest table is part of one bucket at every smaller size (bucketOf), so the table
+  // has grown to kMaxBuckets before that table would push one out. It finds every copy the fixed table of 4096
+  // buckets found, at any rate; only which of two equally old frames a full bucket pushes out may differ (their
+  // ways), and with it the copies found and the frames pushed out after that. Where the table was fixed, its 384 KB
+  // cost the bundled trace's whole analysis about 2 ns a packet (bench/README.md, issue 41's thirty-sixth session);
+  // at 15 M packets/s it grows to the full size within the first few thousand frames. A growth allocates (at most
+  // four times in a run, 48 to 384 KB).
+  static constexpr size_t kMinBuckets = 256;
+  static constexpr size_t kMaxBuckets = 4096;
   MirrorConfig cfg;
   double capacity_bps;
-  std::vector<Bucket> table = std::vector<Bucket>(kBuckets);
-  std::vector<SeqAck> facts = std::vector<SeqAck>(kBuckets * kWays);  // way w of bucket b at b * kWays + w
+  std::vector<Bucket> table = std::vector<Bucket>(kMinBuckets);
+  std::vector<SeqAck> facts = std::vector<SeqAck>(kMinBuckets * kWays);  // way w of bucket b at b * kWays + w
+  size_t mask = kMinBuckets - 1;                                         // table.size() - 1
   MirrorReport r;
   std::vector<LoadScale> scales;
   std::vector<uint32_t> run_starts;  // scratch for add() without the engine's runs
@@ -114,8 +124,31 @@ struct MirrorAggregator::Impl {
     l.to = n >= 0 ? (n + 1) * l.w : n * l.w + 1;
   }
 
-  // (tests/mirror's brute force of the replacement relies on this layout.)
-  static size_t bucketOf(uint32_t dup_key) { return (dup_key >> 2) % kBuckets; }
+  // (tests/mirror's brute force of the replacement relies on this layout: at every size, the frames of one bucket of
+  // the largest table share a bucket.)
+  size_t bucketOf(uint32_t dup_key) const { return (dup_key >> 2) & mask; }
+
+  // Doubles the table. Every remembered frame keeps its way: the frames of bucket b go to b or b + the old size, by
+  // one more bit of their key, so two frames of one way never meet. So nothing is forgotten, and which way is the
+  // oldest of equals stays as it was.
+  void grow() {
+    const size_t n = table.size();
+    std::vector<Bucket> bigger(2 * n);
+    std::vector<SeqAck> bigger_facts(2 * n * kWays);
+    for (size_t b = 0; b < n; ++b) {
+      for (size_t w = 0; w < kWays; ++w) {
+        if (table[b].ts_ns[w] == INT64_MIN) continue;
+        const size_t to = (table[b].dup_key[w] >> 2) & (2 * n - 1);
+        bigger[to].ts_ns[w] = table[b].ts_ns[w];
+        bigger[to].dup_key[w] = table[b].dup_key[w];
+        bigger[to].flow[w] = table[b].flow[w];
+        bigger_facts[to * kWays + w] = facts[b * kWays + w];
+      }
+    }
+    table.swap(bigger);
+    facts.swap(bigger_facts);
+    mask = 2 * n - 1;
+  }
 
   // `flow` is flowFingerprint(p.key), found once per run of the flow's packets.
   void duplicate(const PacketRecord& p, uint32_t flow) {
@@ -137,26 +170,43 @@ struct MirrorAggregator::Impl {
         return;
       }
     }
-    // The oldest way, the first of equals. Which one it is, is a coin toss per frame, so the choice is made
-    // with masks: written as conditionals, GCC 12 compiled two of the three to branches on it (a third of this
-    // aggregator's samples at the trace's rate, `perf annotate`; bench/README.md).
-    const int64_t* t = bucket.ts_ns;
-    const auto pick = [](bool c, uint64_t a, uint64_t b) {  // c ? a : b
-      const uint64_t m = -static_cast<uint64_t>(c);
-      return (a & m) | (b & ~m);
-    };
-    const bool c01 = t[1] < t[0];
-    const bool c23 = t[3] < t[2];
-    const auto m01 = static_cast<int64_t>(pick(c01, t[1], t[0]));
-    const auto m23 = static_cast<int64_t>(pick(c23, t[3], t[2]));
-    const bool c = m23 < m01;
-    const size_t victim = pick(c, 2 + static_cast<size_t>(c23), static_cast<size_t>(c01));
-    const auto oldest = static_cast<int64_t>(pick(c, m23, m01));
-    if (oldest != INT64_MIN && p.ts_ns - oldest <= cfg.duplicate_horizon_ns) ++r.displaced;
-    bucket.ts_ns[victim] = p.ts_ns;
-    bucket.dup_key[victim] = p.dup_key;
-    bucket.flow[victim] = flow;
-    facts[b * kWays + victim] = SeqAck{p.seq, p.ack};
+    remember(p, flow);  // may grow the table: `bucket` is not to be used after it
+  }
+
+  // Puts a frame that is no copy in its bucket, in place of the oldest way (the first of equals). Where that one is
+  // still inside its horizon, the table grows first, up to kMaxBuckets; only there is a frame pushed out inside it.
+  void remember(const PacketRecord& p, uint32_t flow) {
+    for (;;) {
+      const size_t b = bucketOf(p.dup_key);
+      Bucket& bucket = table[b];
+      // Which one is oldest is a coin toss per frame, so the choice is made with masks: written as conditionals,
+      // GCC 12 compiled two of the three to branches on it (a third of this aggregator's samples at the trace's
+      // rate, `perf annotate`; bench/README.md).
+      const int64_t* t = bucket.ts_ns;
+      const auto pick = [](bool c, uint64_t x, uint64_t y) {  // c ? x : y
+        const uint64_t m = -static_cast<uint64_t>(c);
+        return (x & m) | (y & ~m);
+      };
+      const bool c01 = t[1] < t[0];
+      const bool c23 = t[3] < t[2];
+      const auto m01 = static_cast<int64_t>(pick(c01, t[1], t[0]));
+      const auto m23 = static_cast<int64_t>(pick(c23, t[3], t[2]));
+      const bool c = m23 < m01;
+      const size_t victim = pick(c, 2 + static_cast<size_t>(c23), static_cast<size_t>(c01));
+      const auto oldest = static_cast<int64_t>(pick(c, m23, m01));
+      if (oldest != INT64_MIN && p.ts_ns - oldest <= cfg.duplicate_horizon_ns) [[unlikely]] {
+        if (table.size() < kMaxBuckets) {
+          grow();
+          continue;
+        }
+        ++r.displaced;
+      }
+      bucket.ts_ns[victim] = p.ts_ns;
+      bucket.dup_key[victim] = p.dup_key;
+      bucket.flow[victim] = flow;
+      facts[b * kWays + victim] = SeqAck{p.seq, p.ack};
+      return;
+    }
   }
 
   // Each scale's windows over the batch, a scale at a time; a window closes only when an arrival passes its end.
@@ -189,14 +239,15 @@ void MirrorAggregator::add(std::span<const PacketRecord> records) {
 
 void MirrorAggregator::addRuns(std::span<const PacketRecord> records, std::span<const uint32_t> starts) {
   Impl& m = *impl_;
-  // The table (256 KB) is looked up at random: each record's bucket is fetched a few records ahead.
+  // The table (up to 384 KB) is looked up at random: each record's bucket is fetched a few records ahead. (Where the
+  // table grows inside the batch, a few of these fetch the old one's lines: harmless.)
   constexpr size_t kAhead = 8;
   const size_t n = records.size();
   for (size_t k = 0; k + 1 < starts.size(); ++k) {
     const uint32_t flow = flowFingerprint(records[starts[k]].key);
     for (size_t i = starts[k]; i < starts[k + 1]; ++i) {
       if (i + kAhead < n) {
-        const size_t b = Impl::bucketOf(records[i + kAhead].dup_key);
+        const size_t b = m.bucketOf(records[i + kAhead].dup_key);
         __builtin_prefetch(&m.table[b]);
         __builtin_prefetch(&m.facts[b * kWays], 1);  // written for every new frame
       }
@@ -226,5 +277,7 @@ void MirrorAggregator::finish() {
 }
 
 void MirrorAggregator::result(EngineResult* out) const { out->mirror = impl_->report(); }
+
+size_t MirrorAggregator::tableBuckets() const { return impl_->table.size(); }
 
 }  // namespace burstscope

@@ -163,7 +163,7 @@ TEST(MirrorDuplicates, ThreeCopiesAreTwoDuplicatesAndOtherFlowsWithTheSameKeyAre
 }
 
 TEST(MirrorDuplicates, ManyFlowsStayWithinTheTableAndCopiesAreStillFound) {
-  // 200,000 distinct frames within one horizon, each copied 1 us later: the table (16,384 entries) holds
+  // 200,000 distinct frames within one horizon, each copied 1 us later: the table (at most 16,384 entries) holds
   // the recent ones, so every copy is found, and older entries are displaced, not grown into.
   std::vector<PacketRecord> v;
   constexpr int kFrames = 200'000;
@@ -182,22 +182,45 @@ TEST(MirrorDuplicates, ManyFlowsStayWithinTheTableAndCopiesAreStillFound) {
   EXPECT_EQ(r.mirror->checked, 2u * kFrames);
 }
 
-// Which remembered frame a new one replaces, against a brute force. The frames meet in a few of the table's
-// buckets (its layout, mirror.cc bucketOf: bits 2 to 13 of the key pick one of 4,096 buckets of four), so that
-// every bucket is full and most new frames push one out: always its oldest. The brute force finds it with
-// std::min_element; copies of recent frames come back in a random order, some within the horizon of the frame they
-// copy and some beyond, and the figures must agree frame by frame. The times are distinct, so no two full ways are
-// of an age: which of equals goes (the first) is not judged here.
-TEST(MirrorDuplicates, ANewFrameReplacesItsBucketsOldestAsABruteForceDoes) {
-  constexpr int kBuckets = 3;
-  constexpr int64_t kHorizon = 40 * kUs;
-  std::mt19937 rng(11);
+// A brute force of the duplicate table at a fixed size of `buckets` (a power of two): a frame's bucket by bits 2 and up
+// of its key, a copy found where its key was seen within the horizon, else the bucket's oldest way goes
+// (std::min_element: the first of equals), counted as displaced when it was still inside its horizon.
+struct TableModel {
   struct Way {
     int64_t ts = INT64_MIN;
     uint32_t key = 0;
   };
-  std::vector<std::array<Way, 4>> model(kBuckets);
+  TableModel(size_t buckets, int64_t horizon_ns) : horizon(horizon_ns), table(buckets) {}
+  void see(int64_t t, uint32_t key) {
+    std::array<Way, 4>& ways = table[(key >> 2) % table.size()];
+    auto hit = std::find_if(ways.begin(), ways.end(),
+                            [&](const Way& w) { return w.key == key && w.ts != INT64_MIN && t - w.ts <= horizon; });
+    if (hit != ways.end()) {
+      ++duplicates;
+      hit->ts = t;
+      return;
+    }
+    auto oldest = std::min_element(ways.begin(), ways.end(), [](const Way& a, const Way& b) { return a.ts < b.ts; });
+    if (oldest->ts != INT64_MIN && t - oldest->ts <= horizon) ++displaced;
+    *oldest = Way{t, key};
+  }
+  int64_t horizon;
+  std::vector<std::array<Way, 4>> table;
   uint64_t duplicates = 0, displaced = 0;
+};
+
+// Which remembered frame a new one replaces, against a brute force. The frames meet in a few of the table's
+// buckets (its layout, mirror.cc bucketOf: bits 2 to 13 of the key pick one of 4,096 buckets of four at the largest
+// size, which the table grows to at the first frame that would push out one inside its horizon: these keys share a
+// bucket at every size), so that every bucket is full and most new frames push one out: always its oldest. The brute
+// force finds it with std::min_element; copies of recent frames come back in a random order, some within the horizon of
+// the frame they copy and some beyond, and the figures must agree frame by frame. The times are distinct, so no two
+// full ways are of an age: which of equals goes (the first) is not judged here.
+TEST(MirrorDuplicates, ANewFrameReplacesItsBucketsOldestAsABruteForceDoes) {
+  constexpr int kBuckets = 3;
+  constexpr int64_t kHorizon = 40 * kUs;
+  std::mt19937 rng(11);
+  TableModel model(4096, kHorizon);
   std::vector<PacketRecord> v, sent;
   int64_t t = kT0;
   for (int i = 0; i < 20'000; ++i) {
@@ -214,27 +237,78 @@ TEST(MirrorDuplicates, ANewFrameReplacesItsBucketsOldestAsABruteForceDoes) {
     }
     p.ts_ns = t;
     v.push_back(p);
-    std::array<Way, 4>& ways = model.at((p.dup_key >> 2) % 4096);
-    auto hit = std::find_if(ways.begin(), ways.end(), [&](const Way& w) {
-      return w.key == p.dup_key && w.ts != INT64_MIN && t - w.ts <= kHorizon;
-    });
-    if (hit != ways.end()) {
-      ++duplicates;
-      hit->ts = t;
-      continue;
-    }
-    auto oldest = std::min_element(ways.begin(), ways.end(), [](const Way& a, const Way& b) { return a.ts < b.ts; });
-    if (oldest->ts != INT64_MIN && t - oldest->ts <= kHorizon) ++displaced;
-    *oldest = Way{t, p.dup_key};
+    model.see(t, p.dup_key);
   }
-  ASSERT_GT(duplicates, 1000u);
-  ASSERT_GT(displaced, 1000u);
+  ASSERT_GT(model.duplicates, 1000u);
+  ASSERT_GT(model.displaced, 1000u);
   MirrorConfig mc;
   mc.duplicate_horizon_ns = kHorizon;
   EngineResult r = run(v, mc);
   EXPECT_EQ(r.mirror->checked, v.size());
-  EXPECT_EQ(r.mirror->duplicatesTotal(), duplicates);
-  EXPECT_EQ(r.mirror->displaced, displaced);
+  EXPECT_EQ(r.mirror->duplicatesTotal(), model.duplicates);
+  EXPECT_EQ(r.mirror->displaced, model.displaced);
+}
+
+// The table starts small and grows rather than push out a frame still inside its horizon (mirror.cc grow), so it
+// finds every copy the largest table (4,096 buckets of four) finds, and forgets a frame inside its horizon only
+// where that table does. A brute force of tables of both sizes (each bucket's oldest way goes, by bits 2 to 13 of
+// the key, or 2 to 9), over a quiet stretch (about five frames a horizon) and then a dense one (about two thousand,
+// more than the small table holds), with copies of recent frames, some inside their horizon and some beyond. The
+// dense stretch must make the small table miss copies that the large one finds, so that a table that pushed frames
+// out rather than grow fails here. The times are distinct (which of equals goes is not judged).
+TEST(MirrorDuplicates, TheTableGrowsRatherThanForgetAFrameInsideItsHorizon) {
+  constexpr int64_t kHorizon = 50 * kUs;
+  TableModel large(4096, kHorizon);
+  TableModel small(256, kHorizon);
+  std::mt19937 rng(5);
+  std::vector<PacketRecord> quiet, dense, sent;
+  int64_t t = kT0;
+  for (int i = 0; i < 80'000; ++i) {
+    const bool is_dense = i >= 5'000;
+    t += 1 + static_cast<int64_t>(rng() % (is_dense ? 49 : 20'000));  // means of 25 ns and 10 us
+    PacketRecord p;
+    if (sent.size() > 4000 && rng() % 4 == 0) {
+      p = sent[sent.size() - 1 - rng() % 4000];  // a copy of a recent frame: within the horizon or beyond it
+    } else {
+      const auto n = static_cast<uint32_t>(sent.size());
+      p = segment(t, true, n * 1000, 1000, 1);
+      // Distinct for distinct n (murmur3's finaliser is a bijection; the last bit set, a collision of two keys is
+      // possible but harmless to the comparison: both sides see it), at random over the buckets: an odd multiplier
+      // alone spreads consecutive n evenly, which never fills a bucket of the largest table.
+      uint32_t k = n;
+      k ^= k >> 16;
+      k *= 0x85EBCA6Bu;
+      k ^= k >> 13;
+      k *= 0xC2B2AE35u;
+      k ^= k >> 16;
+      p.dup_key = k | 1u;
+      sent.push_back(p);
+    }
+    p.ts_ns = t;
+    (is_dense ? dense : quiet).push_back(p);
+    large.see(t, p.dup_key);
+    small.see(t, p.dup_key);
+    if (i + 1 == 5'000) {
+      ASSERT_EQ(small.displaced, 0u);  // the quiet stretch fits the small table
+    }
+  }
+  ASSERT_GT(small.displaced, 0u);
+  ASSERT_GT(large.displaced, 0u);                 // the largest table too is full somewhere: the growth's end is judged
+  ASSERT_LT(small.duplicates, large.duplicates);  // the dense stretch tells the two sizes apart
+  ASSERT_GT(large.duplicates, 5'000u);
+  MirrorConfig mc;
+  mc.duplicate_horizon_ns = kHorizon;
+  MirrorAggregator m(mc, EngineConfig{});
+  m.add(quiet);
+  EXPECT_EQ(m.tableBuckets(), 256u);  // a quiet port keeps the small table
+  m.add(dense);
+  EXPECT_EQ(m.tableBuckets(), 4096u);
+  m.finish();
+  EngineResult r;
+  m.result(&r);
+  EXPECT_EQ(r.mirror->checked, quiet.size() + dense.size());
+  EXPECT_EQ(r.mirror->duplicatesTotal(), large.duplicates);
+  EXPECT_EQ(r.mirror->displaced, large.displaced);
 }
 
 TEST(MirrorLoad, WindowsAtOrAboveTheThresholdOfLineRateAreOverloaded) {

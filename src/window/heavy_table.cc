@@ -1,10 +1,15 @@
 #include "src/window/heavy_table.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <random>
 
 namespace burstscope::internal {
+
+// The eviction's two fields in one 16-byte part of a slot (HeavyTable::Entry).
+static_assert((sizeof(FlowKey) + offsetof(HeavyTable::Entry, bytes)) / 16 ==
+              (sizeof(FlowKey) + offsetof(HeavyTable::Entry, slot) + sizeof(int32_t) - 1) / 16);
 
 uint64_t FlowKeyHash::seed() {
   static const uint64_t s = std::random_device{}() * 0x9E3779B97F4A7C15ull | 1;

@@ -28,8 +28,9 @@ class HeavyTable {
  public:
   // Laid out so that `bytes` and `slot`, all that the eviction's pass over the table reads of an entry, lie in one
   // 16-byte part of its slot (the key's 40 bytes come first): so in one cache line wherever absl's slots start on 16
-  // bytes, as they do past a few entries. Before, a slot starting 0 or 16 bytes into a line (every one of a table on
-  // huge pages) had them in two. Where flows churn, that pass was a tenth of the tables' and evidence's time
+  // bytes, as they do past a few entries. Before, a slot starting 0 or 16 bytes into a line had them in two; by
+  // absl's layout (the control bytes, capacity + 16 of them, before the slots) every slot of a table on huge pages
+  // starts 16 bytes into one. Where flows churn, that pass was a tenth of the tables' and evidence's samples
   // (bench/README.md, issue 41's thirty-seventh session).
   struct Entry {
     int64_t first_ns = 0;

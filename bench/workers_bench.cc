@@ -250,7 +250,7 @@ BENCHMARK(BM_Roce)->ArgNames({"part", "jobs"})->ArgsProduct({{0, 1, 2, 3, 4, 5},
 // 4,096 by default; a port of 535 jobs of the trace, 15,000 flows, has more within a pass of it): many jobs at 15 M
 // packets/s (BM_AtRate's jobs:0, whose 2^20 packets hold 1,858 flows) with 256 flows kept, so that seven eighths of
 // them are untracked, counted as such run by run. bound:1, more than the congestion evidence's connections too
-// (`flow-table`, 65,536 by default): the flow table's bound 512 (the connections are about half the flows; the flow
+// (`flow-table`, 57,344 by default): the flow table's bound 512 (the connections are about half the flows; the flow
 // and pair tables evict all the while). Set against BM_AtRate/part:N/mpps:15/jobs:0: part 2 alone finds each run's
 // flow itself, parts 1 and 4 through the flow table's hints.
 void BM_Untracked(benchmark::State& state) {

@@ -40,8 +40,11 @@ struct EngineConfig {
   double microburst_threshold = 0.5;  // fraction of link capacity
   size_t top_k = 10;                  // pairs and flows reported by name
   size_t tracked_streams = 20;        // pairs and flows (each) given window statistics; >= top_k
-  size_t flow_table_capacity = size_t{1} << 16;
-  size_t pair_table_capacity = size_t{1} << 14;
+  // The flow and pair tables' bounds (entries; the congestion evidence's connections and per-key counts are bounded
+  // by them too). Each is 7/8 of a power of two: an abseil table is at most 7/8 full and its slot count is a power of
+  // two less one, so 57,344 entries fit 65,535 slots where 65,536 took 131,071 (docs/reliability.md).
+  size_t flow_table_capacity = (size_t{1} << 16) / 8 * 7;
+  size_t pair_table_capacity = (size_t{1} << 14) / 8 * 7;
   size_t max_microburst_events = size_t{1} << 20;  // kept for quantiles; all are counted
   // Live reporting (docs/SPEC.md "Live reporting semantics"): report intervals aligned to the epoch, 0 = none
   // (offline analysis reports the whole trace). A multiple of base_bin_ns.

@@ -66,6 +66,8 @@ class HeavyTable {
   uint64_t recentMisses() const { return recent_misses_; }
   // Changes whenever entries may have moved or gone (insertion, eviction).
   uint64_t generation() const { return generation_; }
+  // The slots the table has room for: its memory is this many slots of a key and an entry each.
+  size_t slotCount() const { return entries_.capacity(); }
 
   void finish();
   // The top_k keys by bytes; with_windows adds the tracked ones' window statistics (costly: for the end).

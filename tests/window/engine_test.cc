@@ -22,6 +22,7 @@
 #include "burstscope/training.h"
 #include "burstscope/window.h"
 #include "src/window/exact_window.h"
+#include "src/window/heavy_table.h"
 #include "src/window/large_pages.h"
 #include "src/window/stream.h"
 
@@ -845,6 +846,29 @@ TEST(EngineTest, HoursLongGapIsCountedAsIdleBinsWithoutWalkingThem) {
   EXPECT_EQ(s.utilisation->count, s.bins_spanned);
   EXPECT_GT(s.utilisation->counts[0], 360'000'000u - 1000);  // ten hours of empty 100 us bins
   EXPECT_EQ(s.envelope_bytes, bruteEnvelope(v, s.tau_ns));
+}
+
+// The default bounds are 7/8 of a power of two because an abseil table is at most 7/8 full and its slot count is
+// a power of two less one: a bound one entry larger doubles the table's memory (docs/reliability.md). Each default
+// bound's table, filled with distinct keys four times over (so that it evicts its lighter half again and again, each
+// eviction leaving erased slots behind), must never take more slots than the bound needs.
+TEST(EngineTest, DefaultTableBoundsFillTheirTablesWithoutDoublingThem) {
+  const EngineConfig c;
+  for (const size_t bound : {c.flow_table_capacity, c.pair_table_capacity}) {
+    SCOPED_TRACE(bound);
+    internal::HeavyTable table(c, bound);
+    size_t most_slots = 0;
+    for (uint32_t i = 0; i < 4 * bound; ++i) {
+      PacketRecord r = record({1'000'000 + static_cast<int64_t>(i), 100 + i % 61}, 1);
+      r.key.src = {10, static_cast<uint8_t>(i >> 16), static_cast<uint8_t>(i >> 8), static_cast<uint8_t>(i)};
+      table.add(r.key, r.ts_ns, r.wire_len);
+      most_slots = std::max(most_slots, table.slotCount());
+    }
+    const HeavyResult result = table.result(0, /*with_windows=*/false);
+    EXPECT_GE(result.evictions, 2 * bound);
+    EXPECT_LE(result.entries, bound);
+    EXPECT_LE(most_slots, bound * 8 / 7 + 1);
+  }
 }
 
 TEST(EngineTest, HeavyFlowsStayOnTopThroughFlowTableEvictions) {

@@ -87,7 +87,7 @@ void BM_HeavyTable_TopK(benchmark::State& state) {
   EngineConfig cfg;
   const size_t n = static_cast<size_t>(state.range(0));
   cfg.flow_table_capacity = n + 1024;
-  internal::HeavyTable table(cfg, cfg.flow_table_capacity);
+  internal::FlowTable table(cfg, cfg.flow_table_capacity);
   for (size_t i = 0; i < n; ++i) {
     FlowKey k;
     k.family = 4;

@@ -13,7 +13,8 @@
 
 namespace burstscope {
 
-using internal::HeavyTable;
+using internal::FlowTable;
+using internal::PairTable;
 using internal::Stream;
 
 void Histogram::observe(double v, uint64_t n) {
@@ -231,7 +232,7 @@ class HeavyAggregator final : public Aggregator {
       size_t i = starts[k];
       const size_t end = starts[k + 1];
       if (records[i].key.family == 0) continue;
-      HeavyTable::Entry* flow = nullptr;
+      FlowTable::Entry* flow = nullptr;
       do {  // a run has one record or more
         const PacketRecord& r = records[i];
         if (r.ts_ns >= bin_end_) bin_end_ = (r.ts_ns / cfg_.base_bin_ns + 1) * cfg_.base_bin_ns;
@@ -252,8 +253,8 @@ class HeavyAggregator final : public Aggregator {
     for (size_t o = 0; o < hint_owners_; ++o) std::fill_n(hints_[o]->begin(), valid_from, nullptr);
   }
   // The flow's entry: valid until the flow table's generation changes.
-  HeavyTable::Entry& addRun(const FlowKey& key, int64_t first_ts, int64_t last_ts, uint64_t bytes, uint64_t packets) {
-    HeavyTable::Entry& flow = flows_.lookup(key, first_ts);
+  FlowTable::Entry& addRun(const FlowKey& key, int64_t first_ts, int64_t last_ts, uint64_t bytes, uint64_t packets) {
+    FlowTable::Entry& flow = flows_.lookup(key, first_ts);
     const FlowKey pair_key = key.pairKey();
     if (flow.link == nullptr || flow.link_generation != pairs_.generation()) {
       flow.link = &pairs_.lookup(pair_key, first_ts);
@@ -285,8 +286,8 @@ class HeavyAggregator final : public Aggregator {
 
  private:
   const EngineConfig& cfg_;
-  HeavyTable pairs_;
-  HeavyTable flows_;
+  PairTable pairs_;
+  FlowTable flows_;
   int64_t bin_end_ = INT64_MIN;       // the end of the base bin of the last run's first packet
   std::vector<uint32_t> run_starts_;  // scratch for add() without the engine's runs
   uint64_t misses_before_ = 0;        // the flow table's recent misses before the last batch

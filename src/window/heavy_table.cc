@@ -7,9 +7,11 @@
 
 namespace burstscope::internal {
 
-// The eviction's two fields in one 16-byte part of a slot (HeavyTable::Entry).
-static_assert((sizeof(FlowKey) + offsetof(HeavyTable::Entry, bytes)) / 16 ==
-              (sizeof(FlowKey) + offsetof(HeavyTable::Entry, slot) + sizeof(int32_t) - 1) / 16);
+// The eviction's two fields in one 16-byte part of a slot (HeavyCounts, at the start of every entry).
+static_assert((sizeof(FlowKey) + offsetof(HeavyCounts, bytes)) / 16 ==
+              (sizeof(FlowKey) + offsetof(HeavyCounts, slot) + sizeof(int32_t) - 1) / 16);
+static_assert(sizeof(std::pair<const FlowKey, HeavyCounts>) == 80 &&
+              sizeof(std::pair<const FlowKey, FlowEntry>) == 128);
 
 uint64_t FlowKeyHash::seed() {
   static const uint64_t s = std::random_device{}() * 0x9E3779B97F4A7C15ull | 1;
@@ -29,21 +31,23 @@ size_t FlowKeyHash::operator()(const FlowKey& k) const {
   return static_cast<size_t>(h);
 }
 
-HeavyTable::HeavyTable(const EngineConfig& cfg, size_t capacity) : cfg_(cfg), capacity_(capacity) {
+template <typename EntryT>
+HeavyTable<EntryT>::HeavyTable(const EngineConfig& cfg, size_t capacity) : cfg_(cfg), capacity_(capacity) {
   slots_.reserve(cfg.tracked_streams);
 }
 
-HeavyTable::Entry& HeavyTable::lookup(const FlowKey& key, int64_t ts) {
+template <typename EntryT>
+EntryT& HeavyTable<EntryT>::lookup(const FlowKey& key, int64_t ts) {
   Recent& r = recent_[key.recentSlot(kRecentBits)];
   if (r.generation == generation_ && r.key == key) return *r.entry;
   ++recent_misses_;
   // Below the capacity a new key goes in with the probe that looks for it (one hash, one probe: where flows
   // churn, most look-ups are of new keys); at the capacity a new key first evicts.
-  auto [it, made] = entries_.size() < capacity_ ? entries_.try_emplace(key, Entry{.first_ns = ts})
-                                                : std::pair{entries_.find(key), false};
+  auto [it, made] =
+      entries_.size() < capacity_ ? entries_.try_emplace(key, fresh(ts)) : std::pair{entries_.find(key), false};
   if (it == entries_.end()) {
     evictLighterHalf();
-    it = entries_.try_emplace(key, Entry{.first_ns = ts}).first;
+    it = entries_.try_emplace(key, fresh(ts)).first;
     made = true;
   }
   if (made) ++generation_;
@@ -51,8 +55,9 @@ HeavyTable::Entry& HeavyTable::lookup(const FlowKey& key, int64_t ts) {
   return it->second;
 }
 
-void HeavyTable::account(const FlowKey& key, Entry& e, int64_t first_ts, int64_t last_ts, uint64_t bytes,
-                         uint64_t packets) {
+template <typename EntryT>
+void HeavyTable<EntryT>::account(const FlowKey& key, Entry& e, int64_t first_ts, int64_t last_ts, uint64_t bytes,
+                                 uint64_t packets) {
   total_bytes_ += bytes;
   total_packets_ += packets;
   e.bytes += bytes;
@@ -67,8 +72,9 @@ void HeavyTable::account(const FlowKey& key, Entry& e, int64_t first_ts, int64_t
   }
 }
 
-void HeavyTable::promote(const FlowKey& key, Entry& e, int64_t first_ts, int64_t last_ts, uint64_t bytes,
-                         uint64_t packets) {
+template <typename EntryT>
+void HeavyTable<EntryT>::promote(const FlowKey& key, Entry& e, int64_t first_ts, int64_t last_ts, uint64_t bytes,
+                                 uint64_t packets) {
   int32_t slot;
   if (slots_.size() < cfg_.tracked_streams) {
     slot = static_cast<int32_t>(slots_.size());
@@ -96,12 +102,13 @@ void HeavyTable::promote(const FlowKey& key, Entry& e, int64_t first_ts, int64_t
   }
 }
 
-void HeavyTable::evictLighterHalf() {
+template <typename EntryT>
+void HeavyTable<EntryT>::evictLighterHalf() {
   // One pass over the table lists the untracked entries; the cut is their median, and every untracked entry at
   // or below it goes. The erasures go by the list (in the table's order, as a pass over it would), not by a
   // second pass over the table: where flows churn the table is megabytes, and each pass streams all of it. The
   // lists are the eviction's own (megabytes too at the table's bound: not kept between evictions).
-  std::vector<std::pair<uint64_t, Map::iterator>> untracked;
+  std::vector<std::pair<uint64_t, typename Map::iterator>> untracked;
   untracked.reserve(entries_.size());
   for (auto it = entries_.begin(); it != entries_.end(); ++it) {
     if (it->second.slot < 0) untracked.emplace_back(it->second.bytes, it);
@@ -120,11 +127,13 @@ void HeavyTable::evictLighterHalf() {
   evictions_ += before - entries_.size();
 }
 
-void HeavyTable::finish() {
+template <typename EntryT>
+void HeavyTable<EntryT>::finish() {
   for (Slot& s : slots_) s.stream->finish();
 }
 
-HeavyResult HeavyTable::result(size_t top_k, bool with_windows) const {
+template <typename EntryT>
+HeavyResult HeavyTable<EntryT>::result(size_t top_k, bool with_windows) const {
   // The top_k heaviest by one pass over the table with a bounded heap (no copy of the table): it runs on
   // the worker at every report interval's close. Heaviest first; among equals, the earliest first, then by key:
   // the table's order is its hash's, seeded per process, and keys equal in bytes and first packet (single-packet
@@ -174,5 +183,8 @@ HeavyResult HeavyTable::result(size_t top_k, bool with_windows) const {
   r.other_packets = total_packets_ - top_packets;
   return r;
 }
+
+template class HeavyTable<HeavyCounts>;
+template class HeavyTable<FlowEntry>;
 
 }  // namespace burstscope::internal

@@ -24,27 +24,38 @@ struct FlowKeyHash {
   static uint64_t seed();
 };
 
+// A key's counts: all that a host pair's entry holds, and the first part of a flow's. Laid out so that `bytes` and
+// `slot`, all that the eviction's pass over the table reads of an entry, lie in one 16-byte part of its slot (the
+// key's 40 bytes come first): so in one cache line wherever absl's slots start on 16 bytes, as they do past a few
+// entries. Before, a slot starting 0 or 16 bytes into a line had them in two; by absl's layout (the control bytes,
+// capacity + 16 of them, before the slots) every slot of a table on huge pages starts 16 bytes into one. Where flows
+// churn, that pass was a tenth of the tables' and evidence's samples (bench/README.md, issue 41's thirty-seventh
+// session).
+struct HeavyCounts {
+  int64_t first_ns = 0;
+  uint64_t bytes = 0;
+  int32_t slot = -1;
+  uint64_t packets = 0;
+  int64_t last_ns = 0;
+};
+
+// A flow's entry: its counts, its host pair's entry and what the hinted aggregators keep of it. A pair's entry is
+// its counts alone: an 80-byte slot instead of 128, which where flows churn made BM_Churn's tables and evidence about
+// 6% faster (bench/README.md, issue 41's thirty-eighth session).
+struct FlowEntry : HeavyCounts {
+  // The flow's host pair's entry in the pair table, valid while that table's generation is unchanged: one hash
+  // lookup per packet instead of two.
+  HeavyCounts* link = nullptr;
+  uint64_t link_generation = 0;
+  // Each hinted aggregator's state of the flow (window.h), one hint an owner.
+  std::array<FlowHint, kFlowHintOwners> hints = {};
+};
+
+// A table of host pairs (Entry = HeavyCounts) or of 5-tuple flows (FlowEntry).
+template <typename EntryT>
 class HeavyTable {
  public:
-  // Laid out so that `bytes` and `slot`, all that the eviction's pass over the table reads of an entry, lie in one
-  // 16-byte part of its slot (the key's 40 bytes come first): so in one cache line wherever absl's slots start on 16
-  // bytes, as they do past a few entries. Before, a slot starting 0 or 16 bytes into a line had them in two; by
-  // absl's layout (the control bytes, capacity + 16 of them, before the slots) every slot of a table on huge pages
-  // starts 16 bytes into one. Where flows churn, that pass was a tenth of the tables' and evidence's samples
-  // (bench/README.md, issue 41's thirty-seventh session).
-  struct Entry {
-    int64_t first_ns = 0;
-    uint64_t bytes = 0;
-    int32_t slot = -1;
-    uint64_t packets = 0;
-    int64_t last_ns = 0;
-    // A flow entry remembers its host pair's entry in the pair table, valid while that table's
-    // generation is unchanged: one hash lookup per packet instead of two.
-    Entry* link = nullptr;
-    uint64_t link_generation = 0;
-    // A flow entry's: each hinted aggregator's state of the flow (window.h), one hint an owner; a pair's: unused.
-    std::array<FlowHint, kFlowHintOwners> hints = {};
-  };
+  using Entry = EntryT;
 
   HeavyTable(const EngineConfig& cfg, size_t capacity);
 
@@ -82,6 +93,12 @@ class HeavyTable {
     std::unique_ptr<Stream> stream;
   };
 
+  // A new key's entry, first seen at `ts`.
+  static Entry fresh(int64_t ts) {
+    Entry e;
+    e.first_ns = ts;
+    return e;
+  }
   void promote(const FlowKey& key, Entry& e, int64_t first_ts, int64_t last_ts, uint64_t bytes, uint64_t packets);
   void evictLighterHalf();
 
@@ -105,5 +122,10 @@ class HeavyTable {
   uint64_t generation_ = 1;
   uint64_t recent_misses_ = 0;
 };
+
+extern template class HeavyTable<HeavyCounts>;
+extern template class HeavyTable<FlowEntry>;
+using PairTable = HeavyTable<HeavyCounts>;
+using FlowTable = HeavyTable<FlowEntry>;
 
 }  // namespace burstscope::internal

@@ -856,7 +856,7 @@ TEST(EngineTest, DefaultTableBoundsFillTheirTablesWithoutDoublingThem) {
   const EngineConfig c;
   for (const size_t bound : {c.flow_table_capacity, c.pair_table_capacity}) {
     SCOPED_TRACE(bound);
-    internal::HeavyTable table(c, bound);
+    internal::FlowTable table(c, bound);
     size_t most_slots = 0;
     for (uint32_t i = 0; i < 4 * bound; ++i) {
       PacketRecord r = record({1'000'000 + static_cast<int64_t>(i), 100 + i % 61}, 1);

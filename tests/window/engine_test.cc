@@ -852,23 +852,27 @@ TEST(EngineTest, HoursLongGapIsCountedAsIdleBinsWithoutWalkingThem) {
 // a power of two less one: a bound one entry larger doubles the table's memory (docs/reliability.md). Each default
 // bound's table, filled with distinct keys four times over (so that it evicts its lighter half again and again, each
 // eviction leaving erased slots behind), must never take more slots than the bound needs.
+template <typename Table>
+void fillFourTimesOver(const EngineConfig& c, size_t bound) {
+  SCOPED_TRACE(bound);
+  Table table(c, bound);
+  size_t most_slots = 0;
+  for (uint32_t i = 0; i < 4 * bound; ++i) {
+    PacketRecord r = record({1'000'000 + static_cast<int64_t>(i), 100 + i % 61}, 1);
+    r.key.src = {10, static_cast<uint8_t>(i >> 16), static_cast<uint8_t>(i >> 8), static_cast<uint8_t>(i)};
+    table.add(r.key, r.ts_ns, r.wire_len);
+    most_slots = std::max(most_slots, table.slotCount());
+  }
+  const HeavyResult result = table.result(0, /*with_windows=*/false);
+  EXPECT_GE(result.evictions, 2 * bound);
+  EXPECT_LE(result.entries, bound);
+  EXPECT_LE(most_slots, bound * 8 / 7 + 1);
+}
+
 TEST(EngineTest, DefaultTableBoundsFillTheirTablesWithoutDoublingThem) {
   const EngineConfig c;
-  for (const size_t bound : {c.flow_table_capacity, c.pair_table_capacity}) {
-    SCOPED_TRACE(bound);
-    internal::FlowTable table(c, bound);
-    size_t most_slots = 0;
-    for (uint32_t i = 0; i < 4 * bound; ++i) {
-      PacketRecord r = record({1'000'000 + static_cast<int64_t>(i), 100 + i % 61}, 1);
-      r.key.src = {10, static_cast<uint8_t>(i >> 16), static_cast<uint8_t>(i >> 8), static_cast<uint8_t>(i)};
-      table.add(r.key, r.ts_ns, r.wire_len);
-      most_slots = std::max(most_slots, table.slotCount());
-    }
-    const HeavyResult result = table.result(0, /*with_windows=*/false);
-    EXPECT_GE(result.evictions, 2 * bound);
-    EXPECT_LE(result.entries, bound);
-    EXPECT_LE(most_slots, bound * 8 / 7 + 1);
-  }
+  fillFourTimesOver<internal::FlowTable>(c, c.flow_table_capacity);
+  fillFourTimesOver<internal::PairTable>(c, c.pair_table_capacity);
 }
 
 TEST(EngineTest, HeavyFlowsStayOnTopThroughFlowTableEvictions) {
